@@ -1,0 +1,84 @@
+"""What a benchmark is: one small declarative object per MedHELM benchmark.
+
+A :class:`Benchmark` names its data files (:class:`~pytest_medhelm.data.sources.DataFile`), a function that builds
+:class:`Instance` objects from those files (in HELM's order), a prompt template that renders an instance into the
+exact text HELM sends, generation settings, and a metric. Nothing here imports anything heavy: the registry is
+built at collection time and must stay cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.data.sources import DataFile
+    from pytest_medhelm.metrics.base import Metric
+    from pytest_medhelm.prompting import PromptTemplate
+
+ACCESS_LEVELS = ("public", "gated", "private")
+KINDS = ("closed", "open")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One row of a benchmark.
+
+    ``input`` is the scenario's input text (HELM's ``instance.input.text``: what judges see, without the adapter's
+    instructions). ``choices`` are the option texts of a multiple-choice question in reference order and
+    ``correct`` the index of the right one; ``references`` are the gold texts of a generation task.
+    ``extra`` carries what a metric needs beyond that (MedCalc's category and limits, EHRSQL's gold query).
+    """
+
+    id: str
+    input: str
+    references: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    correct: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    benchmark: str = ""
+    #: a benchmark run as several HELM runs averaged (MedDialog's subsets, CLEAR's conditions) names the run here
+    subset: str = ""
+
+    @property
+    def expected(self) -> str:
+        """The gold answer as a person reads it (a letter for multiple choice)."""
+        if self.choices and self.correct is not None:
+            return chr(ord("A") + self.correct)
+        return self.references[0] if self.references else ""
+
+
+#: ``builder(files)`` gets the resolved data files, keyed by :attr:`DataFile.name`, and returns the instances in
+#: HELM's order (the order its ``np.random.permutation`` sample indexes into).
+InstanceBuilder = Callable[[Mapping[str, Path]], Sequence[Instance]]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    slug: str
+    name: str
+    category: str  # a category slug from pytest_medhelm.catalogue.taxonomy
+    subcategory: str
+    access: str  # public | gated | private
+    kind: str  # closed | open
+    files: tuple["DataFile", ...]
+    build_instances: InstanceBuilder
+    prompt: "PromptTemplate"
+    metric: "Metric"
+    max_tokens: int
+    stop: tuple[str, ...] = ()
+    description: str = ""
+    #: HELM's cap for this benchmark when it overrides the command line's (CLEAR: 100 per condition)
+    max_instances: int | None = None
+    #: how to obtain the files, shown in the skip reason when they are absent (gated/private benchmarks)
+    data_help: str = ""
+
+    def __post_init__(self) -> None:
+        if self.access not in ACCESS_LEVELS:
+            raise ValueError(f"{self.slug}: access must be one of {ACCESS_LEVELS}, got {self.access!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.slug}: kind must be one of {KINDS}, got {self.kind!r}")
+
+    def render_prompt(self, instance: Instance) -> str:
+        return self.prompt.render(instance)

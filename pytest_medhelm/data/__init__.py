@@ -1,0 +1,1 @@
+"""Benchmark data: pinned sources, download and verification, and readers that name the file and row on error."""

@@ -1,0 +1,151 @@
+"""Readers for benchmark files that fail with a :class:`DataError` naming the file, the place and what was expected.
+
+Loaders read through these functions and fetch fields with :func:`require`, so a malformed file (truncated JSON, a
+missing column, an empty file, another encoding) never surfaces as a bare ``KeyError`` or ``IndexError`` and
+never silently drops instances.
+
+CSV files are read with universal newlines, as HELM opens them (``open(path, encoding="utf-8")``): a ``\\r\\n``
+inside a quoted field becomes ``\\n``. MEDEC's notes depend on that for the prompts to match byte for byte.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from pytest_medhelm.data.errors import DataError, DataMissing
+
+# Clinical notes exceed the csv module's default field limit of 128 KiB; 2**31 - 1 is accepted on every platform.
+_CSV_FIELD_LIMIT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Row:
+    """One record of a CSV or JSONL file, with where it sits in the file (for error messages)."""
+
+    #: 1-based record number: the first data row of a CSV (after the header) is row 1
+    number: int
+    #: 1-based line of the file where the record starts (a CSV record may span several lines)
+    line: int
+    values: Mapping[str, Any]
+
+    @property
+    def where(self) -> str:
+        return f"row {self.number} (line {self.line})"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+def data_file(files: Mapping[str, Path], name: str) -> Path:
+    """The resolved path of the data file ``name``; a loader called without it gets :class:`DataMissing`."""
+    try:
+        return files[name]
+    except KeyError:
+        raise DataMissing(f"data file {name!r} was not resolved (have: {', '.join(sorted(files)) or 'none'})") from None
+
+
+def read_text(path: Path | str) -> str:
+    """The whole file as UTF-8 text (a byte-order mark is tolerated). Empty or undecodable files are errors."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise DataError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
+    if not raw.strip():
+        raise DataError(path, "", "the file is empty")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(
+            path, f"byte {exc.start} (line {line})", f"not valid UTF-8 ({exc.reason}); expected a UTF-8 text file"
+        ) from None
+
+
+def read_json(path: Path | str) -> Any:
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON ({exc.msg}); is the file truncated?"
+        ) from None
+
+
+def read_jsonl(path: Path | str) -> list[Row]:
+    """One JSON object per line; blank lines are skipped. ``Row.number`` and ``Row.line`` are the line number."""
+    rows: list[Row] = []
+    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"line {lineno}, column {exc.colno}", f"invalid JSON ({exc.msg})") from None
+        if not isinstance(value, dict):
+            raise DataError(path, f"line {lineno}", f"expected a JSON object, got {type(value).__name__}")
+        rows.append(Row(lineno, lineno, value))
+    return rows
+
+
+def read_csv_rows(path: Path | str, required_columns: Iterable[str] = ()) -> list[Row]:
+    """The data rows of a CSV file with a header line, each a :class:`Row` of column → string.
+
+    Errors: a required column absent from the header, a row with more or fewer fields than the header, broken
+    quoting, an empty file, or a header with no data rows.
+    """
+    # Universal newlines, as HELM's open(..., encoding="utf-8") gives the csv module
+    text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
+    csv.field_size_limit(_CSV_FIELD_LIMIT)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except (StopIteration, csv.Error) as exc:
+        raise DataError(path, "line 1", f"expected a header line of column names ({exc or 'no lines'})") from None
+    missing = [col for col in required_columns if col not in header]
+    if missing:
+        raise DataError(
+            path,
+            "header (line 1)",
+            f"missing column(s) {', '.join(map(repr, missing))}; found columns {', '.join(map(repr, header))}",
+        )
+    rows: list[Row] = []
+    start = reader.line_num + 1
+    try:
+        for fields in reader:
+            if not fields:  # a blank line, which csv.DictReader (and so HELM) skips too
+                start = reader.line_num + 1
+                continue
+            number = len(rows) + 1
+            if len(fields) != len(header):
+                raise DataError(
+                    path,
+                    f"row {number} (line {start})",
+                    f"expected {len(header)} fields as in the header, got {len(fields)}",
+                )
+            rows.append(Row(number, start, dict(zip(header, fields))))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise DataError(path, f"row {len(rows) + 1} (line {start})", f"malformed CSV ({exc})") from None
+    if not rows:
+        raise DataError(path, "after the header", "no data rows")
+    return rows
+
+
+def require(record: Mapping[str, Any] | Row, key: str, path: Path | str, where: str) -> Any:
+    """``record[key]``, or a :class:`DataError` naming the file, the place and the key that is missing."""
+    values = record.values if isinstance(record, Row) else record
+    if not isinstance(values, Mapping):
+        raise DataError(path, where, f"expected an object with key {key!r}, got {type(values).__name__}")
+    try:
+        return values[key]
+    except KeyError:
+        found = ", ".join(map(repr, list(values)[:20]))
+        raise DataError(path, where, f"missing key {key!r} (found: {found or 'no keys'})") from None

@@ -1,0 +1,136 @@
+"""Where a benchmark's files come from, and finding them on this machine.
+
+Lookup order for each file of a benchmark:
+
+1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run).
+2. the user data cache (``$MEDHELM_DATA_HOME`` or ``~/.cache/pytest-medhelm/data``), ``<slug>/<file name>``,
+   verified against the pinned sha256 the first time it is used;
+3. a public file with a pinned URL is downloaded once into that cache, verified, and used from there.
+
+A file that cannot be found is a :class:`DataMissing` whose message says which file to put where and where it
+comes from; the benchmark's items are then skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
+
+from pytest_medhelm.data.errors import DataMissing
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue.definition import Benchmark
+
+
+@dataclass(frozen=True)
+class DataFile:
+    #: the file name as published upstream; the data directory holds it as ``<slug>/<name>``
+    name: str
+    #: pinned download URL (a commit or revision), or "" for gated/private files the user supplies
+    url: str = ""
+    sha256: str = ""
+    #: what the file is and what it must contain (shown when it is missing)
+    description: str = ""
+    #: a folder of files rather than one file (read as a whole; never downloaded)
+    is_dir: bool = False
+    #: the benchmark can run without it (an alternative format of another file)
+    optional: bool = False
+    #: an optional file that, when found, stands in for the file of this name (which is then not needed); list it
+    #: before that file in ``Benchmark.files``
+    stands_in_for: str = ""
+
+
+def user_data_home() -> Path:
+    env = os.environ.get("MEDHELM_DATA_HOME")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-medhelm" / "data"
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _missing_message(benchmark: "Benchmark", file: DataFile, data_dir: Path | None, why: str = "") -> str:
+    where = (data_dir / benchmark.slug / file.name) if data_dir else Path("<DIR>") / benchmark.slug / file.name
+    parts = [f"{benchmark.slug}: data file {file.name!r} not found" + (f" ({why})" if why else "")]
+    parts.append(f"expected at {where}" + ("" if data_dir else " with --medhelm-data-dir DIR"))
+    if file.url:
+        parts.append(f"source: {file.url}" + (f" (sha256 {file.sha256})" if file.sha256 else ""))
+    if file.description:
+        parts.append(file.description)
+    if benchmark.data_help:
+        parts.append(benchmark.data_help)
+    return "; ".join(parts)
+
+
+def _download(url: str, target: Path, sha256: str) -> None:
+    import urllib.request
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".download-")
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310
+            while chunk := response.read(1 << 20):
+                out.write(chunk)
+        actual = sha256_of(Path(tmp_name))
+        if sha256 and actual != sha256:
+            raise DataMissing(f"download of {url} has sha256 {actual}, expected {sha256}")
+        os.replace(tmp_name, target)
+    finally:
+        if os.path.exists(tmp_name):
+            os.unlink(tmp_name)
+
+
+def resolve_files(benchmark: "Benchmark", data_dir: Path | None, download: bool = True) -> Mapping[str, Path]:
+    """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent."""
+    found: dict[str, Path] = {}
+    for file in benchmark.files:
+        if any(alt.stands_in_for == file.name and alt.name in found for alt in benchmark.files):
+            continue
+        path = _resolve_one(benchmark, file, data_dir, download)
+        if path is not None:
+            found[file.name] = path
+    return found
+
+
+def _resolve_one(benchmark: "Benchmark", file: DataFile, data_dir: Path | None, download: bool) -> Path | None:
+    if data_dir is not None:
+        path = data_dir / benchmark.slug / file.name
+        if path.exists():
+            return path
+        if file.optional:
+            return None
+        raise DataMissing(_missing_message(benchmark, file, data_dir))
+
+    path = user_data_home() / benchmark.slug / file.name
+    verified = path.with_name(path.name + ".sha256-ok")
+    if path.exists():
+        if not file.sha256 or verified.exists():
+            return path
+        if sha256_of(path) == file.sha256:
+            verified.touch()
+            return path
+        raise DataMissing(_missing_message(benchmark, file, None, f"{path} does not match the pinned sha256"))
+    if file.optional:
+        return None
+    if not (download and file.url and not file.is_dir):
+        raise DataMissing(_missing_message(benchmark, file, None))
+    try:
+        _download(file.url, path, file.sha256)
+    except DataMissing:
+        raise
+    except Exception as exc:  # network down, HTTP error: the run goes on with this benchmark skipped
+        raise DataMissing(_missing_message(benchmark, file, None, f"download failed: {exc}")) from None
+    if file.sha256:
+        verified.touch()
+    return path

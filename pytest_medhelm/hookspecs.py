@@ -1,0 +1,29 @@
+"""Hooks that other plugins and conftest files can implement to extend pytest-medhelm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.hookspec
+def pytest_medhelm_register_benchmarks(registry: Any) -> None:
+    """Add benchmarks: call ``registry.register(Benchmark(...))``. Called once per process, after the built-ins."""
+
+
+@pytest.hookspec
+def pytest_medhelm_summary_rows(results: dict, config: pytest.Config) -> list[tuple[str, str]] | None:
+    """Return extra ``(title, text)`` sections for the terminal summary, after the built-in tables."""
+
+
+@pytest.hookspec
+def pytest_medhelm_results(results: dict, config: pytest.Config) -> None:
+    """Inspect or extend the results dict (the JSON contract) before it is gated and written."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_medhelm_model_spec(name: str, api_base: str | None, config: pytest.Config) -> Any:
+    """Resolve a ``--medhelm-model`` string to a ``ModelSpec`` (first non-None result wins).
+
+    The built-in implementation handles every litellm string and ``local/...`` llama.cpp models."""

@@ -1,0 +1,1 @@
+"""Pure scoring functions: each MedHELM metric, on an answer and an instance."""

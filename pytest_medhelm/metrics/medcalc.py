@@ -1,0 +1,116 @@
+"""MedCalc-Bench accuracy (HELM ``MedCalcBenchMetric`` → ``medcalc_bench_accuracy``, medhelm-spec §3.2, §12).
+
+The answer is stripped, then scored by the item's category (``Instance.extra["category"]``), with the limits in
+``extra["lower_limit"]`` / ``extra["upper_limit"]`` and the ground truth in ``references[0]``:
+
+* ``risk``, ``severity``, ``diagnosis``: strict string equality with the ground truth (``"4.0"`` is not ``"4"``);
+* ``date``: when the ground truth looks like ``('14 weeks', '2 days')``, the answer and both limits are read in
+  that format as a number of days, otherwise as ``%m/%d/%Y`` dates; inclusive range check;
+* ``dosage conversion``, ``physical``: ``float(answer)`` within ``[float(lower), float(upper)]`` inclusive (no
+  unit stripping: ``"12 mg"`` scores 0).
+
+Any answer that does not parse scores 0, with a detail saying why.
+
+Difference from HELM (default; ``compat="helm"`` restores HELM's behaviour):
+
+* HELM raises, and scores 0, for every other category. MedCalc-Bench v1.0, the data HELM loads, names its
+  equation-based categories ``lab`` (327 items) and ``dosage`` (40 items), so in HELM those items score 0 whatever
+  the answer. By default they are range-checked like ``physical``, which is what MedCalc-Bench itself does.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pytest_medhelm.metrics.base import Score
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue.definition import Instance
+
+EXACT_CATEGORIES = ("risk", "severity", "diagnosis")
+HELM_RANGE_CATEGORIES = ("dosage conversion", "physical")
+#: categories HELM's metric does not know (MedCalc-Bench's own names, "lab test" in some data versions)
+CORRECTED_RANGE_CATEGORIES = ("lab", "lab test", "dosage")
+
+_WEEKS_DAYS = re.compile(r"\('(\d+) weeks', '(\d+) days'\)")
+
+
+class _Unparsable(ValueError):
+    pass
+
+
+def _days(text: str) -> int:
+    # re.match, as HELM: the pattern is anchored at the start only
+    match = _WEEKS_DAYS.match(text)
+    if not match:
+        raise _Unparsable(f"{text!r} is not in the form ('X weeks', 'Y days')")
+    weeks, days = map(int, match.groups())
+    return weeks * 7 + days
+
+
+def _date(text: str) -> datetime:
+    try:
+        return datetime.strptime(text, "%m/%d/%Y")
+    except ValueError:
+        raise _Unparsable(f"{text!r} is not a date in the form MM/DD/YYYY") from None
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise _Unparsable(f"{text!r} is not a number") from None
+
+
+def _shown(answer: str, limit: int = 60) -> str:
+    return repr(answer if len(answer) <= limit else answer[: limit - 1] + "…")
+
+
+class MedCalcAccuracy:
+    name = "medcalc_bench_accuracy"
+    binary = True
+    pass_mark = 1.0
+
+    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+        pred = answer.strip()
+        gold = instance.references[0] if instance.references else ""
+        category = str(instance.extra.get("category", ""))
+        lower = str(instance.extra.get("lower_limit", ""))
+        upper = str(instance.extra.get("upper_limit", ""))
+        extra = {"category": category}
+
+        if category in EXACT_CATEGORIES:
+            ok = pred == gold
+            return Score(1.0 if ok else 0.0, detail=f"expected {gold!r} exactly ({category}), got {_shown(pred)}",
+                         extra=extra)
+
+        range_categories = HELM_RANGE_CATEGORIES
+        if compat != "helm":
+            range_categories += CORRECTED_RANGE_CATEGORIES
+        if category != "date" and category not in range_categories:
+            if compat == "helm" and category in CORRECTED_RANGE_CATEGORIES:
+                why = "HELM's metric does not support this category (--medhelm-compat helm)"
+            else:
+                why = "unknown category"
+            return Score(0.0, detail=f"category {category!r} scores 0: {why}; got {_shown(pred)}", extra=extra)
+
+        try:
+            if category == "date" and _WEEKS_DAYS.match(gold):
+                low, high, value = _days(lower), _days(upper), _days(pred)
+            elif category == "date":
+                low, high, value = _date(lower), _date(upper), _date(pred)
+            else:
+                low, high, value = _number(lower), _number(upper), _number(pred)
+        except _Unparsable as exc:
+            return Score(0.0, detail=f"cannot score ({category}): {exc}", extra=extra)
+        ok = low <= value <= high
+        return Score(
+            1.0 if ok else 0.0,
+            detail=f"expected {gold!r}, within [{lower}, {upper}] ({category}), got {_shown(pred)}",
+            extra=extra,
+        )
+
+
+MEDCALC_ACCURACY = MedCalcAccuracy()

@@ -1,0 +1,1 @@
+"""Models: requests and answers, the answer cache, and the llama.cpp server behind ``local/...`` models."""

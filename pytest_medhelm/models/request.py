@@ -1,0 +1,110 @@
+"""Requests to models and what comes back, as plain serializable values.
+
+A :class:`ChatRequest` is everything that changes an answer. Its :meth:`cache_key` is the sha256 of its canonical
+JSON: the model's identity (not a local server's ephemeral port, never an API key), the messages and the
+generation parameters. The same request built in a worker, in the controller, or in a test body gives the same key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: bump when the meaning of a cached entry changes
+CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model under test (or a judge) as the user named it, and how to reach it."""
+
+    #: the name the user gave: "openai/gpt-4o-mini", "local/smollm2"
+    name: str
+    #: the litellm model string actually sent ("openai/smollm2" for a local llama.cpp server)
+    litellm_model: str
+    api_base: str | None = None
+    #: what identifies the model in cache keys; defaults to name + api_base
+    identity: str = ""
+
+    @property
+    def cache_identity(self) -> str:
+        return self.identity or (f"{self.name}@{self.api_base}" if self.api_base else self.name)
+
+    @property
+    def label(self) -> str:
+        """Short name for pytest ids and tables: the part after the provider prefix."""
+        return self.name.split("/", 1)[-1] if "/" in self.name else self.name
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str  # ModelSpec.cache_identity
+    messages: tuple[tuple[str, str], ...]  # (role, content)
+    max_tokens: int
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    #: HELM's num_completions index; always 0 for MedHELM, kept so several samples never share an entry
+    sample: int = 0
+    #: "answer" for the model under test, "judge:<rubric version>" for jury requests
+    purpose: str = "answer"
+
+    @classmethod
+    def for_prompt(cls, model: ModelSpec, prompt: str, max_tokens: int, stop=(), **kw: Any) -> "ChatRequest":
+        # HELM sends the whole prompt as one user message, no system prompt (spec §1.1)
+        return cls(model=model.cache_identity, messages=(("user", prompt),), max_tokens=max_tokens,
+                   stop=tuple(stop), **kw)
+
+    @property
+    def prompt_text(self) -> str:
+        return "\n".join(content for _role, content in self.messages)
+
+    def cache_key(self) -> str:
+        payload = {"v": CACHE_FORMAT, **asdict(self)}
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ChatRequest":
+        return cls(model=data["model"], messages=tuple(tuple(m) for m in data["messages"]),  # type: ignore[misc]
+                   max_tokens=data["max_tokens"], temperature=data["temperature"], stop=tuple(data["stop"]),
+                   sample=data["sample"], purpose=data["purpose"])
+
+
+@dataclass
+class Completion:
+    """A model's answer with its accounting. ``cached`` is True when it came from the cache in this run."""
+
+    text: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    finish_reason: str | None = None
+    cached: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_cache(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("cached")
+        return data
+
+    @classmethod
+    def from_cache(cls, data: dict[str, Any]) -> "Completion":
+        return cls(**data, cached=True)
+
+
+class ModelError(Exception):
+    """A request failed for good (after retries): the provider's message, the model, and whether retrying helps."""
+
+    def __init__(self, model: str, message: str, status: int | None = None, retryable: bool = False) -> None:
+        self.model = model
+        self.status = status
+        self.retryable = retryable
+        self.provider_message = message
+        code = f" (HTTP {status})" if status else ""
+        super().__init__(f"{model}{code}: {message}")

@@ -1,0 +1,176 @@
+"""The command-line options and ini keys of the interface contract (DESIGN.md), declared once.
+
+Every option ``--medhelm-<name>`` has an ini key ``medhelm_<name>`` unless noted. The command line wins over the
+ini file. Cheap syntax checks run as argparse ``type=`` functions so that a bad value is a usage error (exit 4)
+before anything else happens; checks that need the catalogue run in :mod:`pytest_medhelm.config`.
+This module imports nothing heavy: it is loaded by every pytest session that has the plugin installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+def parse_threshold(text: str) -> tuple[str, float]:
+    """``NAME>=VALUE`` → (NAME, VALUE). NAME is checked against the catalogue later."""
+    name, sep, value = text.partition(">=")
+    name, value = name.strip(), value.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(
+            f"threshold {text!r}: expected NAME>=VALUE, NAME a benchmark slug, a category or 'overall', "
+            "VALUE a normalized score in [0, 1] (e.g. 'pubmedqa>=0.6')")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"threshold {text!r}: {value!r} is not a number; expected a normalized score in [0, 1]") from None
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError(f"threshold {text!r}: {number:g} is outside [0, 1]")
+    return name, number
+
+
+def _positive_int(what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: expected a whole number, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number >= 1, got {value}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def _non_negative_int(what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: expected a whole number, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number >= 0, got {value}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def _positive_float(what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number of seconds, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number > 0, got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def _choice(what: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise argparse.ArgumentTypeError(f"{what}: expected one of {', '.join(choices)}, got {text!r}")
+        return text
+
+    parse.__name__ = what
+    return parse
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # without the --medhelm- prefix
+    help: str
+    repeat: bool = False  # repeatable on the command line; "linelist" in the ini file
+    flag: bool = False
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    ini: bool = True
+    default: Any = None
+
+    @property
+    def dest(self) -> str:
+        return "medhelm_" + self.name.replace("-", "_")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("model", "model under test, a litellm string (openai/gpt-4o, hosted_vllm/..., local/smollm2); "
+           "repeatable: items are parametrized per model", repeat=True, metavar="MODEL"),
+    Option("api-base", "OpenAI-compatible endpoint for the models under test (vLLM, llama.cpp, a gateway)",
+           metavar="URL"),
+    Option("benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG"),
+    Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
+           parse=_positive_int("--medhelm-max-instances"), metavar="N"),
+    Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR"),
+    Option("cache-dir", "answer cache directory (default .medhelm_cache beside .pytest_cache)", metavar="DIR"),
+    Option("cache", "on: read and write; refresh: ask again once; off: keep nothing",
+           parse=_choice("--medhelm-cache", ("on", "off", "refresh")), metavar="on|off|refresh", default="on"),
+    Option("concurrency", "requests in flight at once (default 16)",
+           parse=_positive_int("--medhelm-concurrency"), metavar="N", default=16),
+    Option("timeout", "seconds per request (default 120)", parse=_positive_float("--medhelm-timeout"),
+           metavar="S", default=120.0),
+    Option("retries", "retries per request after the first attempt (default 3)",
+           parse=_non_negative_int("--medhelm-retries"), metavar="N", default=3),
+    Option("threshold", "a gate NAME>=VALUE (benchmark slug, category or 'overall'; VALUE in [0, 1]); "
+           "repeatable; ini key medhelm_thresholds, one per line", repeat=True, parse=parse_threshold,
+           metavar="SPEC", ini=False),
+    Option("json", "write the run's results as JSON", metavar="PATH", ini=True),
+    Option("markdown", "write a Markdown summary (for a pull-request comment)", metavar="PATH"),
+    Option("strict", "misses count as failures", flag=True, default=False),
+    Option("compat", "helm: reproduce HELM's numbers, bugs included; default: corrected metrics",
+           parse=_choice("--medhelm-compat", ("default", "helm")), metavar="default|helm", default="default"),
+    Option("list", "list the benchmarks (slug, category, access, data, instances) and exit", flag=True,
+           ini=False, default=False),
+)
+
+INI_THRESHOLDS = "medhelm_thresholds"
+
+
+def add_options(parser: Any) -> None:
+    group = parser.getgroup("medhelm", "MedHELM benchmarks (pytest-medhelm)")
+    for opt in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": opt.dest, "help": opt.help}
+        if opt.flag:
+            kwargs.update(action="store_true", default=None)
+        else:
+            kwargs.update(action="append" if opt.repeat else "store", default=None, metavar=opt.metavar)
+            if opt.parse is not None:
+                kwargs["type"] = opt.parse
+        group.addoption(f"--medhelm-{opt.name}", **kwargs)
+        if opt.ini:
+            ini_type = "linelist" if opt.repeat else ("bool" if opt.flag else "string")
+            parser.addini(opt.dest, f"default for --medhelm-{opt.name}", type=ini_type, default=None)
+    parser.addini(INI_THRESHOLDS, "gates, one NAME>=VALUE per line (see --medhelm-threshold)", type="linelist",
+                  default=[])
+
+
+def option_given(config: Any) -> bool:
+    """Did the user set any medhelm option or ini key? (If not, the plugin stays asleep.)"""
+    for opt in OPTIONS:
+        if config.getoption(opt.dest) not in (None, [], False):
+            return True
+        if opt.ini and config.getini(opt.dest) not in (None, [], "", False):
+            return True
+    return bool(config.getini(INI_THRESHOLDS))
+
+
+def raw_value(config: Any, opt: Option) -> Any:
+    """The command line's value, else the ini file's (parsed with the option's own parser), else the default."""
+    value = config.getoption(opt.dest)
+    if value not in (None, []):
+        return value
+    if opt.ini:
+        ini = config.getini(opt.dest)
+        if ini not in (None, [], ""):
+            if opt.repeat:
+                return [opt.parse(v) if opt.parse else v for v in ini]
+            if opt.flag:
+                return bool(ini)
+            return opt.parse(ini) if opt.parse else ini
+    return opt.default if not opt.repeat else []

@@ -1,0 +1,76 @@
+"""HELM's prompt assembly, reproduced byte for byte (medhelm-spec §1.1).
+
+Every MedHELM run is zero-shot, so a prompt is ``instructions + "\\n\\n" + eval block`` (or the eval block alone when
+there are no instructions). The two adapters differ only in the eval block:
+
+* generation: ``input_prefix + input + "\\n" + output_prefix.rstrip()``
+* multiple-choice joint: ``input_prefix + input + input_suffix + "A. opt\\n" ... + output_prefix.rstrip()``
+
+A noun of ``None`` gives no prefix; a noun of ``""`` gives ``": "`` (a real HELM quirk that some prompts carry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_medhelm.catalogue.definition import Instance
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _noun_prefix(noun: str | None, newline_after: bool = False) -> str:
+    if noun is None:
+        return ""
+    return f"{noun}:\n" if newline_after else f"{noun}: "
+
+
+def _join(instructions: str, block: str) -> str:
+    return f"{instructions}\n\n{block}" if instructions else block
+
+
+@dataclass(frozen=True)
+class GenerationPrompt:
+    """HELM's generation adapter (``get_generation_adapter_spec``)."""
+
+    instructions: str = ""
+    input_noun: str | None = None
+    output_noun: str | None = None
+    newline_after_input_noun: bool = False
+    newline_after_output_noun: bool = False
+
+    def render(self, instance: Instance) -> str:
+        block = (
+            _noun_prefix(self.input_noun, self.newline_after_input_noun)
+            + instance.input
+            + "\n"
+            + _noun_prefix(self.output_noun, self.newline_after_output_noun).rstrip()
+        )
+        return _join(self.instructions, block)
+
+
+@dataclass(frozen=True)
+class MultipleChoicePrompt:
+    """HELM's multiple-choice-joint adapter: options lettered A, B, … in reference order.
+
+    ``input_suffix`` is ``"\\n"`` exactly when there is an input noun, so with ``input_noun=None`` option A is glued
+    onto the input (CLEAR, RaceBias), as HELM does.
+    """
+
+    instructions: str = ""
+    input_noun: str | None = None
+    output_noun: str = "Answer"
+
+    def render(self, instance: Instance) -> str:
+        has_noun = self.input_noun is not None
+        options = "".join(f"{LETTERS[i]}. {text}\n" for i, text in enumerate(instance.choices))
+        block = (
+            _noun_prefix(self.input_noun)
+            + instance.input
+            + ("\n" if has_noun else "")
+            + options
+            + f"{self.output_noun}: ".rstrip()
+        )
+        return _join(self.instructions, block)
+
+
+PromptTemplate = GenerationPrompt | MultipleChoicePrompt

@@ -1,0 +1,106 @@
+"""Terminal tables and the Markdown summary, shaped like the paper's: benchmark × model, category × model, and the
+Table 1 leaderboard (win rate, Win SD, macro-average, SD), then the gates' verdicts."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pytest_medhelm.catalogue.taxonomy import CATEGORIES
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _cost(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def _models(results: Mapping[str, Any]) -> list[str]:
+    return list(results["run"]["models"]) or sorted({r["model"] for r in results["benchmarks"]})
+
+
+def benchmark_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    models = _models(results)
+    cells = {(r["slug"], r["model"]): r for r in results["benchmarks"]}
+    slugs = list(dict.fromkeys(r["slug"] for r in results["benchmarks"]))
+    header = ["benchmark", "metric"] + models
+    rows = []
+    for slug in slugs:
+        first = next(r for r in results["benchmarks"] if r["slug"] == slug)
+        row = [slug, first["metric"]]
+        for m in models:
+            r = cells.get((slug, m))
+            if r is None or r["mean"] is None:
+                row.append("-" if r is None else f"- (n=0, {r['n_errors']} err)")
+                continue
+            text = f"{r['mean']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] n={r['n']}"
+            if r["n_errors"]:
+                text += f" ({r['n_errors']} err)"
+            row.append(text)
+        rows.append(row)
+    return header, rows
+
+
+def category_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    models = _models(results)
+    cells = {(r["category_slug"], r["model"]): r for r in results["categories"]}
+    header = ["category"] + models
+    rows = []
+    for cat in CATEGORIES:
+        if not any(key[0] == cat.slug for key in cells):
+            continue
+        rows.append([cat.name] + [
+            _f(cells[(cat.slug, m)]["score"]) + f" ({cells[(cat.slug, m)]['n_benchmarks']})"
+            if (cat.slug, m) in cells else "-" for m in models])
+    return header, rows
+
+
+def leaderboard_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["model", "win rate", "win SD", "macro avg", "SD", "tokens in", "tokens out", "cost"]
+    rows = []
+    ranked = sorted(results["models"], key=lambda r: (-(r["win_rate"] if r["win_rate"] is not None else -1),
+                                                      -(r["macro_avg"] or 0)))
+    for r in ranked:
+        rows.append([r["model"], _f(r["win_rate"], 2), _f(r["win_sd"], 2), _f(r["macro_avg"]), _f(r["macro_sd"]),
+                     str(r["tokens_in"]), str(r["tokens_out"]), _cost(r["cost_usd"])])
+    return header, rows
+
+
+def gate_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["gate", "model", "value", "verdict"]
+    rows = [[g["spec"], g["model"], _f(g["value"]), "PASS" if g["passed"] else "FAIL"] for g in results["gates"]]
+    return header, rows
+
+
+def render(header: list[str], rows: list[list[str]], fmt: str = "simple") -> str:
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=header, tablefmt=fmt, disable_numparse=True)
+
+
+def terminal_sections(results: Mapping[str, Any]) -> list[tuple[str, str]]:
+    sections = [("benchmarks (normalized score, 95% CI)", render(*benchmark_table(results))),
+                ("categories (macro-average of benchmarks)", render(*category_table(results))),
+                ("leaderboard", render(*leaderboard_table(results)))]
+    if results["gates"]:
+        sections.append(("gates", render(*gate_table(results))))
+    return sections
+
+
+def markdown(results: Mapping[str, Any]) -> str:
+    gates = results["gates"]
+    failed = [g for g in gates if not g["passed"]]
+    lines = ["## MedHELM results", ""]
+    if gates:
+        verdict = "all gates pass" if not failed else f"{len(failed)} of {len(gates)} gates fail"
+        lines += [f"**{'✅' if not failed else '❌'} {verdict}**", ""]
+    lines += ["### Leaderboard", "", render(*leaderboard_table(results), fmt="github"), "",
+              "### Categories", "", render(*category_table(results), fmt="github"), "",
+              "### Benchmarks", "", render(*benchmark_table(results), fmt="github"), ""]
+    if gates:
+        lines += ["### Gates", "", render(*gate_table(results), fmt="github"), ""]
+    run = results["run"]
+    lines += [f"<sub>pytest-medhelm {run['plugin_version']}, compat={run['compat']}, "
+              f"commit {run.get('git_commit') or 'n/a'}</sub>", ""]
+    return "\n".join(lines)

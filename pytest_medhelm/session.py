@@ -1,0 +1,507 @@
+"""The run: one MedhelmSession per pytest process, registered as the plugin "medhelm-session".
+
+Roles (as pytest-cov's Central / DistMaster / DistWorker):
+
+* **central** (no xdist): collects, sends the answers ahead of time at the start of the test loop, runs the items,
+  aggregates, gates and reports.
+* **controller** (xdist's controlling process): collects nothing itself. When the first worker has collected, it
+  reads that worker's plan of uncached requests and sends them (with the progress line on the real terminal)
+  before xdist schedules any item; it then aggregates the workers' reports, gates and reports.
+* **worker**: collects, writes its plan, runs items that find their answers in the shared cache.
+
+This module imports nothing heavy at load: it is imported by every pytest session that has the plugin installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_medhelm.recording import CURRENT_ITEM, RECORD, Missed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue import Registry
+    from pytest_medhelm.config import RunConfig
+    from pytest_medhelm.models.cache import AnswerCache
+    from pytest_medhelm.models.request import ChatRequest, Completion, ModelSpec
+
+MARKER = "medhelm"
+_ACTIVE: list["MedhelmSession"] = []
+
+
+def registry_for_current_run() -> "Registry":
+    if _ACTIVE:
+        return _ACTIVE[-1].registry
+    from pytest_medhelm.catalogue import Registry, builtin_benchmarks
+
+    registry = Registry()
+    for bench in builtin_benchmarks():
+        registry.register(bench)
+    return registry
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class MedhelmSession:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._run_config: RunConfig | None = None
+        self._registry: Registry | None = None
+        self._cache: AnswerCache | None = None
+        self._scheduler = None
+        self._specs: dict[str, ModelSpec] = {}
+        self._instances: dict[str, Any] = {}
+        self.records: list[dict[str, Any]] = []
+        self.misses: list[tuple[str, str]] = []
+        self.results: dict[str, Any] | None = None
+        self.gate_failed = False
+        self.started = _now()
+        self.ahead_failures = 0
+        workerinput = getattr(config, "workerinput", None)
+        self.is_worker = workerinput is not None
+        if workerinput is not None:
+            self.run_id = workerinput["medhelm_run_id"]
+            self._run_cache_dir = workerinput.get("medhelm_cache_dir")
+        else:
+            self.run_id = uuid.uuid4().hex
+            self._run_cache_dir = None
+        self._ahead_done = False
+        _ACTIVE.append(self)
+
+    # ---------------------------------------------------------------- configuration, lazily
+    @property
+    def registry(self) -> "Registry":
+        if self._registry is None:
+            from pytest_medhelm.catalogue import Registry, builtin_benchmarks
+
+            registry = Registry()
+            for bench in builtin_benchmarks():
+                registry.register(bench)
+            self.config.hook.pytest_medhelm_register_benchmarks(registry=registry)
+            self._registry = registry
+        return self._registry
+
+    @property
+    def run_config(self) -> "RunConfig":
+        if self._run_config is None:
+            from pytest_medhelm.config import from_pytest
+
+            self._run_config = from_pytest(self.config, set(self.registry.slugs()))
+        return self._run_config
+
+    @property
+    def is_controller(self) -> bool:
+        return self.config.pluginmanager.has_plugin("dsession")
+
+    def cache_dir(self) -> Path:
+        if self._run_cache_dir is None:
+            if self.run_config.cache == "off":
+                # nothing persists: a private directory for this run only, removed at the end
+                self._run_cache_dir = tempfile.mkdtemp(prefix="medhelm-run-")
+            else:
+                self._run_cache_dir = str(self.run_config.cache_dir)
+        return Path(self._run_cache_dir)
+
+    @property
+    def cache(self) -> "AnswerCache":
+        if self._cache is None:
+            from pytest_medhelm.models.cache import AnswerCache
+
+            mode = "refresh" if self.run_config.cache == "refresh" else "on"
+            self._cache = AnswerCache(self.cache_dir(), mode=mode, run_id=self.run_id)
+        return self._cache
+
+    @property
+    def scheduler(self):
+        if self._scheduler is None:
+            from pytest_medhelm.models.scheduler import Scheduler, Settings
+
+            rc = self.run_config
+            self._scheduler = Scheduler(self.cache, Settings(concurrency=rc.concurrency, timeout=rc.timeout,
+                                                             retries=rc.retries))
+        return self._scheduler
+
+    def model_spec(self, name: str) -> "ModelSpec":
+        spec = self._specs.get(name)
+        if spec is None:
+            spec = self.config.hook.pytest_medhelm_model_spec(name=name, api_base=self.run_config.api_base,
+                                                              config=self.config)
+            self._specs[name] = spec
+        return spec
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config) -> "ModelSpec":
+        from pytest_medhelm.models.request import ModelSpec
+
+        return ModelSpec(name=name, litellm_model=name, api_base=api_base)
+
+    # ---------------------------------------------------------------- xdist plumbing
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["medhelm_run_id"] = self.run_id
+        if self._run_cache_dir is not None or self.run_config.cache == "off":
+            node.workerinput["medhelm_cache_dir"] = str(self.cache_dir())
+
+    # ---------------------------------------------------------------- collection
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "medhelm_case" not in metafunc.fixturenames:
+            return
+        marker = metafunc.definition.get_closest_marker(MARKER)
+        slug = (marker.kwargs.get("benchmark") or (marker.args[0] if marker.args else None)) if marker else None
+        if slug is None:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test using medhelm fixtures needs "
+                                    "@pytest.mark.medhelm(benchmark='<slug>')")
+        from pytest_medhelm.fixtures import Case
+
+        bench = self.registry.get(slug)
+        rc = self.run_config
+        marks = [pytest.mark.medhelm, getattr(pytest.mark, bench.category), getattr(pytest.mark, bench.access)]
+        if rc.benchmarks and slug not in rc.benchmarks:
+            metafunc.parametrize("medhelm_case", [pytest.param(Case(slug, deselected=True), marks=marks)],
+                                 ids=["deselected"])
+            return
+        if not rc.models:
+            reason = "no model under test: pass --medhelm-model MODEL (e.g. --medhelm-model local/smollm2)"
+            metafunc.parametrize("medhelm_case", [pytest.param(Case(slug), marks=marks + [pytest.mark.skip(reason=reason)])],
+                                 ids=["no-model"])
+            return
+        instances = self.instances(slug)
+        if isinstance(instances, BaseException):
+            from pytest_medhelm.data.errors import DataMissing
+
+            if isinstance(instances, DataMissing):
+                param = pytest.param(Case(slug), marks=marks + [pytest.mark.skip(reason=str(instances))])
+                metafunc.parametrize("medhelm_case", [param], ids=["data-missing"])
+            else:  # malformed data: one erroring item that names the file and row
+                metafunc.parametrize("medhelm_case", [pytest.param(Case(slug, problem=instances), marks=marks)],
+                                     ids=["data-error"])
+            return
+        labels = self._model_labels(rc.models)
+        params, ids = [], []
+        for model in rc.models:
+            for inst in instances:
+                params.append(pytest.param(Case(slug, inst, model), marks=marks))
+                ids.append(f"{labels[model]}-{inst.id}")
+        metafunc.parametrize("medhelm_case", params, ids=ids)
+
+    @staticmethod
+    def _model_labels(models: tuple[str, ...]) -> dict[str, str]:
+        short = {m: m.split("/", 1)[-1] for m in models}
+        if len(set(short.values())) < len(models):  # two providers' "gpt-4o": keep the full names
+            return {m: m for m in models}
+        return short
+
+    def instances(self, slug: str):
+        """The benchmark's (sampled) instances, or the exception that explains why there are none."""
+        if slug not in self._instances:
+            from pytest_medhelm.catalogue.sampling import helm_sample
+            from pytest_medhelm.data.errors import DataError, DataMissing
+            from pytest_medhelm.data.sources import resolve_files
+
+            bench = self.registry.get(slug)
+            rc = self.run_config
+            try:
+                files = resolve_files(bench, rc.data_dir)
+                loaded = bench.build_instances(files)
+                cap = rc.max_instances if bench.max_instances is None else min(
+                    bench.max_instances, rc.max_instances or bench.max_instances)
+                import dataclasses
+
+                self._instances[slug] = [dataclasses.replace(i, benchmark=slug) if i.benchmark != slug else i
+                                         for i in helm_sample(loaded, cap)]
+            except (DataMissing, DataError) as exc:
+                self._instances[slug] = exc
+            except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+                # a loader bug or a file we did not foresee: still a clear, per-benchmark error
+                self._instances[slug] = DataError(slug, "", f"{type(exc).__name__}: {exc}")
+        return self._instances[slug]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            case = _case_of(item)
+            (drop if case is not None and case.deselected else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    # ---------------------------------------------------------------- answers ahead of time
+    def _plan(self, items: list[pytest.Item]) -> list[tuple[str, "ChatRequest"]]:
+        """(model name, request) for every collected item whose answer is not cached yet, without duplicates."""
+        from pytest_medhelm.models.request import ChatRequest
+
+        plan: dict[str, tuple[str, ChatRequest]] = {}
+        for item in items:
+            case = _case_of(item)
+            if case is None or case.instance is None or case.model is None or item.get_closest_marker("skip"):
+                continue
+            bench = self.registry.get(case.benchmark)
+            request = ChatRequest.for_prompt(self.model_spec(case.model), bench.render_prompt(case.instance),
+                                             bench.max_tokens, bench.stop)
+            plan.setdefault(request.cache_key(), (case.model, request))
+        if not plan:
+            return []
+        missing = set(self.cache.missing(plan))
+        return [plan[k] for k in plan if k in missing]
+
+    def _send_ahead(self, plan: list[tuple[str, "ChatRequest"]]) -> None:
+        if not plan:
+            return
+        from pytest_medhelm.models.scheduler import Job, Progress
+
+        jobs = [Job(self.model_spec(model), request) for model, request in plan]
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        progress = None
+        if reporter is not None:
+            is_tty = getattr(reporter, "isatty", False)
+            reporter.ensure_newline()
+            progress = Progress(lambda text: (reporter.write(text), reporter.flush()), bool(is_tty))
+        failures = self.scheduler.run_sync(jobs, progress)
+        self.ahead_failures = len(failures)
+        if failures and reporter is not None:
+            broken = self.scheduler.broken
+            for model, message in broken.items():
+                reporter.write_line(f"medhelm: every request to {model} fails: {message}", red=True, bold=True)
+            if not broken:
+                reporter.write_line(f"medhelm: {len(failures)} request(s) failed after retries; "
+                                    "their items are reported as errors", yellow=True)
+
+    def _plan_path(self, worker_id: str) -> Path:
+        return self.cache_dir() / "plans" / f"{self.run_id}-{worker_id}.json"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not self.is_worker or self.config.option.collectonly:
+            return
+        # the controller sends this plan before xdist schedules any item (see pytest_xdist_node_collection_finished)
+        plan = self._plan(session.items) if self._has_medhelm_items(session.items) else []
+        path = self._plan_path(self.config.workerinput["workerid"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps([{"model": m, "request": r.to_json()} for m, r in plan]), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self._ahead_done:
+            return
+        self._ahead_done = True
+        from pytest_medhelm.models.request import ChatRequest
+
+        path = self._plan_path(node.gateway.id)
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # a worker that collected no medhelm item writes an empty plan; none at all: nothing to send
+        self._send_ahead([(e["model"], ChatRequest.from_json(e["request"])) for e in entries])
+
+    @staticmethod
+    def _has_medhelm_items(items: list[pytest.Item]) -> bool:
+        return any(_case_of(item) is not None for item in items)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        if not self.is_worker and not self.is_controller and not self.config.option.collectonly:
+            if self._has_medhelm_items(session.items):
+                self._send_ahead(self._plan(session.items))
+        result = yield
+        if not self.is_worker:
+            self._finish_results()
+            if self.gate_failed or (self.results is not None and self._errored()):
+                # as pytest-cov's --cov-fail-under: the loop is over, so this still decides the exit status
+                if session.testsfailed == 0:
+                    session.testsfailed = 1
+        return result
+
+    def _errored(self) -> bool:
+        return False  # errored items already count as failed tests
+
+    # ---------------------------------------------------------------- items
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item):
+        token = CURRENT_ITEM.set(item)
+        try:
+            return (yield)
+        finally:
+            CURRENT_ITEM.reset(token)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        token = CURRENT_ITEM.set(item)
+        try:
+            return (yield)
+        finally:
+            CURRENT_ITEM.reset(token)
+
+    def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
+        from pytest_medhelm.models.request import ModelError
+        from pytest_medhelm.models.scheduler import Job
+
+        key = request.cache_key()
+        completion = self.cache.get(key)
+        if completion is not None:
+            return completion
+        error = self.cache.get_error(key)
+        if error is not None:  # the answers-ahead phase already tried (with retries) and failed
+            raise ModelError(spec.name, error.split(": ", 1)[-1] if error.startswith(spec.name) else error)
+        return self.scheduler.complete(Job(spec, request))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        case = _case_of(item)
+        if case is None or case.deselected:
+            return report
+        record = item.stash.get(RECORD, None)
+        excinfo = call.excinfo
+        if report.when == "call" or (report.failed and report.when == "setup"):
+            from pytest_medhelm.data.errors import DataError
+            from pytest_medhelm.models.request import ModelError
+
+            rec = dict(record or {})
+            rec.update(benchmark=case.benchmark, model=case.model,
+                       instance_id=case.instance.id if case.instance else None,
+                       subset=case.instance.subset if case.instance else "")
+            if excinfo is not None and excinfo.errisinstance(Missed):
+                rec["missed"] = True
+                if self.run_config.strict:
+                    report.longrepr = f"MISSED: {excinfo.value.detail}"
+                else:
+                    report.outcome = "passed"
+                    report.longrepr = None
+            elif excinfo is not None and excinfo.errisinstance((ModelError, DataError)):
+                rec.update(error=str(excinfo.value), score=None)
+                report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
+            elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
+                rec.setdefault("error", f"{excinfo.typename}: {excinfo.value}")
+                rec["score"] = None
+            if report.when == "call" or "error" in rec:
+                report.medhelm = rec
+                if rec.get("score") is not None:
+                    report.user_properties.append(("medhelm_score", rec["score"]))
+        return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        rec = getattr(report, "medhelm", None)
+        if rec is None or report.when != "call":
+            return None
+        if rec.get("missed"):
+            if report.passed:
+                return "missed", "m", ("MISSED", {"yellow": True})
+            return "failed", "M", ("MISSED", {"red": True})
+        if rec.get("error") and report.failed:
+            return "error", "E", ("ERROR", {"red": True})
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        rec = getattr(report, "medhelm", None)
+        if rec is None or self.is_worker:
+            return
+        self.records.append(rec)
+        if rec.get("missed"):
+            self.misses.append((report.nodeid, rec.get("detail") or ""))
+            if report.passed:
+                # a miss is selectable with --lf like a failure, without failing the run
+                lf = self.config.pluginmanager.get_plugin("lfplugin")
+                if lf is not None:
+                    lf.lastfailed[report.nodeid] = True
+
+    # ---------------------------------------------------------------- results, gates, reports
+    def _finish_results(self) -> None:
+        if self.results is not None or not self.records:
+            if not self.records and self._run_config is not None and self.run_config.thresholds:
+                self._build([])  # gates with nothing scored fail rather than pass silently
+            return
+        self._build(self.records)
+
+    def _build(self, records: list[dict[str, Any]]) -> None:
+        from pytest_medhelm.report.results import build_results, evaluate_gates, git_commit
+
+        rc = self.run_config
+        catalogue = {b.slug: b for b in self.registry}
+        results = build_results(records, catalogue, models=rc.models, options=rc.public_options(),
+                                started=self.started, finished=_now(), compat=rc.compat,
+                                commit=git_commit(Path(str(self.config.rootpath))))
+        self.config.hook.pytest_medhelm_results(results=results, config=self.config)
+        gates = evaluate_gates(results, rc.thresholds)
+        self.gate_failed = any(not g["passed"] for g in gates)
+        self.results = results
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.is_worker or self.results is None:
+            return
+        from pytest_medhelm.report.tables import terminal_sections
+
+        tr = terminalreporter
+        if self.misses:
+            tr.section("medhelm misses", sep="-", yellow=True)
+            limit = None if config.option.verbose > 0 else 20
+            for nodeid, detail in self.misses[:limit]:
+                tr.write_line(f"MISSED {nodeid} - {detail}")
+            if limit is not None and len(self.misses) > limit:
+                tr.write_line(f"... and {len(self.misses) - limit} more (-v shows all; --lf runs them again)")
+        tr.section("medhelm", sep="=", bold=True)
+        sections = terminal_sections(self.results)
+        for extra in config.hook.pytest_medhelm_summary_rows(results=self.results, config=config):
+            sections.extend(extra or [])
+        for title, text in sections:
+            tr.write_line(f"{title}:", bold=True)
+            for line in text.splitlines():
+                tr.write_line(line)
+            tr.write_line("")
+        if self.results["gates"]:
+            failed = [g for g in self.results["gates"] if not g["passed"]]
+            if failed:
+                for g in failed:
+                    value = "no score" if g["value"] is None else f"{g['value']:.3f}"
+                    tr.write_line(f"medhelm gate FAILED: {g['spec']} for {g['model']}: {value}", red=True, bold=True)
+            else:
+                tr.write_line(f"medhelm gates: all {len(self.results['gates'])} passed", green=True, bold=True)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.is_worker and self._run_config is not None:
+            if self.results is None and self.records:
+                self._build(self.records)  # interrupted before the loop ended: still write what was measured
+            rc = self.run_config
+            if self.results is not None:
+                from pytest_medhelm.report.results import write_json
+                from pytest_medhelm.report.tables import markdown
+
+                if rc.json_path:
+                    write_json(self.results, rc.json_path)
+                if rc.markdown_path:
+                    Path(rc.markdown_path).parent.mkdir(parents=True, exist_ok=True)
+                    Path(rc.markdown_path).write_text(markdown(self.results), encoding="utf-8")
+        if self._cache is not None:
+            if not self.is_worker:
+                self._cache.clear_errors()
+            self._cache.close()
+        if not self.is_worker and self._run_cache_dir is not None:
+            if self._run_config is not None and self.run_config.cache == "off":
+                shutil.rmtree(self._run_cache_dir, ignore_errors=True)
+            else:
+                for plan in (Path(self._run_cache_dir) / "plans").glob(f"{self.run_id}-*.json"):
+                    plan.unlink(missing_ok=True)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+
+
+def _case_of(item: pytest.Item):
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    return callspec.params.get("medhelm_case")
