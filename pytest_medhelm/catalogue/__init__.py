@@ -10,20 +10,37 @@ import importlib
 
 from pytest_medhelm.catalogue.definition import Benchmark, Instance
 
-__all__ = ["Benchmark", "Instance", "BUILTIN_MODULES", "Registry", "builtin_benchmarks"]
+__all__ = ["Benchmark", "Instance", "CATEGORY_PACKAGES", "Registry", "builtin_benchmarks"]
 
-#: ``<category package>.<module>`` of every built-in benchmark, in the order of taxonomy.md's table
-BUILTIN_MODULES: tuple[str, ...] = (
-    "clinical_decision_support.medcalc_bench",
-    "clinical_decision_support.medec",
-    "clinical_decision_support.headqa",
-    "clinical_decision_support.medbullets",
-    "medical_research.pubmedqa",
+#: category packages, in the paper's order; each module in them that defines ``BENCHMARK`` is a built-in benchmark
+CATEGORY_PACKAGES: tuple[str, ...] = (
+    "clinical_decision_support",
+    "clinical_note_generation",
+    "patient_communication",
+    "medical_research",
+    "administration_workflow",
 )
 
 
+def builtin_modules() -> list[str]:
+    """Dotted names of the built-in benchmark modules: every module of a category package (sorted by name)."""
+    import pkgutil
+
+    names = []
+    for package in CATEGORY_PACKAGES:
+        pkg = importlib.import_module(f"{__name__}.{package}")
+        names += [f"{pkg.__name__}.{m.name}" for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)
+                  if not m.name.startswith("_")]
+    return names
+
+
 def builtin_benchmarks() -> list[Benchmark]:
-    return [importlib.import_module(f"{__name__}.{mod}").BENCHMARK for mod in BUILTIN_MODULES]
+    benchmarks = []
+    for name in builtin_modules():
+        module = importlib.import_module(name)
+        if hasattr(module, "BENCHMARK"):
+            benchmarks.append(module.BENCHMARK)
+    return benchmarks
 
 
 class Registry:

@@ -484,22 +484,29 @@ class _State:
                 self._answer, self._rules, self._script, self._latency, self._api_key, self._stop_after
             )
 
-    def take_fault(self, text: str) -> Fault | None:
+    def take_fault(self, record: dict, text: str) -> Fault | None:
+        """The fault for this request, if any, noted in its record at once (a held request shows it)."""
         with self._lock:
+            fault = None
             if self._faults:
-                return self._faults.popleft()
-            for substring, fault in self._fail_matching:
-                if substring in text:
-                    return fault
-            return None
+                fault = self._faults.popleft()
+            else:
+                for substring, candidate in self._fail_matching:
+                    if substring in text:
+                        fault = candidate
+                        break
+            if fault is not None and fault.kind != "ok":
+                record["fault"] = fault.kind
+            return fault
 
-    def finish(self, record: dict, status: int | None, fault: str | None = None) -> None:
+    def finish(self, record: dict, status: int | None, fault: str | None = None, answered: bool = False) -> None:
         with self._lock:
             record["status"] = status
-            record["fault"] = fault
+            if fault is not None:
+                record["fault"] = fault
             key = "disconnect" if status is None else str(status)
             self._by_status[key] = self._by_status.get(key, 0) + 1
-            if status == 200 and fault is None:
+            if answered:
                 self._answered += 1
 
     # -- reading (any thread) ----------------------------------------------------------------------------------
@@ -677,13 +684,13 @@ class _ServerCore:
 
         text = last_user_text(body)
         delay = cfg.latency
-        fault = state.take_fault(text)
+        fault = state.take_fault(record, text)
         if fault is not None and fault.kind == "status":
-            return self._error(record, fault.status, fault.message, dict(fault.headers), fault="status")
+            return self._error(record, fault.status, fault.message, dict(fault.headers))
         if fault is not None and fault.kind == "disconnect":
-            return self._disconnect(request, record, "disconnect")
+            return self._disconnect(request, record)
         if fault is not None and fault.kind == "malformed":
-            state.finish(record, 200, "malformed")
+            state.finish(record, 200)
             return web.Response(
                 text=fault.body if fault.body is not None else _TRUNCATED_COMPLETION,
                 content_type="application/json",
@@ -699,7 +706,7 @@ class _ServerCore:
             return self._error(record, 500, f"test server script raised {type(exc).__name__}: {exc}")
         if delay:
             await asyncio.sleep(delay)
-        state.finish(record, 200, "timeout" if fault is not None and fault.kind == "timeout" else None)
+        state.finish(record, 200, answered=True)
         return web.json_response(completion_body(model, answer, messages))
 
     async def _answer(self, cfg: _Answering, body: dict, text: str) -> str:
@@ -716,12 +723,13 @@ class _ServerCore:
                 return answer
         return cfg.answer
 
-    def _error(self, record, status, message=None, headers=None, fault=None) -> web.Response:
-        self.state.finish(record, status, fault)
+    def _error(self, record: dict, status: int, message: str | None = None,
+               headers: Mapping[str, str] | None = None) -> web.Response:
+        self.state.finish(record, status)
         return _error_response(status, message, headers)
 
-    def _disconnect(self, request: web.Request, record: dict, fault: str) -> web.Response:
-        self.state.finish(record, None, fault)
+    def _disconnect(self, request: web.Request, record: dict) -> web.Response:
+        self.state.finish(record, None)
         if request.transport is not None:
             request.transport.abort()
         # aiohttp silently discards a response for a closed transport.
@@ -948,7 +956,7 @@ def _config_to_json(config: Mapping[str, Any]) -> dict:
     if "models" in out:
         out["models"] = list(out["models"])
     if callable(out.get("script")):
-        raise TypeError("a subprocess server cannot take a Python callable; pass script='package.module:function'")
+        raise TypeError("a subprocess server cannot take a Python callable; pass an import path, script='package.module:function'")
     return out
 
 
