@@ -182,9 +182,11 @@ class MedhelmSession:
             if isinstance(instances, DataMissing):
                 param = pytest.param(Case(slug), marks=marks + [pytest.mark.skip(reason=str(instances))])
                 metafunc.parametrize("medhelm_case", [param], ids=["data-missing"])
-            else:  # malformed data: one erroring item that names the file and row
-                metafunc.parametrize("medhelm_case", [pytest.param(Case(slug, problem=instances), marks=marks)],
-                                     ids=["data-error"])
+            else:  # malformed data: one erroring item per model that names the file and row
+                labels = self._model_labels(rc.models)
+                metafunc.parametrize("medhelm_case", [pytest.param(Case(slug, model=m, problem=instances), marks=marks)
+                                                      for m in rc.models],
+                                     ids=[f"{labels[m]}-data-error" for m in rc.models])
             return
         labels = self._model_labels(rc.models)
         params, ids = [], []
@@ -210,6 +212,7 @@ class MedhelmSession:
 
             bench = self.registry.get(slug)
             rc = self.run_config
+            files: Any = {}
             try:
                 files = resolve_files(bench, rc.data_dir)
                 loaded = bench.build_instances(files)
@@ -223,7 +226,8 @@ class MedhelmSession:
                 self._instances[slug] = exc
             except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
                 # a loader bug or a file we did not foresee: still a clear, per-benchmark error
-                self._instances[slug] = DataError(slug, "", f"{type(exc).__name__}: {exc}")
+                where = ", ".join(str(p) for p in files.values()) or slug
+                self._instances[slug] = DataError(where, "", f"cannot be read ({type(exc).__name__}: {exc})")
         return self._instances[slug]
 
     @pytest.hookimpl(tryfirst=True)
@@ -405,6 +409,7 @@ class MedhelmSession:
             return "error", "E", ("ERROR", {"red": True})
         return None
 
+    @pytest.hookimpl(trylast=True)  # after the cache plugin's own bookkeeping, which drops passed items
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rec = getattr(report, "medhelm", None)
         if rec is None or self.is_worker:

@@ -82,7 +82,9 @@ def read_json(path: Path | str) -> Any:
 def read_jsonl(path: Path | str) -> list[Row]:
     """One JSON object per line; blank lines are skipped. ``Row.number`` and ``Row.line`` are the line number."""
     rows: list[Row] = []
-    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+    # split on "\n" only: str.splitlines() also breaks at U+2028/U+2029 and other characters that JSON strings
+    # may hold unescaped (MedHallu has a U+2029); a trailing "\r" is JSON whitespace
+    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:

@@ -76,10 +76,14 @@ def _missing_message(benchmark: "Benchmark", file: DataFile, data_dir: Path | No
 def _download(url: str, target: Path, sha256: str) -> None:
     import urllib.request
 
+    from pytest_medhelm.data import gdrive
+
+    # Google Drive answers a large file's URL with a confirmation page: gdrive.urlopen gets past it
+    urlopen = gdrive.urlopen if gdrive.is_drive_url(url) else urllib.request.urlopen
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".download-")
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310
+        with os.fdopen(fd, "wb") as out, urlopen(url, timeout=60) as response:  # noqa: S310
             while chunk := response.read(1 << 20):
                 out.write(chunk)
         actual = sha256_of(Path(tmp_name))

@@ -93,7 +93,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence, Union
+from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence, Union
 
 from aiohttp import web
 
@@ -465,8 +465,7 @@ class _State:
     def enter(self) -> None:
         with self._lock:
             self._in_flight += 1
-            if self._in_flight > self._max_in_flight:
-                self._max_in_flight = self._in_flight
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
 
     def leave(self) -> None:
         with self._lock:
@@ -609,8 +608,8 @@ class _ServerCore:
         return self.port
 
     def request_shutdown(self) -> asyncio.Task:
-        """Start stopping (idempotent). Call on the loop thread; a handler must not await the result, because
-        stopping cancels in-flight handlers."""
+        """Start stopping (idempotent). Call on the loop thread. Stopping cancels in-flight handlers, so a handler
+        that waits for it must shield the task."""
         if self._shutdown_task is None:
             self._shutdown_task = asyncio.get_running_loop().create_task(self._shutdown())
         return self._shutdown_task
@@ -833,7 +832,7 @@ class ChatServer:
         refused.
         """
         thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
+        if thread is None or loop is None or self._startup_error is not None:
             return
         if threading.current_thread() is thread:
             # Called from a script on the loop thread: cannot wait for ourselves.
@@ -851,7 +850,7 @@ class ChatServer:
     def __enter__(self) -> ChatServer:
         return self if self._thread is not None else self.start()
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     # -- addresses ---------------------------------------------------------------------------------------------
@@ -874,7 +873,13 @@ class ChatServer:
 
     @property
     def stopped(self) -> bool:
+        """True once a stop (``stop()``, ``stop_after``, ``POST /_stop``) has fully completed."""
         return self._core.stopped.is_set()
+
+    def wait_stopped(self, timeout: float = 10.0) -> None:
+        """Block until the server has stopped by itself (``stop_after``, ``POST /_stop``); TimeoutError otherwise."""
+        if not self._core.stopped.wait(timeout):
+            raise TimeoutError(f"the test server did not stop within {timeout}s")
 
     # -- observation -------------------------------------------------------------------------------------------
 
@@ -956,7 +961,9 @@ def _config_to_json(config: Mapping[str, Any]) -> dict:
     if "models" in out:
         out["models"] = list(out["models"])
     if callable(out.get("script")):
-        raise TypeError("a subprocess server cannot take a Python callable; pass an import path, script='package.module:function'")
+        raise TypeError(
+            "a subprocess server cannot take a Python callable; pass an import path, script='package.module:function'"
+        )
     return out
 
 
@@ -1098,7 +1105,7 @@ class SubprocessServer:
     def __enter__(self) -> SubprocessServer:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

@@ -1,0 +1,217 @@
+"""MTSamples: write a treatment plan from a transcribed medical report (HELM ``MTSamplesReplicateScenario``,
+``mtsamples_replicate``).
+
+**Source.** The folder ``mtsamples_processed/`` of ``raulista1997/benchmarkdata`` at commit ``ebc104a4…`` (pinned by
+HELM): 1,269 plain-text MTSamples reports. HELM lists the folder with the GitHub contents API, downloads each
+``.txt`` file at the same commit and reads it back as UTF-8 text (universal newlines) with ``.strip()``. Put the
+folder at ``<--medhelm-data-dir>/mtsamples/mtsamples_processed/``; it is never downloaded by the plugin.
+
+**Instances** (HELM's rules, reproduced with their quirks, medhelm-spec §2.2 and §9.7):
+
+* reference = the rest of the line after ``PLAN:``, else after ``SUMMARY:``, else after ``FINDINGS:`` (stripped; an
+  empty rest counts as absent); a file with none is skipped;
+* each marker is looked for case-insensitively, then cut case-sensitively (``text.split("PLAN:")[1]``): a file
+  whose only marker is spelled ``Plan:`` or ``Findings:`` raises ``IndexError`` in HELM and is skipped, even when
+  another marker would have given a reference;
+* input = the note up to the first ``PLAN:`` (stripped). Only PLAN is removed, so when the reference comes from
+  SUMMARY or FINDINGS the input still contains it (170 of the 427 instances): HELM's quirk, kept.
+
+**Order and count.** HELM's order is the order of the GitHub contents-API listing. *Assumption:* that listing is the
+git tree order, i.e. file names sorted by their UTF-8 bytes (``"AC Separation…"`` before ``"Abdominal…"``). The
+contents API returns at most 1,000 entries of a directory (GitHub's documented limit; HELM's own integration
+test notes "1000 file downloads"), so HELM only ever sees the first 1,000 of the 1,269 files. On the pinned data:
+
+===============================================  =====
+files in the folder                               1,269
+beyond the 1,000-entry listing (never seen)         269
+no PLAN:/SUMMARY:/FINDINGS: anywhere                567
+a marker, but nothing after it on its line            5
+marker only in another case (HELM's IndexError)       1
+**instances**                                     **427**
+===============================================  =====
+
+(Without the listing limit the same rules give 539 instances from all 1,269 files; pass ``listing_limit=None`` to
+:func:`select_notes` to see them.) Of the 427, the reference comes from PLAN for 258, FINDINGS for 154 and
+SUMMARY for 15. :func:`build_instances_with_report` returns the instances with these counts, so that nothing is
+dropped silently. Instance ids are the file names without ``.txt``, every run of characters other than letters,
+digits, ``.`` and ``-`` replaced by ``_`` (``Chronic_Kidney_Disease_-_Followup``).
+
+A note that is empty or not UTF-8 is a :class:`~pytest_medhelm.data.errors.DataError` (upstream has neither: the
+copy is damaged); HELM would have skipped the first and decoded the second with replacement characters.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Mapping
+
+from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.data.errors import DataError
+from pytest_medhelm.data.readers import data_file, read_text
+from pytest_medhelm.data.sources import DataFile
+from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.prompting import GenerationPrompt
+
+SLUG = "mtsamples"
+FOLDER = "mtsamples_processed"
+GIT_HASH = "ebc104a4f96c5b7602242f301e081e9934a23344"
+#: the GitHub contents API lists at most this many entries of a directory
+GITHUB_LISTING_LIMIT = 1000
+#: reference markers, in HELM's order of preference
+SECTIONS = ("PLAN:", "SUMMARY:", "FINDINGS:")
+
+#: the reasons a listed file gives no instance, in the order they are checked (keys of the report)
+DROP_REASONS = (
+    "beyond_github_listing_limit",  # past the first 1,000 entries of the listing: HELM never sees the file
+    "not_txt",  # HELM keeps only names ending in .txt
+    "section_case_mismatch",  # a marker found case-insensitively but absent in upper case: HELM's IndexError
+    "no_reference_section",  # none of PLAN:/SUMMARY:/FINDINGS: in the note
+    "empty_reference",  # a marker, but nothing after it on its line
+)
+
+
+class _CaseMismatch(Exception):
+    """HELM's ``IndexError``: ``text.split("PLAN:")[1]`` on a note where only ``Plan:`` occurs."""
+
+
+def listing(folder: Path, limit: int | None = GITHUB_LISTING_LIMIT) -> tuple[list[str], int]:
+    """HELM's file list: the folder's entries in git tree order (names sorted by UTF-8 bytes), cut at ``limit``.
+
+    Returns (names within the limit, number of entries beyond it). Hidden entries (``.DS_Store`` …) are not part of
+    the upstream folder and are ignored.
+    """
+    try:
+        names = sorted((entry.name for entry in folder.iterdir() if not entry.name.startswith(".")),
+                       key=lambda name: name.encode("utf-8", "surrogateescape"))
+    except OSError as exc:
+        raise DataError(folder, "", f"cannot list the folder: {exc.strerror or exc}") from None
+    if not names:
+        raise DataError(folder, "", "the folder is empty; expected the upstream .txt notes")
+    if limit is None or len(names) <= limit:
+        return names, 0
+    return names[:limit], len(names) - limit
+
+
+def read_note(path: Path) -> str:
+    """A note as HELM reads it: UTF-8, universal newlines, stripped."""
+    return read_text(path).replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def extract_sections(text: str) -> tuple[str | None, str | None, str | None]:
+    """(plan, summary, findings): the rest of the line after each marker, ``None`` when the marker is absent.
+
+    Raises :class:`_CaseMismatch` where HELM raises ``IndexError``.
+    """
+    upper = text.upper()
+    found: list[str | None] = []
+    for marker in SECTIONS:
+        if marker not in upper:
+            found.append(None)
+            continue
+        parts = text.split(marker)
+        if len(parts) < 2:
+            raise _CaseMismatch(marker)
+        found.append(parts[1].split("\n", 1)[0].strip())
+    return found[0], found[1], found[2]
+
+
+def cut_at(text: str, markers: tuple[str, ...]) -> str:
+    """The text before each marker in turn (case-sensitive), stripped: HELM's ``remove_*_section``."""
+    for marker in markers:
+        if marker in text:
+            text = text.split(marker)[0].strip()
+    return text
+
+
+def note_id(file_name: str) -> str:
+    stem = file_name.removesuffix(".txt")
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", stem).strip("_") or "note"
+
+
+def select_notes(
+    folder: Path,
+    slug: str,
+    input_cut: tuple[str, ...],
+    listing_limit: int | None = GITHUB_LISTING_LIMIT,
+) -> tuple[list[Instance], dict[str, int]]:
+    """Instances of an MTSamples folder, in HELM's order, and how many listed files each rule dropped.
+
+    ``input_cut`` are the markers the input is cut at (MTSamples: PLAN only; Procedures: all three).
+    """
+    names, beyond = listing(folder, listing_limit)
+    dropped = dict.fromkeys(DROP_REASONS, 0)
+    dropped["beyond_github_listing_limit"] = beyond
+    instances: list[Instance] = []
+    seen: dict[str, str] = {}
+    for name in names:
+        path = folder / name
+        if not name.endswith(".txt") or not path.is_file():
+            dropped["not_txt"] += 1
+            continue
+        text = read_note(path)
+        try:
+            plan, summary, findings = extract_sections(text)
+        except _CaseMismatch:
+            dropped["section_case_mismatch"] += 1
+            continue
+        reference = plan or summary or findings
+        if not reference:
+            dropped["empty_reference" if (plan, summary, findings) != (None, None, None)
+                    else "no_reference_section"] += 1
+            continue
+        section = "PLAN" if plan else "SUMMARY" if summary else "FINDINGS"
+        instance_id = note_id(name)
+        if instance_id in seen:
+            raise DataError(path, "", f"its instance id {instance_id!r} is also that of {seen[instance_id]!r}")
+        seen[instance_id] = name
+        instances.append(
+            Instance(
+                id=instance_id,
+                input=cut_at(text, input_cut),
+                references=(reference,),
+                extra={"file": name, "reference_section": section},
+                benchmark=slug,
+            )
+        )
+    return instances, dropped
+
+
+def build_instances_with_report(files: Mapping[str, Path]) -> tuple[list[Instance], dict[str, int]]:
+    """(instances, dropped_by_reason) on the resolved folder; see the module docstring for the counts."""
+    return select_notes(data_file(files, FOLDER), SLUG, ("PLAN:",))
+
+
+def build_instances(files: Mapping[str, Path]) -> list[Instance]:
+    return build_instances_with_report(files)[0]
+
+
+BENCHMARK = Benchmark(
+    slug=SLUG,
+    name="MTSamples",
+    category="clinical_decision_support",
+    subcategory="Planning Treatments",
+    access="public",
+    kind="open",
+    files=(
+        DataFile(
+            name=FOLDER,
+            url=f"https://github.com/raulista1997/benchmarkdata/tree/{GIT_HASH}/{FOLDER}",
+            description=(
+                "the folder of 1,269 MTSamples .txt reports at that commit (no licence stated: copy the folder "
+                "yourself, e.g. with a sparse git checkout of the commit)"
+            ),
+            is_dir=True,
+        ),
+    ),
+    build_instances=build_instances,
+    prompt=GenerationPrompt(
+        instructions="Given various information about a patient, return a reasonable treatment plan for the patient.",
+        input_noun=None,
+        output_noun="Answer",
+    ),
+    metric=ROUGE_L,
+    max_tokens=512,
+    description="Write a treatment plan for a patient from a transcribed medical report (scored by ROUGE-L until "
+    "the jury is in place).",
+)

@@ -1,0 +1,83 @@
+"""MTSamples Procedures: write a plan from a transcribed procedure / operative report (HELM
+``MTSamplesProceduresScenario``, ``mtsamples_procedures``).
+
+**Source.** The folder ``mtsample_procedure/`` of ``raulista1997/benchmarkdata``: 429 plain-text reports. HELM
+downloads the files at commit ``c4c25244…`` but takes the *list* of files from the GitHub contents API on the
+default branch, unpinned; that folder is identical at the branch head checked (``52ba5528…``). Put the folder at
+``<--medhelm-data-dir>/mtsamples_procedures/mtsample_procedure/``; it is never downloaded by the plugin.
+
+**Instances.** The same rules as :mod:`~pytest_medhelm.catalogue.clinical_decision_support.mtsamples` (reference
+= the rest of the line after ``PLAN:``, else ``SUMMARY:``, else ``FINDINGS:``; markers looked for
+case-insensitively and cut case-sensitively, medhelm-spec §9.7), except the input: the note is cut successively
+at ``PLAN:``, ``SUMMARY:`` and ``FINDINGS:``, so no reference line stays in the input here.
+
+**Order and count.** The listing order is assumed to be git tree order (names sorted by UTF-8 bytes); with 429
+files the contents API's 1,000-entry limit does not apply. On the pinned data:
+
+===============================================  =====
+files in the folder                                 429
+no PLAN:/SUMMARY:/FINDINGS: anywhere                298
+a marker, but nothing after it on its line            0
+marker only in another case (HELM's IndexError)       0
+**instances**                                     **131**
+===============================================  =====
+
+The reference comes from FINDINGS for 98 instances, PLAN for 27 and SUMMARY for 6.
+:func:`build_instances_with_report` returns the instances with these counts. Ids are built from the file names as
+for MTSamples.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from pytest_medhelm.catalogue.clinical_decision_support.mtsamples import SECTIONS, select_notes
+from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.data.sources import DataFile
+from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.prompting import GenerationPrompt
+
+SLUG = "mtsamples_procedures"
+FOLDER = "mtsample_procedure"
+GIT_HASH = "c4c252443fa9c52afb6960f53e51be278639bea2"
+
+
+def build_instances_with_report(files: Mapping[str, Path]) -> tuple[list[Instance], dict[str, int]]:
+    """(instances, dropped_by_reason) on the resolved folder; see the module docstring for the counts."""
+    return select_notes(data_file(files, FOLDER), SLUG, SECTIONS)
+
+
+def build_instances(files: Mapping[str, Path]) -> list[Instance]:
+    return build_instances_with_report(files)[0]
+
+
+BENCHMARK = Benchmark(
+    slug=SLUG,
+    name="MTSamples Procedures",
+    category="clinical_note_generation",
+    subcategory="Recording Procedures",
+    access="public",
+    kind="open",
+    files=(
+        DataFile(
+            name=FOLDER,
+            url=f"https://github.com/raulista1997/benchmarkdata/tree/{GIT_HASH}/{FOLDER}",
+            description=(
+                "the folder of 429 MTSamples procedure .txt reports at that commit (no licence stated: copy the "
+                "folder yourself, e.g. with a sparse git checkout of the commit)"
+            ),
+            is_dir=True,
+        ),
+    ),
+    build_instances=build_instances,
+    prompt=GenerationPrompt(
+        instructions="Here are information about a patient, return a reasonable treatment plan for the patient.",
+        input_noun="Patient Notes",
+        output_noun="Answer",
+    ),
+    metric=ROUGE_L,
+    max_tokens=512,
+    description="Write a plan from a transcribed procedure report (scored by ROUGE-L until the jury is in place).",
+)

@@ -1,0 +1,198 @@
+"""EHRSQL (eICU): write the SQL query that answers a clinical research question (HELM ``EhrSqlScenario``,
+``ehr_sql``).
+
+Instances: the ``valid`` then the ``test`` question set of EHRSQL's eICU split (HELM maps both to its test split;
+its ``train`` set is never evaluated and is not read here), each in file order: 1,117 + 1,792 = 2,909 questions of
+the 2024-04-27 release (glee4810/EHRSQL commit ``ba4c58f8``), 950 of them unanswerable (gold query ``"null"``,
+``is_impossible`` true): those score only with an empty answer. Nothing is filtered. (HELM skips an entry without
+a ``question`` or ``query`` key; here such an entry is a :class:`~pytest_medhelm.data.errors.DataError`, and the
+pinned files have none.) Instance ids are EHRSQL's own 24-hex-digit ids.
+
+The prompt lists every ``CREATE TABLE`` statement of ``eicu.sql`` (each line stripped, statements separated by a
+blank line) and reproduces HELM's whitespace byte for byte: ``"-- "`` then 20 spaces (a source line continuation)
+before ``Question:``, and a blank-line run before ``SQL Query:``.
+
+Execution accuracy runs the gold and the model's SQL against MedHELM's ``eicu.sqlite`` (a 7-patient subset of
+EHRSQL's database, pinned by HELM); its path travels in ``Instance.extra["db_path"]``. The metric and its
+differences from HELM (no fallback to the template ``value``, gold queries repaired as EHRSQL's scorer does,
+answerability from ``is_impossible``, read-only and time-limited execution) are in
+:mod:`pytest_medhelm.metrics.ehrsql`.
+
+Sources: HELM downloads ``{valid,test}.json`` and ``eicu.sql`` from glee4810/EHRSQL (its scenario names commit
+``e172ec8e`` for the question files; the files pinned here are the release HELM's runs used, commit ``ba4c58f8``),
+and ``eicu.sqlite`` from raulista1997/benchmarkdata at ``c4c25244``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.data.errors import DataError
+from pytest_medhelm.data.readers import data_file, read_json, read_text, require
+from pytest_medhelm.data.sources import DataFile
+from pytest_medhelm.metrics.ehrsql import EHRSQL_EXECUTION_ACCURACY
+from pytest_medhelm.prompting import GenerationPrompt
+
+SLUG = "ehrsql"
+SPLIT_FILES = ("valid.json", "test.json")  # HELM's order: valid, then test
+SCHEMA_FILE = "eicu.sql"
+DB_FILE = "eicu.sqlite"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_EHRSQL = "https://raw.githubusercontent.com/glee4810/EHRSQL"
+
+
+def extract_schema(path: Path) -> str:
+    """HELM's ``extract_schema``: every ``CREATE TABLE`` statement up to the line ending with ``;``, each line
+    stripped, statements joined by a blank line."""
+    text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
+    tables: list[str] = []
+    current: list[str] = []
+    inside = False
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if line.startswith("CREATE TABLE"):
+            inside, current = True, [line]
+        elif inside:
+            current.append(line)
+            if line.endswith(";"):
+                inside = False
+                tables.append("\n".join(current))
+    if not tables:
+        raise DataError(path, "", "no complete CREATE TABLE statement (ending with ';') in the schema file")
+    return "\n\n".join(tables)
+
+
+def instance_text(schema: str, question: str) -> str:
+    # HELM: f"-- Database Schema:\n{schema_prompt}\n\n-- \<newline + 20 spaces>Question:\n{question}\n\n"
+    return f"-- Database Schema:\n{schema}\n\n-- {' ' * 20}Question:\n{question}\n\n"
+
+
+def _check_database(path: Path) -> None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise DataError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
+    if not head:
+        raise DataError(path, "", "the file is empty")
+    if head != _SQLITE_MAGIC:
+        raise DataError(path, "header", "not an SQLite 3 database")
+
+
+def _string(entry: Any, key: str, path: Path, where: str) -> str:
+    value = require(entry, key, path, where)
+    if not isinstance(value, str):
+        raise DataError(path, where, f"{key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def build_instances(files: Mapping[str, Path]) -> list[Instance]:
+    schema = extract_schema(data_file(files, SCHEMA_FILE))
+    db_path = data_file(files, DB_FILE)
+    _check_database(db_path)
+    instances: list[Instance] = []
+    seen: dict[str, str] = {}
+    for name in SPLIT_FILES:
+        path = data_file(files, name)
+        entries = read_json(path)
+        if not isinstance(entries, list):
+            raise DataError(path, "top level", f"expected a list of questions, got {type(entries).__name__}")
+        if not entries:
+            raise DataError(path, "top level", "the list of questions is empty")
+        split = name.removesuffix(".json")
+        for position, entry in enumerate(entries, start=1):
+            where = f"entry {position}"
+            if not isinstance(entry, dict):
+                raise DataError(path, where, f"expected an object, got {type(entry).__name__}")
+            entry_id = _string(entry, "id", path, where)
+            where = f"entry {position} (id {entry_id!r})"
+            question = _string(entry, "question", path, where)
+            query = _string(entry, "query", path, where)
+            is_impossible = entry.get("is_impossible", False)
+            if not isinstance(is_impossible, bool):
+                raise DataError(path, where, f"'is_impossible' must be true or false, got {is_impossible!r}")
+            value = entry.get("value", {})
+            if not isinstance(value, dict):
+                raise DataError(path, where, f"'value' must be an object, got {type(value).__name__}")
+            if not entry_id or any(ch.isspace() for ch in entry_id):
+                raise DataError(path, where, "'id' must be a non-empty string without spaces")
+            if entry_id in seen:
+                raise DataError(path, where, f"duplicate id {entry_id!r} (first in {seen[entry_id]})")
+            seen[entry_id] = f"{name} {where}"
+            instances.append(
+                Instance(
+                    id=entry_id,
+                    input=instance_text(schema, question),
+                    references=(query,),
+                    extra={
+                        "db_path": str(db_path),
+                        "is_impossible": is_impossible,
+                        "value": value,
+                        "split": split,
+                    },
+                    benchmark=SLUG,
+                )
+            )
+    return instances
+
+
+BENCHMARK = Benchmark(
+    slug=SLUG,
+    name="EHRSQL",
+    category="medical_research",
+    subcategory="Analyzing Clinical Research Data",
+    access="public",
+    kind="closed",
+    files=(
+        DataFile(
+            name="valid.json",
+            url=f"{_EHRSQL}/ba4c58f8b0581b31755faaead9b8cbee97b66eff/dataset/ehrsql/eicu/valid.json",
+            sha256="e63ce19c6a55c7a97a010dabbd0297d30666e8631b36f6f0e1aa19ddd93c70a3",
+            description="EHRSQL eICU validation questions (1,117; CC BY 4.0)",
+        ),
+        DataFile(
+            name="test.json",
+            url=f"{_EHRSQL}/ba4c58f8b0581b31755faaead9b8cbee97b66eff/dataset/ehrsql/eicu/test.json",
+            sha256="b511d9294b8dac50840173ab18b3e42a5f03abef88c326b5a4393e75c9c7ed8f",
+            description="EHRSQL eICU test questions (1,792; CC BY 4.0)",
+        ),
+        DataFile(
+            name=SCHEMA_FILE,
+            url=f"{_EHRSQL}/9eb39b5e1fd0e4e2ec7bc31208a768dcdf873c50/dataset/ehrsql/eicu/eicu.sql",
+            sha256="e423f49c2e45b7a4441f83dd69c18c7b01889958f58db4130a2b280de8b9ab28",
+            description="the eICU schema (10 CREATE TABLE statements) shown to the model",
+        ),
+        DataFile(
+            name=DB_FILE,
+            url=(
+                "https://github.com/raulista1997/benchmarkdata/raw/"
+                "c4c252443fa9c52afb6960f53e51be278639bea2/eicu.sqlite"
+            ),
+            sha256="a2996946babe6d5c5bbc5e19e26d16123e3dcfa8932c57a3299f91885b469266",
+            description=(
+                "MedHELM's small eICU SQLite database (7 patients) the queries run against; derived from "
+                "eICU-CRD, never commit it"
+            ),
+        ),
+    ),
+    build_instances=build_instances,
+    prompt=GenerationPrompt(
+        instructions=(
+            "You are a highly skilled AI specializing in medical SQL queries. "
+            "Given a database schema and a medical question, generate a valid SQL query "
+            "that retrieves the required information from the database. "
+            "Output only the SQL query without explanations.\n\n"
+            "Input: A database schema followed by a natural language question.\n"
+            "Output: A valid SQL query ending with ;. Only return SQL query, don't add additional text.\n\n"
+            "If the question is unanswerable, return an empty string without additional text or comments."
+        ),
+        input_noun="Medical Question + Schema",
+        output_noun="SQL Query",
+    ),
+    metric=EHRSQL_EXECUTION_ACCURACY,
+    max_tokens=1024,
+    description="Write the SQLite query over an eICU database that answers a clinical research question.",
+)

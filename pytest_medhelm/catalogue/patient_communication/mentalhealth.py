@@ -1,0 +1,88 @@
+"""MentalHealth: write the next counselor turn of a mental-health counseling conversation (HELM
+``MentalHealthScenario``, ``mental_health``; Stanford, private; built from 7 dialogues).
+
+HELM reads one CSV with pandas (``data_path=…/processed_dialogues.csv``) with the columns ``topic``,
+``dialogue_type``, ``context`` (the conversation so far) and ``gold_counselor_response``; every row is a test
+instance, in file order (ids ``row<N>``, the 1-based data row). The fields are printed as pandas holds them: a
+column of integers prints ``1``, and once one of its cells is empty pandas makes it a float column (``1.0``) and
+the empty cell prints ``nan`` (:func:`pytest_medhelm.catalogue.local_data.pandas_strings`). Input (HELM's
+``PassageQuestionInput`` with an empty passage): ``⏎Question: Topic: {topic}⏎Type: {dialogue_type}⏎⏎Previous
+conversation:⏎{context}⏎⏎Generate an empathetic and appropriate counselor response:``; reference: the gold
+counselor response.
+
+Prompt: ``Given a mental health conversation history, generate an empathetic and appropriate counselor
+response.⏎⏎{input}⏎Counselor response:``; 512 tokens. Scored by ROUGE-L until the jury comes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.local_data import Loaded, pandas_strings, read_table_rows
+from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.data.sources import DataFile
+from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.prompting import GenerationPrompt
+
+SLUG = "mentalhealth"
+FILE = "processed_dialogues.csv"
+COLUMNS = ("topic", "dialogue_type", "context", "gold_counselor_response")
+
+
+def build_instances(files: Mapping[str, Path]) -> Loaded:
+    path = data_file(files, FILE)
+    rows = read_table_rows(path, COLUMNS)
+    shown = {column: pandas_strings([row[column] for row in rows]) for column in COLUMNS}
+    loaded = Loaded(slug=SLUG)
+    for k, row in enumerate(rows):
+        topic, dialogue_type, context, gold = (shown[column][k] for column in COLUMNS)
+        question = (
+            f"Topic: {topic}\n"
+            f"Type: {dialogue_type}\n"
+            f"\nPrevious conversation:\n{context}\n"
+            f"\nGenerate an empathetic and appropriate counselor response:"
+        )
+        loaded.append(
+            Instance(id=f"row{row.number}", input=f"\nQuestion: {question}", references=(gold,), benchmark=SLUG)
+        )
+    return loaded.done()
+
+
+BENCHMARK = Benchmark(
+    slug=SLUG,
+    name="MentalHealth",
+    category="patient_communication",
+    subcategory="Facilitating Patient Engagement and Support",
+    access="private",
+    kind="open",
+    files=(
+        DataFile(
+            name=FILE,
+            description=(
+                "CSV with a header line and the columns 'topic', 'dialogue_type' (a number), 'context' (the "
+                "conversation so far, one 'counselor: …' / 'client: …' turn per line) and "
+                "'gold_counselor_response'"
+            ),
+        ),
+    ),
+    build_instances=build_instances,
+    prompt=GenerationPrompt(
+        instructions=(
+            "Given a mental health conversation history, generate an empathetic and appropriate counselor response."
+        ),
+        input_noun=None,
+        output_noun="Counselor response",
+    ),
+    metric=ROUGE_L,
+    max_tokens=512,
+    description="Write the next counselor turn of a mental-health counseling conversation.",
+    data_help=(
+        "private Stanford dataset, not distributed: use your institution's own file in this format (HELM's name "
+        "for it is processed_dialogues.csv). Synthetic example row: "
+        "topic,dialogue_type,context,gold_counselor_response / Workplace,1,\"counselor: Hi, what brings you here "
+        "today?\nclient: I feel I don't fit in at my new job.\",\"It sounds lonely to start somewhere new. What "
+        "has been the hardest part?\""
+    ),
+)

@@ -1,0 +1,280 @@
+"""EHRSQL execution accuracy (HELM ``EhrSqlAnnotator`` + ``EhrSqlMetric``, medhelm-spec §3.4).
+
+The gold SQL and the model's SQL are both run against the benchmark's SQLite database (``Instance.extra["db_path"]``)
+and their result sets compared. Per instance:
+
+* ``ehr_sql_execution_accuracy`` (the main score, 0/1);
+* in ``Score.extra``: ``ehr_sql_query_validity`` (the answer is non-empty and its SQL ran without error),
+  ``ehr_sql_precision_answerable`` and ``ehr_sql_recall_answerable`` (HELM's per-instance values: 1 when both the
+  question is answerable and the model answered, counted over predicted-answerable resp. answerable items; the
+  benchmark means are averages over *all* items, as HELM reports them, not true precision and recall), and
+  ``ehr_sql_total_predicted_answerable`` / ``ehr_sql_total_ground_truth_answerable``.
+
+The model's SQL is taken as HELM does: the text inside ``<sql>…</sql>`` when present, else the whole answer; every
+backtick removed; a leading ``sql`` line (of a code fence) dropped. An *empty answer* means "unanswerable".
+
+Both modes (safety; HELM differs, unavoidably):
+
+* Queries run on a **read-only** connection (``file:…?mode=ro``) with ``ATTACH`` refused, under a time limit per
+  query (a SQLite progress handler interrupts it) and a cap on the rows fetched, so a model's ``DELETE`` cannot
+  change the database for the items after it (HELM opens it read-write: such a statement would run, count as
+  valid, and alter the data), and a runaway join or recursive query cannot hang the run. A statement refused or
+  interrupted is a query error (validity 0, accuracy 0). HELM catches only ``OperationalError`` and ``Warning``
+  from the model's query; here every ``sqlite3`` error is a query error.
+
+Differences by default (``compat="helm"`` keeps HELM's behaviour for each):
+
+1. **No fallback to ``value``.** When the gold query returns no rows (or fails), HELM replaces its result by the
+   question's template slot values (``extra["value"]``, e.g. ``["warfarin sodium 2.5 mg po tabs"]``): strings, not
+   result rows, which no query result can equal. On MedHELM's 7-patient database most answerable gold queries
+   return no rows, so HELM scores those items 0 whatever the model writes (and 1 for an *empty* answer when the
+   question has no slot values). By default the gold result is the gold query's own result.
+2. **An answerable question with an empty gold result** is answered correctly by a query whose result is also
+   empty (EHRSQL's own scorer compares result sets, empty ones included); an empty answer, i.e. abstaining, is
+   wrong on an answerable question. HELM requires an empty *answer* there. Caveat: on this small database
+   1,091 of the 1,959 answerable gold queries return no rows, so any valid query that returns nothing matches
+   those items; that is a property of the database HELM pins, kept as is. (Under HELM's rules the gold query
+   itself, given as the answer, scores on only 845 of the 1,959.)
+3. **The gold SQL is normalised as EHRSQL's official scorer does** (glee4810/EHRSQL ``post_process_sql``), for the
+   two rewrites that repair the gold query itself: ``strftime('%y', …)`` becomes ``'%Y'`` (SQLite has no ``%y``
+   before 3.44 and a two-digit year after, so ``strftime('%y', t) = '2103'`` is never true: 349 gold queries,
+   23 of whose results change on the pinned database), and
+   the vital-sign placeholders ``heart_rate_lower`` … ``mean_bp_upper`` (8 gold queries, which fail with "no such
+   column") become EHRSQL's normal ranges. Its other rewrites are not applied: ``current_time`` stays SQLite's
+   clock (the prompt does not tell the model EHRSQL's "now", 2105-12-31 23:59:00, so the model's ``'now'`` and the
+   gold's ``current_time`` both lie before the data's years, as in HELM), and ``%j`` stays day-of-year.
+4. **Answerability comes from the data's ``is_impossible`` flag** (``extra["is_impossible"]``). HELM looks for
+   ``"is_impossible": true`` in the prompt text, which never contains it, so every question counts as answerable
+   in its precision/recall values.
+5. **A gold query that still fails** scores 0 with a detail saying so (no such query in the pinned data once
+   normalised); HELM scores it through the ``value`` fallback.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from pytest_medhelm.metrics.base import Score
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue.definition import Instance
+
+#: seconds a single query may run
+QUERY_TIME_LIMIT = 10.0
+#: rows a single query may return (the largest gold result on MedHELM's database is a few thousand)
+MAX_ROWS = 200_000
+#: SQLite virtual-machine instructions between two checks of the clock
+_PROGRESS_STEPS = 1_000
+
+_SQL_TAG = re.compile(r"<\s*sql\s*>(.*?)<\/?\s*sql\s*>", re.DOTALL | re.IGNORECASE)
+_SQL_FENCE_LINE = re.compile(r"^sql\n", re.MULTILINE)
+
+#: EHRSQL's ``__precomputed_dict``: the normal range of each vital sign, for ``<vital>_lower`` / ``<vital>_upper``
+VITAL_RANGES: dict[str, tuple[float, float]] = {
+    "temperature": (35.5, 38.1),
+    "sao2": (95.0, 100.0),
+    "heart_rate": (60.0, 100.0),
+    "respiration": (12.0, 18.0),
+    "systolic_bp": (90.0, 120.0),
+    "diastolic_bp": (60.0, 90.0),
+    "mean_bp": (60.0, 110.0),
+}
+_VITAL_PLACEHOLDER = re.compile(r"\b(" + "|".join(VITAL_RANGES) + r")_(lower|upper)\b")
+
+
+class QueryError(Exception):
+    """A query that did not produce a result: SQL error, refused statement, time limit, too many rows."""
+
+
+def extract_sql(answer: str) -> str:
+    """The SQL of a model's answer, as HELM's annotator extracts it."""
+    text = answer.strip()
+    match = _SQL_TAG.search(text)
+    sql = match.group(1).strip() if match else text
+    sql = sql.replace("`", "").strip()
+    return _SQL_FENCE_LINE.sub("", sql)
+
+
+def normalize_gold_sql(sql: str) -> str:
+    """The two repairs of EHRSQL's official scorer that apply to the gold query (module docstring, item 3)."""
+    sql = sql.replace("%y", "%Y")
+    return _VITAL_PLACEHOLDER.sub(lambda m: str(VITAL_RANGES[m.group(1)][0 if m.group(2) == "lower" else 1]), sql)
+
+
+def _authorize(action: int, *_: Any) -> int:
+    # the database is opened read-only; ATTACH could still create or open other files
+    return sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK
+
+
+def connect_read_only(db_path: str | Path) -> sqlite3.Connection:
+    path = Path(db_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"EHRSQL database not found: {path}")
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    connection.set_authorizer(_authorize)
+    return connection
+
+
+def run_query(db_path: str | Path, sql: str, time_limit: float = QUERY_TIME_LIMIT, max_rows: int = MAX_ROWS,
+              one_row: bool = False) -> list[tuple]:
+    """Run ``sql`` read-only and return its rows (the first only when ``one_row``); :class:`QueryError` otherwise."""
+    connection = connect_read_only(db_path)
+    deadline = time.monotonic() + time_limit
+    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
+    try:
+        cursor = connection.execute(sql)
+        if one_row:
+            row = cursor.fetchone()
+            return [] if row is None else [row]
+        rows: list[tuple] = []
+        while batch := cursor.fetchmany(1_000):
+            rows.extend(batch)
+            if len(rows) > max_rows:
+                raise QueryError(f"more than {max_rows} rows")
+        return rows
+    except (sqlite3.Error, sqlite3.Warning) as exc:
+        if time.monotonic() > deadline and "interrupt" in str(exc).lower():
+            raise QueryError(f"time limit of {time_limit:g} s exceeded") from None
+        raise QueryError(str(exc) or type(exc).__name__) from None
+    finally:
+        connection.close()
+
+
+def _shown_rows(rows: Sequence[Any], limit: int = 3) -> str:
+    shown = ", ".join(repr(r) for r in list(rows)[:limit])
+    more = f", … ({len(rows)} rows)" if len(rows) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+class EhrSqlExecutionAccuracy:
+    name = "ehr_sql_execution_accuracy"
+    binary = True
+    pass_mark = 1.0
+
+    def __init__(self, time_limit: float = QUERY_TIME_LIMIT, max_rows: int = MAX_ROWS) -> None:
+        self.time_limit = time_limit
+        self.max_rows = max_rows
+
+    def _run(self, db_path: str, sql: str, one_row: bool = False) -> list[tuple]:
+        return run_query(db_path, sql, self.time_limit, self.max_rows, one_row=one_row)
+
+    # ------------------------------------------------------------------------------------------ gold results
+    def _gold_helm(self, db_path: str, gold_sql: str, value: Any) -> tuple[list[Any], str | None]:
+        """HELM's annotator: the gold rows, else the template values (type-cast to a row fetched again)."""
+        error = None
+        try:
+            rows: list[Any] = self._run(db_path, gold_sql)
+        except QueryError as exc:
+            rows, error = [], str(exc)
+        if not rows and isinstance(value, dict):
+            values = list(value.values())
+            try:
+                fetched = self._run(db_path, gold_sql, one_row=True)
+                if fetched:
+                    rows = [type(fetched[0][i])(values[i]) for i in range(len(values))]
+                else:
+                    rows = values
+            except (QueryError, IndexError, TypeError, ValueError):  # HELM: OperationalError only
+                rows = values
+        return rows, error
+
+    def _gold_default(self, db_path: str, gold_sql: str) -> tuple[list[Any], str | None]:
+        try:
+            return self._run(db_path, normalize_gold_sql(gold_sql)), None
+        except QueryError as exc:
+            return [], str(exc)
+
+    # ------------------------------------------------------------------------------------------------ score
+    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+        extra = instance.extra
+        db_path = extra.get("db_path")
+        if not db_path:
+            raise ValueError(f"instance {instance.id!r} has no extra['db_path'] (the EHRSQL SQLite database)")
+        if not instance.references:
+            raise ValueError(f"instance {instance.id!r} has no gold query")
+        helm = compat == "helm"
+        gold_sql = instance.references[0].strip()
+        is_impossible = bool(extra.get("is_impossible", False))
+        prediction = answer.strip()
+        pred_sql = extract_sql(answer)
+
+        # the model's query (HELM: an empty extraction is "No query generated")
+        pred_rows: list[tuple] = []
+        pred_error: str | None = None
+        if not pred_sql:
+            pred_error = "no query generated"
+        else:
+            try:
+                pred_rows = self._run(str(db_path), pred_sql)
+            except QueryError as exc:
+                pred_error = str(exc)
+        query_validity = 1.0 if prediction and pred_error is None else 0.0
+
+        if helm:
+            # HELM reads is_impossible from the prompt text, where it never is: every question is answerable
+            gold_rows, gold_error = self._gold_helm(str(db_path), gold_sql, extra.get("value", {}))
+            is_answerable = bool(gold_sql)
+            if not gold_sql:
+                accuracy = 0.0
+            elif gold_rows and pred_rows:
+                accuracy = float(set(pred_rows) == set(gold_rows))
+            else:
+                accuracy = float(not gold_rows and not pred_rows and not prediction)
+        else:
+            is_answerable = not is_impossible and bool(gold_sql) and gold_sql.lower() != "null"
+            if not is_answerable:
+                gold_rows, gold_error = [], None
+                accuracy = float(not prediction)
+            else:
+                gold_rows, gold_error = self._gold_default(str(db_path), gold_sql)
+                accuracy = float(bool(prediction) and gold_error is None and pred_error is None
+                                 and set(pred_rows) == set(gold_rows))
+
+        is_pred_answerable = bool(prediction)
+        correct_answerable = float(is_answerable and is_pred_answerable)
+        detail = self._detail(accuracy, is_impossible, prediction, pred_rows, pred_error, gold_rows, gold_error,
+                              helm)
+        return Score(
+            value=accuracy,
+            detail=detail,
+            extra={
+                "ehr_sql_query_validity": query_validity,
+                "ehr_sql_precision_answerable": correct_answerable if is_pred_answerable else 0.0,
+                "ehr_sql_recall_answerable": correct_answerable if is_answerable else 0.0,
+                "ehr_sql_total_predicted_answerable": float(is_pred_answerable),
+                "ehr_sql_total_ground_truth_answerable": float(is_answerable),
+            },
+        )
+
+    @staticmethod
+    def _detail(accuracy: float, is_impossible: bool, prediction: str,
+                pred_rows: list[tuple], pred_error: str | None, gold_rows: list[Any], gold_error: str | None,
+                helm: bool) -> str:
+        got = "an empty answer" if not prediction else _shown(prediction)
+        if not helm and is_impossible:
+            verdict = "right" if accuracy else "wrong"
+            return f"unanswerable question: expected an empty answer, got {got} ({verdict})"
+        if gold_error is not None and not helm:
+            return f"the gold query fails on the database ({gold_error}); got {got}"
+        if not prediction:
+            if accuracy:
+                return "empty answer and empty gold result (right under HELM's rule)"
+            expected = f"expected rows {_shown_rows(gold_rows)}" if gold_rows else "expected a query"
+            return f"{expected}, got an empty answer"
+        if pred_error is not None:
+            return f"query error: {pred_error}; got {got}"
+        if accuracy:
+            return f"result matches the gold result {_shown_rows(gold_rows)}"
+        return f"expected rows {_shown_rows(gold_rows)}, got rows {_shown_rows(pred_rows)} from {got}"
+
+
+EHRSQL_EXECUTION_ACCURACY = EhrSqlExecutionAccuracy()

@@ -1,0 +1,92 @@
+"""Shared fixtures of the plugin's own tests: our OpenAI-compatible test server, the shared data, a toy benchmark."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+# pytester's in-process runs drop every module the inner session imported; numpy's C core cannot be imported twice
+# in one process, so what the plugin imports lazily is imported here once, before any inner session.
+import aiohttp  # noqa: F401,E402
+import diskcache  # noqa: F401,E402
+import numpy  # noqa: F401,E402
+import pydantic  # noqa: F401,E402
+import tabulate  # noqa: F401,E402
+
+pytest_plugins = ["pytester"]
+
+#: ../shared/data beside the project (real public benchmark data); tests that need it skip when it is absent
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is absent (real benchmark data for integration tests)")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def server():
+    """A fresh in-process test server answering "A" (its counters are read in this process)."""
+    from pytest_medhelm.testing.server import running_server
+
+    with running_server(answer="A") as srv:
+        yield srv
+
+
+TOY_CONFTEST = textwrap.dedent('''
+    import json
+    from pytest_medhelm.catalogue.definition import Benchmark, Instance
+    from pytest_medhelm.data.sources import DataFile
+    from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
+    from pytest_medhelm.prompting import MultipleChoicePrompt
+
+    def build(files):
+        rows = json.loads(files["toy.json"].read_text())
+        return [Instance(id=r["id"], input=r["q"], choices=("yes", "no"), correct=r["correct"],
+                         references=(("yes", "no")[r["correct"]],)) for r in rows]
+
+    TOY = Benchmark(slug="toy", name="Toy", category="medical_research", subcategory="Conducting Literature Research",
+                    access="public", kind="closed", files=(DataFile("toy.json", description="toy questions"),),
+                    build_instances=build,
+                    prompt=MultipleChoicePrompt(instructions="Answer A or B.", input_noun="Question"),
+                    metric=MULTIPLE_CHOICE_EXACT_MATCH, max_tokens=1)
+
+    def pytest_medhelm_register_benchmarks(registry):
+        registry.register(TOY)
+''')
+
+TOY_TEST = textwrap.dedent('''
+    import pytest
+    from pytest_medhelm.assertions import assert_metric
+
+    @pytest.mark.medhelm(benchmark="toy")
+    def test_toy(medhelm_instance, medhelm_model):
+        assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
+''')
+
+
+def toy_rows(n: int, yes_every: int = 2) -> list[dict]:
+    """n questions; every ``yes_every``-th has "yes" (A) as its answer, the others "no" (B)."""
+    return [{"id": f"q{i:03d}", "q": f"question {i}?", "correct": 0 if i % yes_every == 0 else 1} for i in range(n)]
+
+
+@pytest.fixture
+def toy(pytester: pytest.Pytester):
+    """A pytester project with the toy benchmark (registered through the plugin's hook) and its data dir.
+
+    Returns a function ``write(n, yes_every)`` that writes the data and gives the data dir."""
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_toy=TOY_TEST)
+
+    def write(n: int = 10, yes_every: int = 2) -> Path:
+        data = pytester.path / "data"
+        (data / "toy").mkdir(parents=True, exist_ok=True)
+        (data / "toy" / "toy.json").write_text(json.dumps(toy_rows(n, yes_every)))
+        return data
+
+    return write
