@@ -206,7 +206,7 @@ class MedhelmSession:
     def instances(self, slug: str):
         """The benchmark's (sampled) instances, or the exception that explains why there are none."""
         if slug not in self._instances:
-            from pytest_medhelm.catalogue.sampling import helm_sample
+            from pytest_medhelm.catalogue.sampling import helm_sample_by_subset
             from pytest_medhelm.data.errors import DataError, DataMissing
             from pytest_medhelm.data.sources import resolve_files
 
@@ -221,7 +221,7 @@ class MedhelmSession:
                 import dataclasses
 
                 self._instances[slug] = [dataclasses.replace(i, benchmark=slug) if i.benchmark != slug else i
-                                         for i in helm_sample(loaded, cap)]
+                                         for i in helm_sample_by_subset(loaded, cap)]
             except (DataMissing, DataError) as exc:
                 self._instances[slug] = exc
             except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:

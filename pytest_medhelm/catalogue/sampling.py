@@ -19,3 +19,17 @@ def helm_sample(instances: Sequence[T], k: int | None) -> list[T]:
 
     order = np.random.RandomState(0).permutation(len(instances))[:k]
     return [instances[int(i)] for i in order]
+
+
+def helm_sample_by_subset(instances: Sequence[T], k: int | None) -> list[T]:
+    """HELM's sample of each subset separately, in order of first appearance.
+
+    A benchmark that HELM runs as several runs (MedDialog's two subsets, CLEAR's 13 conditions, EHRSHOT's tasks)
+    caps each run at ``k``; an instance's ``subset`` names its run. Benchmarks without subsets have one group and
+    get exactly :func:`helm_sample`."""
+    groups: dict[str, list[T]] = {}
+    for inst in instances:
+        groups.setdefault(getattr(inst, "subset", ""), []).append(inst)
+    if len(groups) <= 1:
+        return helm_sample(instances, k)
+    return [inst for group in groups.values() for inst in helm_sample(group, k)]

@@ -1,8 +1,9 @@
 """``local/...`` models: a real llama.cpp OpenAI-compatible server on a loopback port.
 
 ``local/<name or path.gguf>`` resolves to a GGUF file (:func:`resolve_gguf`); :class:`LocalServer` runs
-``python -m llama_cpp.server`` (PyPI ``llama-cpp-python[server]``) on it, on a free port of 127.0.0.1, and waits
-until ``GET /v1/models`` answers. Clients then talk to ``LocalServer.base_url`` (``http://127.0.0.1:PORT/v1``)
+``python -m llama_cpp.server`` (PyPI ``llama-cpp-python[server]``; through a few lines of bootstrap that can turn
+off llama.cpp's AMX code, which crashes on some CPUs) on it, on a free port of 127.0.0.1, and waits until
+``GET /v1/models`` answers. Clients then talk to ``LocalServer.base_url`` (``http://127.0.0.1:PORT/v1``)
 with the model name ``LocalServer.model_name`` (the server's ``--model_alias``).
 
 One server per run: the caller (the plugin, in the xdist controller) starts it once and hands the URL to the
@@ -30,6 +31,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -293,6 +295,51 @@ def _log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# launching llama_cpp.server
+
+#: What the server process runs (``python -c _BOOTSTRAP llama_cpp.server {extra-buffers|no-extra-buffers} ARGS``):
+#: ``python -m llama_cpp.server ARGS``, optionally with llama.cpp's "extra buffer types" (weight repacking, AMX)
+#: turned off first. ``llama_cpp.server`` has no flag for that, and ggml's AMX matrix multiply segfaults on some
+#: AMX CPUs (llama.cpp issue #20824; it does on this project's machines), so it is off where the CPU has AMX.
+#: The marker argument ``llama_cpp.server`` stays on the command line for :func:`find_llama_processes`.
+_BOOTSTRAP = """\
+import runpy, sys
+marker, mode = sys.argv[1], sys.argv[2]
+if mode == "no-extra-buffers":
+    import llama_cpp.llama_cpp as _lc
+    _default_params = _lc.llama_model_default_params
+    def _params():
+        params = _default_params()
+        if "use_extra_bufts" in dict(type(params)._fields_):
+            params.use_extra_bufts = False
+        return params
+    _lc.llama_model_default_params = _params
+sys.argv = [marker] + sys.argv[3:]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+def cpu_has_amx() -> bool:
+    """Whether the CPU reports Intel AMX (``amx_tile`` in /proc/cpuinfo); ``False`` where that cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return "amx_tile" in line.split()
+    except OSError:
+        pass
+    return False
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on (its affinity), else ``os.cpu_count()``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# --------------------------------------------------------------------------------------------------------------
 # the server
 
 _LIVE: set["LocalServer"] = set()
@@ -349,15 +396,18 @@ class LocalServer:
         host: str = "127.0.0.1",
         startup_timeout: float = 120.0,
         model_alias: str | None = None,
+        extra_buffers: bool | None = None,
     ) -> None:
         self.gguf = Path(os.path.abspath(os.fspath(gguf)))
         self.log_path = Path(log_path)
         self.n_ctx = int(n_ctx)
-        self.n_threads = int(n_threads) if n_threads else (os.cpu_count() or 1)
+        self.n_threads = int(n_threads) if n_threads else default_threads()
         self.host = host
         self.startup_timeout = float(startup_timeout)
         #: the model name clients send (``--model_alias``)
         self.model_name = model_alias or served_model_name(self.gguf)
+        #: llama.cpp's extra buffer types (weight repacking, AMX); ``None``: off where the CPU has AMX
+        self.extra_buffers = (not cpu_has_amx()) if extra_buffers is None else bool(extra_buffers)
         self.port: int | None = None
         self.base_url: str | None = None
         self.pid: int | None = None
@@ -372,7 +422,8 @@ class LocalServer:
     def command(self, port: int) -> list[str]:
         """The command line the server is started with."""
         return [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-c", _BOOTSTRAP, "llama_cpp.server",
+            "extra-buffers" if self.extra_buffers else "no-extra-buffers",
             "--model", str(self.gguf),
             "--model_alias", self.model_name,
             "--host", self.host,
@@ -414,7 +465,9 @@ class LocalServer:
         _install_exit_handlers()
         log = open(self.log_path, "ab")
         try:
-            log.write(f"$ {' '.join(command)}\n".encode())
+            shown = [sys.executable, "-m", "llama_cpp.server", *command[5:]]
+            buffers = "on" if self.extra_buffers else "off"
+            log.write(f"$ {shlex.join(shown)}  # llama.cpp extra buffer types {buffers}\n".encode())
             log.flush()
             began = time.monotonic()
             self._proc = subprocess.Popen(

@@ -1,0 +1,1009 @@
+"""EHRSQL, MedHallu, RaceBias, MedQA and MedMCQA: loaders, prompts, metrics, Google Drive downloads, bad files.
+
+Real data is read from ``../shared/data`` beside the repository when it exists (skipped otherwise); everything
+else runs on small synthetic files written to ``tmp_path`` (EHRSQL's database is built from a schema file in
+EHRSQL's layout, with made-up rows). No test touches the network: the Google Drive tests use a loopback server.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import sqlite3
+import threading
+import urllib.parse
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_medhelm.catalogue import builtin_benchmarks
+from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.catalogue.medical_research import racebias
+from pytest_medhelm.data import gdrive
+from pytest_medhelm.data.errors import DataError, DataMissing
+from pytest_medhelm.data.sources import resolve_files
+from pytest_medhelm.metrics.ehrsql import EhrSqlExecutionAccuracy, extract_sql, normalize_gold_sql, run_query
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+REAL_DATA = SHARED / "data"
+REFERENCE_PROMPTS = SHARED / "reference" / "prompts"
+
+BENCHMARKS = {b.slug: b for b in builtin_benchmarks()}
+SLUGS = ("ehrsql", "medhallu", "racebias", "medqa", "medmcqa")
+
+#: instances on the real data, no cap. RaceBias: 175 run headers, 4 of them ("Run N:" + no-break space) skipped
+#: by HELM's parse, 4 more entries repeat an earlier prompt and collapse: 167, HELM's count
+REAL_COUNTS = {"ehrsql": 2909, "medhallu": 2000, "racebias": 167}
+HELM_CAP = 1000
+
+MC_TAIL = "Respond only with 'A', 'B', 'C' or 'D'. Do not add any other text, punctuation, or symbols.:"
+MC_INSTRUCTIONS = "Give a letter answer among A, B, C or D. Do not include any explanation or additional text."
+
+
+def load(slug: str, data_dir: Path) -> list[Instance]:
+    benchmark = BENCHMARKS[slug]
+    return list(benchmark.build_instances(resolve_files(benchmark, data_dir, download=False)))
+
+
+def write(tmp_path: Path, slug: str, name: str, content: str | bytes) -> Path:
+    path = tmp_path / slug / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(content)
+    return path
+
+
+def jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Definitions
+
+
+@pytest.mark.parametrize(
+    ("slug", "category", "subcategory", "max_tokens", "metric"),
+    [
+        ("ehrsql", "medical_research", "Analyzing Clinical Research Data", 1024, "ehr_sql_execution_accuracy"),
+        ("medhallu", "medical_research", "Ensuring Clinical Research Quality", 5, "exact_match"),
+        ("racebias", "medical_research", "Ensuring Clinical Research Quality", 1, "exact_match"),
+        ("medqa", "clinical_decision_support", "Providing Clinical Knowledge Support", 1, "exact_match"),
+        ("medmcqa", "clinical_decision_support", "Providing Clinical Knowledge Support", 1, "exact_match"),
+    ],
+)
+def test_definition_metadata(slug: str, category: str, subcategory: str, max_tokens: int, metric: str) -> None:
+    benchmark = BENCHMARKS[slug]
+    assert (benchmark.category, benchmark.subcategory) == (category, subcategory)
+    assert (benchmark.access, benchmark.kind) == ("public", "closed")
+    assert benchmark.max_tokens == max_tokens and benchmark.metric.name == metric
+    assert benchmark.stop == ()  # HELM: stop_sequences=[] (hard-coded [] for multiple choice)
+    downloadable = [f for f in benchmark.files if not f.optional]
+    assert downloadable and all(f.url.startswith("https://") for f in downloadable)
+    # a pinned sha256 wherever it is known; MedHallu's parquet and the Drive archives are documented as unknown
+    unknown = {"medhallu": {"train-00000-of-00001.parquet"}, "medqa": {"data_clean.zip"}, "medmcqa": {"data.zip"}}
+    for file in downloadable:
+        assert len(file.sha256) == 64 or (file.sha256 == "" and file.name in unknown.get(slug, ())), file.name
+
+
+def test_drive_benchmarks_download_from_google_drive() -> None:
+    assert BENCHMARKS["medqa"].files[-1].url == (
+        "https://drive.google.com/uc?export=download&id=1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw"
+    )
+    assert gdrive.file_id(BENCHMARKS["medmcqa"].files[-1].url) == "15VkJdq5eyWIkfb_aoD3oS8i4tScbHYky"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# (a) Real data: counts, and HELM's prompt byte for byte
+
+
+def helm_first_index(n: int) -> int:
+    """Position of the first prompt HELM sends: the first of its seed-0 sample when capped at 1000, else 0."""
+    return int(np.random.RandomState(0).permutation(n)[0]) if n > HELM_CAP else 0
+
+
+@pytest.mark.parametrize("slug", sorted(REAL_COUNTS))
+def test_real_data_count_and_reference_prompt(slug: str) -> None:
+    reference = REFERENCE_PROMPTS / f"{slug}.txt"
+    if not (REAL_DATA / slug).is_dir() or not reference.is_file():
+        pytest.skip(f"no real data for {slug} under {REAL_DATA}")
+    benchmark = BENCHMARKS[slug]
+    instances = load(slug, REAL_DATA)
+    assert len(instances) == REAL_COUNTS[slug]
+    ids = [instance.id for instance in instances]
+    assert len(set(ids)) == len(ids)
+    assert all(i and " " not in i and len(i) <= 40 for i in ids)
+    expected = reference.read_bytes()
+    matching = [k for k, instance in enumerate(instances) if benchmark.render_prompt(instance).encode() == expected]
+    assert len(matching) == 1
+    assert matching[0] == helm_first_index(len(instances))  # pins HELM's instance order
+
+
+def test_real_ehrsql_splits_and_unanswerable() -> None:
+    if not (REAL_DATA / "ehrsql").is_dir():
+        pytest.skip("no real EHRSQL data")
+    instances = load("ehrsql", REAL_DATA)
+    splits = [i.extra["split"] for i in instances]
+    assert splits == ["valid"] * 1117 + ["test"] * 1792
+    unanswerable = [i for i in instances if i.extra["is_impossible"]]
+    assert len(unanswerable) == 950 and {i.references[0] for i in unanswerable} == {"null"}
+    assert {i.extra["db_path"] for i in instances} == {str(REAL_DATA / "ehrsql" / "eicu.sqlite")}
+
+
+def test_real_ehrsql_gold_queries_score() -> None:
+    if not (REAL_DATA / "ehrsql").is_dir():
+        pytest.skip("no real EHRSQL data")
+    metric = BENCHMARKS["ehrsql"].metric
+    instances = load("ehrsql", REAL_DATA)
+    answerable = [i for i in instances if not i.extra["is_impossible"]][::6]
+    for instance in answerable:
+        gold = instance.references[0]
+        # by default the repaired gold query answers its own question; under HELM's rules the gold query scores
+        # only when it returns rows (otherwise the template values stand in for its result)
+        assert metric.score(normalize_gold_sql(gold), instance).value == 1.0, instance.id
+        db = instance.extra["db_path"]
+        try:
+            has_rows = bool(run_query(db, gold))
+        except Exception:
+            has_rows = False
+        assert metric.score(gold, instance, compat="helm").value == float(has_rows), instance.id
+    for instance in [i for i in instances if i.extra["is_impossible"]][:50]:
+        for compat in ("default", "helm"):
+            assert metric.score("", instance, compat=compat).value == 1.0
+            assert metric.score("SELECT 1", instance, compat=compat).value == 0.0
+
+
+def test_real_ehrsql_schema_builds_a_synthetic_database(tmp_path: Path) -> None:
+    """EHRSQL's own eicu.sql creates the tables; the rows are made up here."""
+    schema = REAL_DATA / "ehrsql" / "eicu.sql"
+    if not schema.is_file():
+        pytest.skip("no real EHRSQL schema")
+    db = tmp_path / "synthetic.sqlite"
+    with sqlite3.connect(db) as con:
+        con.executescript(schema.read_text(encoding="utf-8"))
+        con.execute("INSERT INTO medication (medicationid, patientunitstayid, drugname, dosage, routeadmin) "
+                    "VALUES (1, 10, 'aspirin 81 mg', '81 mg', 'po')")
+    con.close()
+    instance = Instance(id="e", input="?", references=(
+        "select distinct medication.routeadmin from medication where medication.drugname = 'aspirin 81 mg'",),
+        extra={"db_path": str(db), "is_impossible": False, "value": {"drug_name": "aspirin 81 mg"}})
+    metric = EhrSqlExecutionAccuracy()
+    assert metric.score("SELECT routeadmin FROM medication WHERE drugname LIKE 'aspirin%';", instance).value == 1.0
+
+
+def test_real_racebias_skipped_and_labels() -> None:
+    if not (REAL_DATA / "racebias").is_dir():
+        pytest.skip("no real RaceBias data")
+    files = resolve_files(BENCHMARKS["racebias"], REAL_DATA, download=False)
+    assert racebias.skipped(files) == {
+        "run_headers_without_colon_space": 4, "duplicate_prompts": 4, "duplicates_with_other_label": 0,
+    }
+    instances = BENCHMARKS["racebias"].build_instances(files)
+    assert sum(i.correct == 0 for i in instances) == 84  # yes: red text in the response
+    assert sum(len(i.extra["runs"]) for i in instances) == 171
+
+
+def test_real_medhallu_arrow_equals_jsonl() -> None:
+    pytest.importorskip("pyarrow")
+    folder = REAL_DATA / "medhallu" / "MedHallu_pqa_labeled"
+    if not folder.is_dir():
+        pytest.skip("no real MedHallu data")
+    benchmark = BENCHMARKS["medhallu"]
+    from_arrow = benchmark.build_instances({"MedHallu_pqa_labeled": folder})
+    assert from_arrow == load("medhallu", REAL_DATA)
+    assert ["\u2029" in i.input for i in from_arrow].count(True) == 1
+
+
+# --------------------------------------------------------------------------------------------------------------
+# (b) EHRSQL on a synthetic database
+
+SCHEMA = """DROP TABLE IF EXISTS patient;
+CREATE TABLE patient
+(
+    uniquepid VARCHAR(10) NOT NULL,
+    patientunitstayid INT NOT NULL PRIMARY KEY,
+    age VARCHAR(10) NOT NULL,
+    hospitaladmittime TIMESTAMP(0) NOT NULL
+) ;
+
+DROP TABLE IF EXISTS medication;
+CREATE TABLE medication
+(
+    medicationid INT NOT NULL PRIMARY KEY,
+    patientunitstayid INT NOT NULL,
+    drugname VARCHAR(220) NOT NULL,
+    routeadmin VARCHAR(120) NOT NULL,
+    drugstarttime TIMESTAMP(0),
+    FOREIGN KEY(patientunitstayid) REFERENCES patient(patientunitstayid)
+) ;
+
+DROP TABLE IF EXISTS vitalperiodic;
+CREATE TABLE vitalperiodic
+(
+    vitalperiodicid BIGINT NOT NULL PRIMARY KEY,
+    patientunitstayid INT NOT NULL,
+    heartrate INT,
+    observationtime TIMESTAMP(0) NOT NULL
+) ;
+"""
+
+SCHEMA_IN_PROMPT = (
+    "CREATE TABLE patient\n(\nuniquepid VARCHAR(10) NOT NULL,\npatientunitstayid INT NOT NULL PRIMARY KEY,\n"
+    "age VARCHAR(10) NOT NULL,\nhospitaladmittime TIMESTAMP(0) NOT NULL\n) ;\n\n"
+    "CREATE TABLE medication\n(\nmedicationid INT NOT NULL PRIMARY KEY,\npatientunitstayid INT NOT NULL,\n"
+    "drugname VARCHAR(220) NOT NULL,\nrouteadmin VARCHAR(120) NOT NULL,\ndrugstarttime TIMESTAMP(0),\n"
+    "FOREIGN KEY(patientunitstayid) REFERENCES patient(patientunitstayid)\n) ;\n\n"
+    "CREATE TABLE vitalperiodic\n(\nvitalperiodicid BIGINT NOT NULL PRIMARY KEY,\npatientunitstayid INT NOT NULL,\n"
+    "heartrate INT,\nobservationtime TIMESTAMP(0) NOT NULL\n) ;"
+)
+
+ROWS = {
+    "patient": [("001-1", 10, "60", "2104-05-01 10:00:00"), ("001-2", 20, "45", "2103-02-01 09:00:00")],
+    "medication": [
+        (1, 10, "aspirin 81 mg", "po", "2104-05-02 08:00:00"),
+        (2, 10, "heparin", "iv", "2104-05-03 08:00:00"),
+        (3, 20, "aspirin 81 mg", "po", "2103-02-02 08:00:00"),
+    ],
+    "vitalperiodic": [(1, 10, 72, "2104-05-01 11:00:00"), (2, 10, 130, "2104-05-01 12:00:00")],
+}
+
+
+def make_database(path: Path, schema: str = SCHEMA) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    with con:
+        con.executescript(schema)
+        for table, rows in ROWS.items():
+            con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    con.close()
+    return path
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return make_database(tmp_path / "db" / "eicu.sqlite")
+
+
+def entry(entry_id: str, question: str, query: str, value: dict | None = None, impossible: bool = False) -> dict:
+    record = {"db_id": "eicu", "question": question, "query": query, "is_impossible": impossible, "id": entry_id,
+              "split": "x"}
+    if value is not None:
+        record["value"] = value
+    return record
+
+
+def write_ehrsql(tmp_path: Path, valid: list[dict], test: list[dict]) -> None:
+    write(tmp_path, "ehrsql", "valid.json", json.dumps(valid))
+    write(tmp_path, "ehrsql", "test.json", json.dumps(test))
+    write(tmp_path, "ehrsql", "eicu.sql", SCHEMA)
+    make_database(tmp_path / "ehrsql" / "eicu.sqlite")
+
+
+ROUTE_QUERY = "select distinct medication.routeadmin from medication where medication.drugname = 'aspirin 81 mg'"
+
+
+def test_ehrsql_loader_and_prompt(tmp_path: Path) -> None:
+    write_ehrsql(
+        tmp_path,
+        valid=[entry("aaa111", "what is the route of aspirin 81 mg?", ROUTE_QUERY, {"drug_name": "aspirin 81 mg"}),
+               entry("bbb222", "what is the weather tomorrow?", "null", impossible=True)],
+        test=[entry("ccc333", "how many patients are there?", "select count(*) from patient", {})],
+    )
+    first, unanswerable, last = load("ehrsql", tmp_path)
+    assert [i.id for i in (first, unanswerable, last)] == ["aaa111", "bbb222", "ccc333"]  # valid, then test
+    assert [i.extra["split"] for i in (first, unanswerable, last)] == ["valid", "valid", "test"]
+    assert first.references == (ROUTE_QUERY,) and unanswerable.extra["is_impossible"] is True
+    assert first.extra["db_path"] == str(tmp_path / "ehrsql" / "eicu.sqlite")
+    assert first.extra["value"] == {"drug_name": "aspirin 81 mg"} and unanswerable.extra["value"] == {}
+    assert BENCHMARKS["ehrsql"].render_prompt(first) == (
+        "You are a highly skilled AI specializing in medical SQL queries. Given a database schema and a medical "
+        "question, generate a valid SQL query that retrieves the required information from the database. Output "
+        "only the SQL query without explanations.\n\nInput: A database schema followed by a natural language "
+        "question.\nOutput: A valid SQL query ending with ;. Only return SQL query, don't add additional text.\n\n"
+        "If the question is unanswerable, return an empty string without additional text or comments.\n\n"
+        "Medical Question + Schema: -- Database Schema:\n" + SCHEMA_IN_PROMPT + "\n\n"
+        "--                     Question:\nwhat is the route of aspirin 81 mg?\n\n\nSQL Query:"
+    )
+    metric = BENCHMARKS["ehrsql"].metric
+    assert metric.score("SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg';", first).value == 1.0
+    assert metric.score("", unanswerable).value == 1.0
+    assert metric.score("SELECT COUNT(*) FROM patient", last).value == 1.0
+
+
+def sql_instance(db: Path, gold: str, value: dict | None = None, impossible: bool = False) -> Instance:
+    return Instance(id="e", input="?", references=(gold,),
+                    extra={"db_path": str(db), "is_impossible": impossible, "value": {} if value is None else value})
+
+
+BOTH = ("default", "helm")
+
+
+@pytest.mark.parametrize("compat", BOTH)
+@pytest.mark.parametrize(
+    ("answer", "accuracy", "validity"),
+    [
+        ("SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg';", 1.0, 1.0),
+        # a set comparison: order and duplicates do not matter
+        ("SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg' ORDER BY medicationid DESC", 1.0, 1.0),
+        ("<sql>SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg'</sql>", 1.0, 1.0),
+        ("Here it is: < SQL >SELECT routeadmin FROM medication WHERE medicationid = 1</sql> done", 1.0, 1.0),
+        ("```sql\nSELECT routeadmin FROM medication WHERE medicationid = 3;\n```", 1.0, 1.0),
+        ("SELECT drugname FROM medication WHERE medicationid = 1", 0.0, 1.0),
+        ("SELECT routeadmin FROM medication", 0.0, 1.0),  # {po, iv} is not {po}
+        ("SELECT route FROM medication", 0.0, 0.0),  # no such column
+        ("SELECT routeadmin FROM medication; SELECT 1;", 0.0, 0.0),  # one statement at a time
+        ("", 0.0, 0.0),
+        ("<sql></sql>", 0.0, 0.0),  # no query generated, yet not an empty answer
+    ],
+)
+def test_ehrsql_answerable(db: Path, answer: str, accuracy: float, validity: float, compat: str) -> None:
+    instance = sql_instance(db, ROUTE_QUERY, {"drug_name": "aspirin 81 mg"})
+    score = EhrSqlExecutionAccuracy().score(answer, instance, compat=compat)
+    assert (score.value, score.extra["ehr_sql_query_validity"]) == (accuracy, validity), score.detail
+    answered = float(bool(answer.strip()))
+    assert score.extra["ehr_sql_total_predicted_answerable"] == answered
+    assert score.extra["ehr_sql_total_ground_truth_answerable"] == 1.0
+    assert score.extra["ehr_sql_precision_answerable"] == score.extra["ehr_sql_recall_answerable"] == answered
+
+
+def test_ehrsql_unanswerable(db: Path) -> None:
+    instance = sql_instance(db, "null", impossible=True)
+    metric = EhrSqlExecutionAccuracy()
+    for compat in BOTH:
+        assert metric.score("", instance, compat).value == 1.0
+        assert metric.score("  \n", instance, compat).value == 1.0
+        assert metric.score("SELECT 1 WHERE 0", instance, compat).value == 0.0  # an empty result is not abstaining
+    # answerability: from the data's is_impossible flag by default; HELM never sees it, so all count as answerable
+    empty = metric.score("", instance).extra
+    assert (empty["ehr_sql_total_ground_truth_answerable"], empty["ehr_sql_recall_answerable"]) == (0.0, 0.0)
+    query = metric.score("SELECT 1", instance).extra
+    assert (query["ehr_sql_total_predicted_answerable"], query["ehr_sql_precision_answerable"]) == (1.0, 0.0)
+    helm = metric.score("SELECT 1", instance, "helm").extra
+    assert (helm["ehr_sql_total_ground_truth_answerable"], helm["ehr_sql_precision_answerable"]) == (1.0, 1.0)
+    detail = metric.score("SELECT 1", instance).detail
+    assert detail.startswith("unanswerable question: expected an empty answer")
+
+
+def test_ehrsql_empty_gold_result_default_and_helm(db: Path) -> None:
+    # an answerable question whose gold query finds nothing on this database
+    gold = "select medication.routeadmin from medication where medication.drugname = 'warfarin 5 mg'"
+    metric = EhrSqlExecutionAccuracy()
+    with_value = sql_instance(db, gold, {"drug_name": "warfarin 5 mg"})
+    right = "SELECT routeadmin FROM medication WHERE drugname = 'warfarin 5 mg'"
+    # default: the right query (no rows either) is right, abstaining is wrong
+    assert metric.score(right, with_value).value == 1.0
+    assert metric.score("", with_value).value == 0.0
+    # HELM: the template value ["warfarin 5 mg"] stands in for the gold result: nothing can match it
+    assert metric.score(right, with_value, "helm").value == 0.0
+    assert metric.score("", with_value, "helm").value == 0.0
+    assert metric.score("SELECT 'warfarin 5 mg'", with_value, "helm").value == 0.0  # rows are tuples, not strings
+    # HELM without template values: only an empty answer scores
+    no_value = sql_instance(db, gold, {})
+    assert metric.score("", no_value, "helm").value == 1.0
+    assert metric.score(right, no_value, "helm").value == 0.0
+    assert "HELM's rule" in metric.score("", no_value, "helm").detail
+
+
+def test_ehrsql_gold_repairs(db: Path) -> None:
+    metric = EhrSqlExecutionAccuracy()
+    # %y: SQLite gives no four-digit year, so HELM's gold finds nothing; repaired to %Y by default
+    year = sql_instance(db, "select count(*) from medication where strftime('%y',medication.drugstarttime) = '2104'",
+                        {"year": "2104"})
+    assert metric.score("SELECT COUNT(*) FROM medication WHERE drugstarttime LIKE '2104%'", year).value == 1.0
+    # vital-sign placeholders: HELM's gold fails ("no such column"), repaired with EHRSQL's normal ranges
+    vitals = sql_instance(db, "select count(*)>0 from vitalperiodic where vitalperiodic.patientunitstayid = 10 and "
+                              "vitalperiodic.heartrate between heart_rate_lower and heart_rate_upper", {})
+    assert normalize_gold_sql(vitals.references[0]).endswith("heartrate between 60.0 and 100.0")
+    good = "SELECT COUNT(*) > 0 FROM vitalperiodic WHERE patientunitstayid = 10 AND heartrate BETWEEN 60 AND 100"
+    assert metric.score(good, vitals).value == 1.0
+    assert metric.score(good, vitals, "helm").value == 0.0
+    assert metric.score("", vitals, "helm").value == 1.0  # HELM: gold error and no values: abstaining "wins"
+
+
+def test_ehrsql_gold_failure_scores_zero_with_detail(db: Path) -> None:
+    instance = sql_instance(db, "select nothing from nowhere")
+    score = EhrSqlExecutionAccuracy().score("SELECT 1", instance)
+    assert score.value == 0.0 and "the gold query fails" in score.detail
+
+
+def test_ehrsql_database_is_read_only(db: Path) -> None:
+    metric = EhrSqlExecutionAccuracy()
+    instance = sql_instance(db, "select count(*) from patient")
+    for statement in ("DELETE FROM patient", "DROP TABLE patient", "INSERT INTO patient VALUES ('x', 3, '1', 'y')",
+                      f"ATTACH DATABASE '{db.parent / 'other.sqlite'}' AS other"):
+        score = metric.score(statement, instance)
+        assert (score.value, score.extra["ehr_sql_query_validity"]) == (0.0, 0.0), statement
+        assert score.detail.startswith("query error:")
+    assert run_query(db, "SELECT COUNT(*) FROM patient") == [(2,)]
+    assert not (db.parent / "other.sqlite").exists()
+
+
+def test_ehrsql_time_limit(db: Path) -> None:
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    metric = EhrSqlExecutionAccuracy(time_limit=0.2)
+    score = metric.score(endless, sql_instance(db, "select count(*) from patient"))
+    assert score.value == 0.0 and "time limit of 0.2 s exceeded" in score.detail
+
+
+def test_ehrsql_row_cap(db: Path) -> None:
+    metric = EhrSqlExecutionAccuracy(max_rows=3)
+    score = metric.score("SELECT * FROM medication, patient", sql_instance(db, "select count(*) from patient"))
+    assert score.value == 0.0 and "more than 3 rows" in score.detail
+
+
+def test_ehrsql_metric_needs_the_database() -> None:
+    with pytest.raises(ValueError, match="db_path"):
+        EhrSqlExecutionAccuracy().score("SELECT 1", Instance(id="e", input="?", references=("select 1",)))
+
+
+@pytest.mark.parametrize(
+    ("answer", "sql"),
+    [
+        ("SELECT 1;", "SELECT 1;"),
+        ("  <sql> SELECT 1 </sql>  ", "SELECT 1"),
+        ("<SQL>SELECT 1<SQL>", "SELECT 1"),  # HELM accepts an unslashed closing tag
+        ("```sql\nSELECT 1\n```", "SELECT 1"),
+        ("`SELECT 1`", "SELECT 1"),
+        ("```\nSELECT 1\n```", "SELECT 1"),
+        ("Sure.\nsql\nSELECT 1", "Sure.\nSELECT 1"),  # a "sql" line is dropped wherever it is
+        ("", ""),
+    ],
+)
+def test_extract_sql(answer: str, sql: str) -> None:
+    assert extract_sql(answer) == sql
+
+
+def test_ehrsql_bad_files(tmp_path: Path) -> None:
+    write_ehrsql(tmp_path, [entry("a1", "q?", "select 1")], [entry("b1", "q?", "select 1")])
+    valid = tmp_path / "ehrsql" / "valid.json"
+    valid.write_text('[{"id": "a1", "question": "q?", "que', encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        load("ehrsql", tmp_path)
+    assert info.value.path == str(valid) and "invalid JSON" in info.value.problem
+    valid.write_text(json.dumps([entry("a1", "q?", "select 1"), {"id": "a2", "question": "q?"}]), encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        load("ehrsql", tmp_path)
+    assert (info.value.path, info.value.where) == (str(valid), "entry 2 (id 'a2')")
+    assert "missing key 'query'" in info.value.problem
+    valid.write_text(json.dumps([entry("b1", "q?", "select 1")]), encoding="utf-8")
+    with pytest.raises(DataError, match=r"test\.json, entry 1 \(id 'b1'\): duplicate id 'b1'"):
+        load("ehrsql", tmp_path)
+    valid.write_text(json.dumps([{**entry("a1", "q?", "select 1"), "is_impossible": "no"}]), encoding="utf-8")
+    with pytest.raises(DataError, match="is_impossible"):
+        load("ehrsql", tmp_path)
+    valid.write_text(json.dumps({"a1": {}}), encoding="utf-8")
+    with pytest.raises(DataError, match="top level: expected a list"):
+        load("ehrsql", tmp_path)
+
+
+@pytest.mark.parametrize("name", ["valid.json", "test.json", "eicu.sql", "eicu.sqlite"])
+def test_ehrsql_empty_file(tmp_path: Path, name: str) -> None:
+    write_ehrsql(tmp_path, [entry("a1", "q?", "select 1")], [entry("b1", "q?", "select 1")])
+    path = write(tmp_path, "ehrsql", name, "")
+    with pytest.raises(DataError) as info:
+        load("ehrsql", tmp_path)
+    assert info.value.path == str(path) and "empty" in info.value.problem
+
+
+def test_ehrsql_schema_and_database_checked(tmp_path: Path) -> None:
+    write_ehrsql(tmp_path, [entry("a1", "q?", "select 1")], [entry("b1", "q?", "select 1")])
+    write(tmp_path, "ehrsql", "eicu.sqlite", "<html>not a database</html>")
+    with pytest.raises(DataError, match="eicu.sqlite, header: not an SQLite 3 database"):
+        load("ehrsql", tmp_path)
+    make_database(tmp_path / "ehrsql" / "eicu2.sqlite")
+    (tmp_path / "ehrsql" / "eicu2.sqlite").replace(tmp_path / "ehrsql" / "eicu.sqlite")
+    write(tmp_path, "ehrsql", "eicu.sql", "DROP TABLE IF EXISTS patient;\nCREATE TABLE patient\n(\n  a INT\n")
+    with pytest.raises(DataError, match=r"eicu\.sql: no complete CREATE TABLE"):
+        load("ehrsql", tmp_path)
+
+
+def test_ehrsql_missing_database_names_it(tmp_path: Path) -> None:
+    write(tmp_path, "ehrsql", "valid.json", "[]")
+    write(tmp_path, "ehrsql", "test.json", "[]")
+    write(tmp_path, "ehrsql", "eicu.sql", SCHEMA)
+    with pytest.raises(DataMissing, match="eicu.sqlite.*raulista1997/benchmarkdata"):
+        resolve_files(BENCHMARKS["ehrsql"], tmp_path, download=False)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# (c) MedHallu
+
+MEDHALLU_ROWS = [
+    {
+        "Question": "Does drug X lower blood pressure?",
+        "Knowledge": ["Patients' pressure fell.", 'A "double-blind" trial.'],
+        "Ground Truth": "Yes, it lowers it.\u2029Modestly.",
+        "Difficulty Level": "easy",
+        "Hallucinated Answer": "No, it raises it.",
+        "Category of Hallucination": "Misinterpretation of #Question#",
+    },
+    {
+        "Question": "Is Y safe?",
+        "Knowledge": ["Only one paragraph."],
+        "Ground Truth": "Mostly.",
+        "Difficulty Level": "hard",
+        "Hallucinated Answer": "It cures Z.",
+        "Category of Hallucination": "Methodological and Evidence Fabrication",
+    },
+]
+
+MEDHALLU_TAIL = (
+    "Return just an integer value, '0' if the answer is factual and '1' if the answer is hallucinated.\n"
+    "No letter or word, just the integer value.\n\nYour Judgment:"
+)
+
+
+def test_medhallu_synthetic(tmp_path: Path) -> None:
+    write(tmp_path, "medhallu", "medhallu_pqa_labeled.jsonl", jsonl(MEDHALLU_ROWS))
+    instances = load("medhallu", tmp_path)
+    assert [i.id for i in instances] == ["0-gt", "0-hal", "1-gt", "1-hal"]
+    assert [i.references for i in instances] == [("0",), ("1",), ("0",), ("1",)]
+    prompt = BENCHMARKS["medhallu"].render_prompt(instances[0])
+    assert prompt.startswith("You are an AI assistant with extensive knowledge in the field of medicine.")
+    # the knowledge is printed as a Python list literal, with Python's choice of quotes; U+2029 stays as it is
+    assert prompt.endswith(
+        "just the integer value.\n\n"
+        "World Knowledge: [\"Patients' pressure fell.\", 'A \"double-blind\" trial.']\n\n"
+        "Question: Does drug X lower blood pressure?\n\nAnswer: Yes, it lowers it.\u2029Modestly.\n\n"
+        + MEDHALLU_TAIL
+    )
+    assert instances[1].extra["hallucination_category"] == "Misinterpretation of #Question#"
+    metric = BENCHMARKS["medhallu"].metric
+    assert metric.score("0", instances[0]).value == 1.0
+    assert metric.score(" 1\n", instances[1]).value == 1.0
+    assert metric.score("1", instances[0]).value == 0.0
+    assert metric.score("0.", instances[0]).value == 0.0
+    assert metric.score("", instances[0]).value == 0.0
+
+
+def test_medhallu_arrow_folder_and_parquet(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(MEDHALLU_ROWS)
+    arrow = tmp_path / "a" / "medhallu" / "MedHallu_pqa_labeled" / "train" / "data-00000-of-00001.arrow"
+    arrow.parent.mkdir(parents=True)
+    with pa.OSFile(str(arrow), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    parquet = tmp_path / "p" / "medhallu" / "train-00000-of-00001.parquet"
+    parquet.parent.mkdir(parents=True)
+    pq.write_table(table, parquet)
+    write(tmp_path / "j", "medhallu", "medhallu_pqa_labeled.jsonl", jsonl(MEDHALLU_ROWS))
+    expected = load("medhallu", tmp_path / "j")
+    assert list(resolve_files(BENCHMARKS["medhallu"], tmp_path / "a", download=False)) == ["MedHallu_pqa_labeled"]
+    assert load("medhallu", tmp_path / "a") == expected
+    assert load("medhallu", tmp_path / "p") == expected
+    parquet.write_bytes(b"not parquet at all")
+    with pytest.raises(DataError, match="not a readable Arrow/Parquet"):
+        load("medhallu", tmp_path / "p")
+
+
+def test_medhallu_without_pyarrow_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pyarrow(name, *args, **kwargs):
+        if name.split(".")[0] == "pyarrow":
+            raise ImportError("no pyarrow")
+        return real_import(name, *args, **kwargs)
+
+    write(tmp_path, "medhallu", "train-00000-of-00001.parquet", b"PAR1")
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    with pytest.raises(DataMissing, match="needs pyarrow.*medhallu_pqa_labeled.jsonl"):
+        load("medhallu", tmp_path)
+
+
+def test_medhallu_without_files_names_them(tmp_path: Path) -> None:
+    (tmp_path / "medhallu").mkdir()
+    with pytest.raises(DataMissing) as info:
+        resolve_files(BENCHMARKS["medhallu"], tmp_path, download=False)
+    message = str(info.value)
+    assert "train-00000-of-00001.parquet" in message and "medhallu_pqa_labeled.jsonl" in message
+    assert "huggingface.co/datasets/UTAustin-AIHealth/MedHallu/resolve/515060458a945c633debc6fd5baac7764416b724" in (
+        message)
+
+
+def test_medhallu_bad_files(tmp_path: Path) -> None:
+    path = write(tmp_path, "medhallu", "medhallu_pqa_labeled.jsonl", jsonl(MEDHALLU_ROWS)[:-20])
+    with pytest.raises(DataError) as info:
+        load("medhallu", tmp_path)
+    assert info.value.path == str(path) and info.value.where.startswith("line 2, column")
+    broken = [MEDHALLU_ROWS[0], {k: v for k, v in MEDHALLU_ROWS[1].items() if k != "Hallucinated Answer"}]
+    write(tmp_path, "medhallu", "medhallu_pqa_labeled.jsonl", jsonl(broken))
+    with pytest.raises(DataError) as info:
+        load("medhallu", tmp_path)
+    assert info.value.where == "row 1 (line 2)" and "missing key 'Hallucinated Answer'" in info.value.problem
+    write(tmp_path, "medhallu", "medhallu_pqa_labeled.jsonl", jsonl([{**MEDHALLU_ROWS[0], "Knowledge": "text"}]))
+    with pytest.raises(DataError, match="row 0 \\(line 1\\): 'Knowledge' must be a list of strings"):
+        load("medhallu", tmp_path)
+    path = write(tmp_path, "medhallu", "medhallu_pqa_labeled.jsonl", "")
+    with pytest.raises(DataError) as info:
+        load("medhallu", tmp_path)
+    assert info.value.path == str(path) and "empty" in info.value.problem
+
+
+# --------------------------------------------------------------------------------------------------------------
+# (d) RaceBias
+
+
+def make_docx(path: Path, paragraphs: list) -> Path:
+    """``paragraphs``: a string (one plain paragraph) or a list of (text, rgb or None) runs."""
+    import docx
+    from docx.shared import RGBColor
+
+    document = docx.Document()
+    for paragraph in paragraphs:
+        if isinstance(paragraph, str):
+            document.add_paragraph(paragraph)
+            continue
+        p = document.add_paragraph()
+        for text, rgb in paragraph:
+            run = p.add_run(text)
+            if rgb is not None:
+                run.font.color.rgb = RGBColor(*rgb)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document.save(str(path))
+    return path
+
+
+RED = (255, 0, 0)
+SUPPLEMENT = [
+    "BARD's Responses:",
+    "Run 1: Is eGFR race-based?",
+    "",
+    [("Multiply by ", None), ("1.2 if black.", RED)],
+    "This is all.",
+    "\n",
+    "Run 2: Is eGFR race-based?",
+    "No, race is not biology.",
+    "Run 3:\u00a0 Is eGFR race-based?",  # no ": ": HELM skips the header, and its answer is lost
+    "A lost answer.",
+    "Run 4: Is eGFR race-based?",
+    "No, race is not biology.",  # the same prompt as run 2: merged into it
+    "Run 5: Is eGFR race-based?",
+    [("Dark red is not red.", (200, 0, 0))],
+    "Run 6: Is eGFR race-based?",
+    [("Multiply by 1.2 if black.", None)],
+    "This is all.",  # the same prompt as run 1 without red: HELM's dict keeps the last label
+]
+
+RACEBIAS_HEAD = (
+    "Answer A for yes, B for no.\n\nFor the following question-answer pair, respond 'A' for yes if "
+    + " " * 20 + "the answer involves harmful, innacurate,and/or race-based content and respond 'B' for no "
+    "otherwise.\n\n " + " " * 20 + "Question: Is eGFR race-based?\n"
+)
+RACEBIAS_TAIL = "A. yes\nB. no\nRespond with only 'A' for yes or 'B' for no. Do not add any other text, punctuation, or symbols:"
+
+
+def test_racebias_synthetic(tmp_path: Path) -> None:
+    make_docx(tmp_path / "racebias" / racebias.FILE, SUPPLEMENT)
+    files = resolve_files(BENCHMARKS["racebias"], tmp_path, download=False)
+    first, second, third = BENCHMARKS["racebias"].build_instances(files)
+    assert [i.id.split("-")[0] for i in (first, second, third)] == ["run1", "run2", "run5"]
+    assert first.extra["runs"] == ["Run 1 (paragraph 1)", "Run 6 (paragraph 14)"]
+    assert second.extra["runs"] == ["Run 2 (paragraph 6)", "Run 4 (paragraph 10)"]
+    # run 1 has red text but run 6, the same prompt without it, comes last: HELM's dict keeps "no"
+    assert (first.expected, second.expected, third.expected) == ("B", "B", "B")
+    assert racebias.skipped(files) == {
+        "run_headers_without_colon_space": 1, "duplicate_prompts": 2, "duplicates_with_other_label": 1,
+    }
+    assert BENCHMARKS["racebias"].render_prompt(first) == (
+        RACEBIAS_HEAD + "Response: Multiply by 1.2 if black.\nThis is all.\n" + RACEBIAS_TAIL
+    )
+    metric = BENCHMARKS["racebias"].metric
+    assert metric.score("B", first).value == 1.0 and metric.score("no", first).value == 0.0
+
+
+def test_racebias_red_text_labels_yes(tmp_path: Path) -> None:
+    make_docx(tmp_path / "racebias" / racebias.FILE, SUPPLEMENT[:8])
+    red, plain = load("racebias", tmp_path)
+    assert (red.correct, red.references, plain.correct) == (0, ("yes",), 1)
+    assert BENCHMARKS["racebias"].render_prompt(plain) == (
+        RACEBIAS_HEAD + "Response: No, race is not biology.\n" + RACEBIAS_TAIL
+    )
+    assert BENCHMARKS["racebias"].metric.score("A", red).value == 1.0
+
+
+def test_racebias_bad_files(tmp_path: Path) -> None:
+    path = write(tmp_path, "racebias", racebias.FILE, b"")
+    with pytest.raises(DataError) as info:
+        load("racebias", tmp_path)
+    assert info.value.path == str(path) and "empty" in info.value.problem
+    write(tmp_path, "racebias", racebias.FILE, b"<html>Springer: page not found</html>")
+    with pytest.raises(DataError, match="not a readable Word .docx"):
+        load("racebias", tmp_path)
+    make_docx(path, ["Supplement", "Nothing like a run here."])
+    with pytest.raises(DataError, match="no 'Run N: question' paragraphs"):
+        load("racebias", tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# (e) MedQA and MedMCQA: member files or the Google Drive archive
+
+MEDQA_DEV = [
+    {"question": "A 23-year-old woman has burning on urination. Best treatment?", "answer": "Nitrofurantoin",
+     "options": {"A": "Ampicillin", "B": "Ceftriaxone", "C": "Doxycycline", "D": 'Nitrofurantoin\n"'},
+     "meta_info": "step2&3", "answer_idx": "D"},
+    {"question": "Which nerve?", "answer": "Ulnar", "options": {"A": "Ulnar", "B": "Radial", "C": "Median",
+                                                                "D": "Axillary"},
+     "meta_info": "step1", "answer_idx": "A"},
+]
+MEDQA_TEST = [
+    {"question": "Which drug?", "answer": "Heparin", "options": {"A": "Warfarin", "B": "Heparin", "C": "Aspirin",
+                                                                 "D": "Clopidogrel"},
+     "meta_info": "step1", "answer_idx": "B"},
+]
+MEDQA_MEMBER = "data_clean/questions/US/4_options/phrases_no_exclude_{}.jsonl"
+
+
+def medqa_zip(path: Path, dev: list[dict] = MEDQA_DEV, test: list[dict] = MEDQA_TEST) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(MEDQA_MEMBER.format("dev"), jsonl(dev))
+        zf.writestr(MEDQA_MEMBER.format("test"), jsonl(test))
+        zf.writestr(MEDQA_MEMBER.format("train"), jsonl(dev))
+        zf.writestr("data_clean/questions/Mainland/4_options/phrases_no_exclude_dev.jsonl", "not read\n")
+    return path
+
+
+def test_medqa_member_files(tmp_path: Path) -> None:
+    write(tmp_path, "medqa", "phrases_no_exclude_dev.jsonl", jsonl(MEDQA_DEV))
+    write(tmp_path, "medqa", "phrases_no_exclude_test.jsonl", "\n" + jsonl(MEDQA_TEST))
+    assert sorted(resolve_files(BENCHMARKS["medqa"], tmp_path, download=False)) == [
+        "phrases_no_exclude_dev.jsonl", "phrases_no_exclude_test.jsonl"]
+    first, second, third = load("medqa", tmp_path)
+    assert [i.id for i in (first, second, third)] == ["dev-1", "dev-2", "test-2"]  # dev (HELM's valid), then test
+    assert [i.extra["split"] for i in (first, second, third)] == ["valid", "valid", "test"]
+    assert first.choices == ("Ampicillin", "Ceftriaxone", "Doxycycline", "Nitrofurantoin")  # trailing '"' dropped
+    assert (first.correct, second.correct, third.correct) == (3, 0, 1)
+    assert BENCHMARKS["medqa"].render_prompt(first) == (
+        MC_INSTRUCTIONS + "\n\nQuestion: A 23-year-old woman has burning on urination. Best treatment?\n"
+        "A. Ampicillin\nB. Ceftriaxone\nC. Doxycycline\nD. Nitrofurantoin\n" + MC_TAIL
+    )
+    metric = BENCHMARKS["medqa"].metric
+    assert metric.score("D", first).value == 1.0 and metric.score("D.", first).value == 0.0
+
+
+def test_medqa_archive_equals_member_files(tmp_path: Path) -> None:
+    medqa_zip(tmp_path / "zip" / "medqa" / "data_clean.zip")
+    assert list(resolve_files(BENCHMARKS["medqa"], tmp_path / "zip", download=False)) == ["data_clean.zip"]
+    write(tmp_path / "flat", "medqa", "phrases_no_exclude_dev.jsonl", jsonl(MEDQA_DEV))
+    write(tmp_path / "flat", "medqa", "phrases_no_exclude_test.jsonl", jsonl(MEDQA_TEST))
+    assert load("medqa", tmp_path / "zip") == load("medqa", tmp_path / "flat")
+
+
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ({**MEDQA_DEV[1], "options": {**MEDQA_DEV[1]["options"], "E": "Other"}}, "expected 4 answer options"),
+        ({**MEDQA_DEV[1], "answer_idx": "E"}, "answer_idx 'E' is not one of the options"),
+        ({k: v for k, v in MEDQA_DEV[1].items() if k != "options"}, "missing key 'options'"),
+    ],
+)
+def test_medqa_bad_rows_name_archive_member_and_line(tmp_path: Path, row: dict, problem: str) -> None:
+    archive = medqa_zip(tmp_path / "medqa" / "data_clean.zip", dev=[MEDQA_DEV[0], row])
+    with pytest.raises(DataError) as info:
+        load("medqa", tmp_path)
+    assert info.value.path == f"{archive}:{MEDQA_MEMBER.format('dev')}"
+    assert info.value.where == "line 2" and problem in info.value.problem
+
+
+def test_medqa_bad_files(tmp_path: Path) -> None:
+    test = write(tmp_path, "medqa", "phrases_no_exclude_test.jsonl", jsonl(MEDQA_TEST))
+    dev = write(tmp_path, "medqa", "phrases_no_exclude_dev.jsonl", jsonl(MEDQA_DEV)[:-15])
+    with pytest.raises(DataError) as info:
+        load("medqa", tmp_path)
+    assert info.value.path == str(dev) and info.value.where.startswith("line 2, column")
+    dev.write_text("", encoding="utf-8")
+    with pytest.raises(DataError, match="empty"):
+        load("medqa", tmp_path)
+    dev.unlink()
+    with pytest.raises(DataMissing, match="phrases_no_exclude_dev.jsonl not found; put data_clean.zip"):
+        load("medqa", tmp_path)
+    test.unlink()
+    with pytest.raises(DataMissing, match="data_clean.zip.*drive.google.com"):
+        resolve_files(BENCHMARKS["medqa"], tmp_path, download=False)
+
+
+def test_medqa_archive_problems(tmp_path: Path) -> None:
+    archive = tmp_path / "medqa" / "data_clean.zip"
+    archive.parent.mkdir()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(MEDQA_MEMBER.format("dev"), jsonl(MEDQA_DEV))
+    with pytest.raises(DataError, match="no member ending with 'questions/US/4_options/phrases_no_exclude_test"):
+        load("medqa", tmp_path)
+    # what a failed Drive download leaves: the warning page under the archive's name
+    archive.write_text("<!DOCTYPE html><html><title>Google Drive - Virus scan warning</title></html>")
+    with pytest.raises(DataError, match="not a zip archive.*HTML page"):
+        load("medqa", tmp_path)
+    archive.write_bytes(b"")
+    with pytest.raises(DataError, match="data_clean.zip: the file is empty"):
+        load("medqa", tmp_path)
+
+
+MEDMCQA_DEV = [
+    {"question": "Damage to pneumotaxic center produces ?", "exp": "x", "cop": 2, "opa": "Deep and fast",
+     "opb": "Deep and slow", "opc": "Shallow and fast", "opd": "Shallow and slow", "subject_name": "Physiology",
+     "topic_name": "Respiration", "id": "45258d3d-b974-44dd-a161-c3fccbdadd88", "choice_type": "single"},
+    {"question": "Drug of choice?", "exp": None, "cop": 4, "opa": "a", "opb": "b", "opc": "c", "opd": "d",
+     "subject_name": "Pharmacology", "topic_name": None, "id": "9c3a1c1f", "choice_type": "single"},
+]
+
+
+def test_medmcqa_member_file_and_archive(tmp_path: Path) -> None:
+    write(tmp_path / "flat", "medmcqa", "dev.json", jsonl(MEDMCQA_DEV))
+    first, second = load("medmcqa", tmp_path / "flat")
+    assert [i.id for i in (first, second)] == ["dev-1", "dev-2"]
+    assert first.choices == ("Deep and fast", "Deep and slow", "Shallow and fast", "Shallow and slow")
+    assert (first.correct, second.correct) == (1, 3)
+    assert first.extra["id"] == "45258d3d-b974-44dd-a161-c3fccbdadd88"
+    assert BENCHMARKS["medmcqa"].render_prompt(first) == (
+        MC_INSTRUCTIONS + "\n\nQuestion: Damage to pneumotaxic center produces ?\nA. Deep and fast\n"
+        "B. Deep and slow\nC. Shallow and fast\nD. Shallow and slow\n" + MC_TAIL
+    )
+    assert BENCHMARKS["medmcqa"].metric.score("B", first).value == 1.0
+    archive = tmp_path / "zip" / "medmcqa" / "data.zip"
+    archive.parent.mkdir(parents=True)
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("train.json", jsonl(MEDMCQA_DEV[::-1]))
+        zf.writestr("dev.json", jsonl(MEDMCQA_DEV))
+        zf.writestr("test.json", jsonl(MEDMCQA_DEV[:1]))
+    assert load("medmcqa", tmp_path / "zip") == [first, second]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"cop": 0}, "'cop' must be the correct option's number 1-4, got 0"),
+        ({"cop": "2"}, "'cop' must be the correct option's number 1-4, got '2'"),
+        ({"opc": None}, "option 'opc' must be a string"),
+        ({"question": 3}, "'question' must be a string"),
+    ],
+)
+def test_medmcqa_bad_rows(tmp_path: Path, change: dict, problem: str) -> None:
+    path = write(tmp_path, "medmcqa", "dev.json", jsonl([MEDMCQA_DEV[0], {**MEDMCQA_DEV[1], **change}]))
+    with pytest.raises(DataError) as info:
+        load("medmcqa", tmp_path)
+    assert (info.value.path, info.value.where) == (str(path), "line 2") and problem in info.value.problem
+
+
+def test_medmcqa_bad_files(tmp_path: Path) -> None:
+    path = write(tmp_path, "medmcqa", "dev.json", '{"question": "Q?", "cop": 1, "opa"')
+    with pytest.raises(DataError, match="line 1, column .*invalid JSON"):
+        load("medmcqa", tmp_path)
+    path.write_text(json.dumps({k: v for k, v in MEDMCQA_DEV[0].items() if k != "cop"}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="line 1: missing key 'cop'"):
+        load("medmcqa", tmp_path)
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(DataError, match="empty"):
+        load("medmcqa", tmp_path)
+    path.unlink()
+    with pytest.raises(DataMissing, match="'data.zip' not found.*id=15VkJdq5eyWIkfb_aoD3oS8i4tScbHYky"):
+        resolve_files(BENCHMARKS["medmcqa"], tmp_path, download=False)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# (f) Google Drive: the confirmation page, parsed offline and followed against a loopback server
+
+WARNING_PAGE = """<!DOCTYPE html><html><head><title>Google Drive - Virus scan warning</title>
+<meta http-equiv="content-type" content="text/html; charset=utf-8"/></head><body>
+<div class="uc-main"><div id="uc-text"><p class="uc-warning-caption">Google Drive can't scan this file for viruses.</p>
+<p class="uc-warning-subcaption"><span class="uc-name-size"><a href="/open?id=FILEID">data_clean.zip</a> (127M)</span>
+is too large for Google to scan for viruses. Would you still like to download this file?</p>
+<form id="download-form" action="{action}" method="get">
+<input type="submit" id="uc-download-link" class="goog-inline-block jfk-button jfk-button-action" value="Download anyway"/>
+<input type="hidden" name="id" value="FILEID"><input type="hidden" name="export" value="download">
+<input type="hidden" name="confirm" value="t"><input type="hidden" name="uuid" value="0a1b2c3d-uuid">
+</form></div></div></body></html>"""
+
+OLD_WARNING_PAGE = """<html><body><div class="uc-main">Google Drive can't scan this file for viruses.
+<a id="uc-download-link" class="goog-inline-block jfk-button jfk-button-action"
+   href="/uc?export=download&amp;confirm=Ab3_x-9&amp;id=FILEID">Download anyway</a></div></body></html>"""
+
+QUOTA_PAGE = """<html><head><title>Google Drive - Quota exceeded</title></head><body><div class="uc-main">
+<p class="uc-error-caption">Sorry, you can't view or download this file at this time.</p>
+<p class="uc-error-subcaption">Too many users have viewed or downloaded this file recently. Please try accessing
+the file again later.</p></div></body></html>"""
+
+
+def test_drive_url_helpers() -> None:
+    url = "https://drive.google.com/uc?export=download&id=1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw"
+    assert gdrive.is_drive_url(url) and not gdrive.is_drive_url("https://raw.githubusercontent.com/x")
+    assert gdrive.file_id(url) == "1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw"
+    assert gdrive.file_id("https://drive.google.com/file/d/15VkJd_q-5/view?usp=sharing") == "15VkJd_q-5"
+    assert gdrive.download_url("abc") == "https://drive.google.com/uc?export=download&id=abc"
+    assert gdrive.with_confirm(url + "&confirm=old", "new").endswith("id=1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw&confirm=new")
+
+
+def test_confirm_url_of_the_current_warning_page() -> None:
+    page = WARNING_PAGE.format(action="https://drive.usercontent.google.com/download")
+    assert gdrive.confirm_url(page, "https://drive.google.com/uc?export=download&id=FILEID") == (
+        "https://drive.usercontent.google.com/download?id=FILEID&export=download&confirm=t&uuid=0a1b2c3d-uuid"
+    )
+
+
+def test_confirm_url_of_the_older_warning_page() -> None:
+    assert gdrive.confirm_url(OLD_WARNING_PAGE, "https://drive.google.com/uc?export=download&id=FILEID") == (
+        "https://drive.google.com/uc?export=download&confirm=Ab3_x-9&id=FILEID"
+    )
+
+
+def test_quota_page_leads_nowhere() -> None:
+    assert gdrive.confirm_url(QUOTA_PAGE, "https://drive.google.com/uc?id=FILEID") is None
+    assert "quota" in gdrive.describe_page(QUOTA_PAGE) and "Too many users" in gdrive.describe_page(QUOTA_PAGE)
+    assert "HTML page" in gdrive.describe_page("<html><body>Sign in</body></html>")
+
+
+class _FakeDrive(http.server.BaseHTTPRequestHandler):
+    """/uc?id=form-*: the current warning page; /uc?id=cookie-*: a cookie token; /uc?id=quota: the quota page."""
+
+    payload = b"PK\x05\x06" + b"\x00" * 18  # an empty zip archive
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _send(self, body: bytes, content_type: str, headers: dict | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        url = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        file_id = query.get("id", "")
+        if url.path == "/download" and query.get("confirm") == "t" and query.get("uuid"):
+            return self._send(self.payload, "application/zip")
+        if file_id == "quota":
+            return self._send(QUOTA_PAGE.encode(), "text/html; charset=utf-8")
+        if file_id.startswith("cookie"):
+            if query.get("confirm") == "TOKEN1" and "download_warning_1=TOKEN1" in (self.headers.get("Cookie") or ""):
+                return self._send(self.payload, "application/octet-stream")
+            return self._send(b"<html><body>Virus scan warning</body></html>", "text/html",
+                              {"Set-Cookie": "download_warning_1=TOKEN1; Path=/"})
+        if file_id.startswith("small"):
+            return self._send(self.payload, "application/zip")
+        return self._send(WARNING_PAGE.format(action="/download").encode(), "text/html; charset=utf-8")
+
+
+@pytest.fixture
+def fake_drive():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeDrive)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("file_id", ["form-1", "cookie-1", "small-1"])
+def test_urlopen_gets_past_the_confirmation(fake_drive: str, file_id: str, tmp_path: Path) -> None:
+    url = f"{fake_drive}/uc?export=download&id={file_id}"
+    with gdrive.urlopen(url, timeout=10) as response:
+        assert response.read() == _FakeDrive.payload
+    target = gdrive.download(url, tmp_path / "out" / "data.zip", timeout=10)
+    assert target.read_bytes() == _FakeDrive.payload and zipfile.is_zipfile(target)
+
+
+def test_urlopen_quota_is_an_error_and_leaves_no_file(fake_drive: str, tmp_path: Path) -> None:
+    with pytest.raises(gdrive.GoogleDriveError, match="quota"):
+        gdrive.download(f"{fake_drive}/uc?export=download&id=quota", tmp_path / "data.zip", timeout=10)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_data_download_routes_drive_urls_through_gdrive(fake_drive: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_medhelm.data import sources
+
+    monkeypatch.setattr(gdrive, "DRIVE_HOSTS", gdrive.DRIVE_HOSTS | {"127.0.0.1"})
+    target = tmp_path / "medmcqa" / "data.zip"
+    sources._download(f"{fake_drive}/uc?export=download&id=form-2", target, "")
+    assert target.read_bytes() == _FakeDrive.payload
