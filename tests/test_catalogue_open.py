@@ -19,7 +19,7 @@ from pytest_medhelm.catalogue.clinical_decision_support import mtsamples
 from pytest_medhelm.catalogue.clinical_note_generation import mtsamples_procedures
 from pytest_medhelm.catalogue.definition import Instance
 from pytest_medhelm.catalogue.patient_communication import meddialog, medicationqa
-from pytest_medhelm.catalogue.sampling import helm_sample
+from pytest_medhelm.catalogue.sampling import helm_sample, helm_sample_by_subset
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
@@ -417,13 +417,13 @@ def test_meddialog_sample_per_subset() -> None:
         return [Instance(id=f"{subset}-{k}", input="x", references=("y",), subset=subset) for k in range(n)]
 
     hcm, icl = subset_instances("healthcaremagic", 30), subset_instances("icliniq", 12)
-    sample = meddialog.helm_sample_per_subset(hcm + icl, 5)
+    sample = helm_sample_by_subset(hcm + icl, 5)
     # HELM's two runs: each subset sampled on its own, as np.random.seed(0); np.random.choice(n, 5)
     assert sample == helm_sample(hcm, 5) + helm_sample(icl, 5)
-    assert meddialog.helm_sample_per_subset(hcm + icl, None) == hcm + icl
-    assert meddialog.helm_sample_per_subset(icl, 50) == icl
+    assert helm_sample_by_subset(hcm + icl, None) == hcm + icl
+    assert helm_sample_by_subset(icl, 50) == icl
     # one subset (every single-run benchmark): the same sample as helm_sample
-    assert meddialog.helm_sample_per_subset(hcm, 7) == helm_sample(hcm, 7)
+    assert helm_sample_by_subset(hcm, 7) == helm_sample(hcm, 7)
 
 
 def test_missing_data_names_file_and_source(tmp_path: Path) -> None:

@@ -14,14 +14,14 @@ order; ids ``healthcaremagic-0``, ``icliniq-0``, … (the subset and the 0-based
 :attr:`~pytest_medhelm.catalogue.definition.Instance.subset`, and the aggregator averages subset means, which
 reproduces that. HELM's leaderboard caps *each* run at 1,000 instances (``np.random.seed(0)`` sample per subset):
 with ``--medhelm-max-instances N`` the HELM-compatible sample is therefore N per subset, drawn within each subset
-(:func:`helm_sample_per_subset`), not N drawn from the concatenated list. The loader cannot do this itself (it is
-not told the cap): the sampling of the plugin core has to group by ``Instance.subset``.
+(:func:`~pytest_medhelm.catalogue.sampling.helm_sample_by_subset`, applied by the plugin to every benchmark), not N
+drawn from the concatenated list.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence, TypeVar
+from typing import Mapping, Sequence
 
 from pytest_medhelm.catalogue.definition import Benchmark, Instance
 from pytest_medhelm.data.errors import DataError
@@ -68,23 +68,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
     for subset in SUBSETS:
         instances += read_subset(data_file(files, subset_file(subset)), subset)
     return instances
-
-
-T = TypeVar("T")
-
-
-def helm_sample_per_subset(instances: Sequence[T], k: int | None) -> list[T]:
-    """HELM's sample when a benchmark is several runs: ``helm_sample`` within each subset, subsets in order.
-
-    Identical to :func:`~pytest_medhelm.catalogue.sampling.helm_sample` when every instance has the same subset
-    (``""`` for single-run benchmarks), so the core can use it for every benchmark.
-    """
-    from pytest_medhelm.catalogue.sampling import helm_sample
-
-    groups: dict[str, list[T]] = {}
-    for instance in instances:
-        groups.setdefault(getattr(instance, "subset", ""), []).append(instance)
-    return [sampled for group in groups.values() for sampled in helm_sample(group, k)]
 
 
 BENCHMARK = Benchmark(
