@@ -48,6 +48,8 @@ class RunConfig(BaseModel):
     strict: bool = False
     compat: Literal["default", "helm"] = "default"
     list_benchmarks: bool = False
+    local_ctx: int = Field(default=4096, ge=256)
+    local_threads: int | None = Field(default=None, ge=1)
 
     @field_validator("api_base")
     @classmethod
@@ -126,6 +128,8 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             strict=bool(values["medhelm_strict"]),
             compat=values["medhelm_compat"],
             list_benchmarks=bool(values["medhelm_list"]),
+            local_ctx=values["medhelm_local_ctx"],
+            local_threads=values["medhelm_local_threads"],
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())

@@ -125,8 +125,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("strict", "misses count as failures", flag=True, default=False),
     Option("compat", "helm: reproduce HELM's numbers, bugs included; default: corrected metrics",
            parse=_choice("--medhelm-compat", ("default", "helm")), metavar="default|helm", default="default"),
+    Option("local-ctx", "context size of local/... llama.cpp servers (default 4096)",
+           parse=_positive_int("--medhelm-local-ctx"), metavar="N", default=4096),
+    Option("local-threads", "threads of local/... llama.cpp servers (default: the CPU's cores)",
+           parse=_positive_int("--medhelm-local-threads"), metavar="N"),
     Option("list", "list the benchmarks (slug, category, access, data, instances) and exit", flag=True,
            ini=False, default=False),
+    Option("tree", "show the taxonomy (category > subcategory > benchmarks, with data present or not; -v: the "
+           "tasks too) and exit", flag=True, ini=False, default=False),
 )
 
 INI_THRESHOLDS = "medhelm_thresholds"

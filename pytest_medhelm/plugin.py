@@ -36,7 +36,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config):
-    if config.getoption("medhelm_list"):
+    if config.getoption("medhelm_list") or config.getoption("medhelm_tree"):
         from pytest_medhelm.listing import show_list
 
         config._do_configure()

@@ -60,6 +60,7 @@ class MedhelmSession:
         self._cache: AnswerCache | None = None
         self._scheduler = None
         self._specs: dict[str, ModelSpec] = {}
+        self._specs_problems: dict[str, str | None] = {}
         self._instances: dict[str, Any] = {}
         self.records: list[dict[str, Any]] = []
         self.misses: list[tuple[str, str]] = []
@@ -76,6 +77,7 @@ class MedhelmSession:
             self.run_id = uuid.uuid4().hex
             self._run_cache_dir = None
         self._ahead_done = False
+        self._local = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
         _ACTIVE.append(self)
 
     # ---------------------------------------------------------------- configuration, lazily
@@ -141,9 +143,50 @@ class MedhelmSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config) -> "ModelSpec":
+        from pytest_medhelm.models import local_endpoints
         from pytest_medhelm.models.request import ModelSpec
 
+        if local_endpoints.is_local(name):
+            from pytest_medhelm.models.local import served_model_name
+
+            # the URL is known once the server runs (endpoint()); the identity never depends on it
+            return ModelSpec(name=name, litellm_model=f"openai/{served_model_name(name)}", api_base=None,
+                             identity=local_endpoints.identity(name))
         return ModelSpec(name=name, litellm_model=name, api_base=api_base)
+
+    # ---------------------------------------------------------------- local/... llama.cpp servers
+    def _local_publish_path(self) -> Path:
+        return self.cache_dir() / "local" / f"{self.run_id}.json"
+
+    def _local_endpoints(self):
+        if self._local is None:
+            from pytest_medhelm.models.local_endpoints import LocalEndpoints
+
+            rc = self.run_config
+            self._local = LocalEndpoints(self._local_publish_path(), self.cache_dir() / "logs", n_ctx=rc.local_ctx,
+                                         n_threads=rc.local_threads)
+        return self._local
+
+    def endpoint(self, spec: "ModelSpec") -> "ModelSpec":
+        """``spec`` with a URL to send to: a local/... model's server is started here (or, in a worker, looked up)."""
+        from pytest_medhelm.models import local_endpoints
+
+        if spec.api_base is not None or not local_endpoints.is_local(spec.name):
+            return spec
+        import dataclasses
+
+        from pytest_medhelm.models.request import ModelError
+
+        if self.is_worker:
+            entry = local_endpoints.read_published(self._local_publish_path(), spec.name)
+            if entry is None:
+                raise ModelError(spec.name, "the controlling process started no llama.cpp server for this model "
+                                            "(every answer of the run was cached); run without -n to ask it anew")
+        else:
+            entry = self._local_endpoints().start(spec.name)
+        if "error" in entry:
+            raise ModelError(spec.name, entry["error"])
+        return dataclasses.replace(spec, api_base=entry["url"])
 
     # ---------------------------------------------------------------- xdist plumbing
     @pytest.hookimpl(optionalhook=True)
@@ -191,10 +234,24 @@ class MedhelmSession:
         labels = self._model_labels(rc.models)
         params, ids = [], []
         for model in rc.models:
+            problem = self._model_problem(model)
+            if problem is not None:
+                params.append(pytest.param(Case(slug, model=model), marks=marks + [pytest.mark.skip(reason=problem)]))
+                ids.append(f"{labels[model]}-unavailable")
+                continue
             for inst in instances:
                 params.append(pytest.param(Case(slug, inst, model), marks=marks))
                 ids.append(f"{labels[model]}-{inst.id}")
         metafunc.parametrize("medhelm_case", params, ids=ids)
+
+    def _model_problem(self, model: str) -> str | None:
+        from pytest_medhelm.models import local_endpoints
+
+        if not local_endpoints.is_local(model):
+            return None
+        if model not in self._specs_problems:
+            self._specs_problems[model] = local_endpoints.problem(model)
+        return self._specs_problems[model]
 
     @staticmethod
     def _model_labels(models: tuple[str, ...]) -> dict[str, str]:
@@ -265,8 +322,24 @@ class MedhelmSession:
             return
         from pytest_medhelm.models.scheduler import Job, Progress
 
-        jobs = [Job(self.model_spec(model), request) for model, request in plan]
+        from pytest_medhelm.models.request import ModelError
+
+        endpoints: dict[str, Any] = {}
+        for model in dict.fromkeys(m for m, _ in plan):
+            try:
+                endpoints[model] = self.endpoint(self.model_spec(model))
+            except ModelError as exc:
+                endpoints[model] = exc
+        jobs = []
+        for model, request in plan:
+            if isinstance(endpoints[model], ModelError):  # the model cannot be reached at all: its items error
+                self.cache.put_error(request.cache_key(), str(endpoints[model]))
+            else:
+                jobs.append(Job(endpoints[model], request))
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        for model, value in endpoints.items():
+            if isinstance(value, ModelError) and reporter is not None:
+                reporter.write_line(f"medhelm: {value}", red=True, bold=True)
         progress = None
         if reporter is not None:
             is_tty = getattr(reporter, "isatty", False)
@@ -360,7 +433,7 @@ class MedhelmSession:
         error = self.cache.get_error(key)
         if error is not None:  # the answers-ahead phase already tried (with retries) and failed
             raise ModelError(spec.name, error.split(": ", 1)[-1] if error.startswith(spec.name) else error)
-        return self.scheduler.complete(Job(spec, request))
+        return self.scheduler.complete(Job(self.endpoint(spec), request))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -501,6 +574,8 @@ class MedhelmSession:
                     plan.unlink(missing_ok=True)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._local is not None:
+            self._local.stop_all()  # also after a failure or Ctrl-C: pytest unconfigures on every exit path
         if self in _ACTIVE:
             _ACTIVE.remove(self)
 

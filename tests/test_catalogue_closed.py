@@ -24,7 +24,13 @@ from pytest_medhelm.catalogue.medical_research import racebias
 from pytest_medhelm.data import gdrive
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
-from pytest_medhelm.metrics.ehrsql import EhrSqlExecutionAccuracy, extract_sql, normalize_gold_sql, run_query
+from pytest_medhelm.metrics.ehrsql import (
+    EhrSqlExecutionAccuracy,
+    QueryError,
+    extract_sql,
+    normalize_gold_sql,
+    run_query,
+)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REAL_DATA = SHARED / "data"
@@ -148,7 +154,7 @@ def test_real_ehrsql_gold_queries_score() -> None:
         db = instance.extra["db_path"]
         try:
             has_rows = bool(run_query(db, gold))
-        except Exception:
+        except QueryError:
             has_rows = False
         assert metric.score(gold, instance, compat="helm").value == float(has_rows), instance.id
     for instance in [i for i in instances if i.extra["is_impossible"]][:50]:
@@ -475,6 +481,9 @@ def test_ehrsql_bad_files(tmp_path: Path) -> None:
     valid.write_text(json.dumps([{**entry("a1", "q?", "select 1"), "is_impossible": "no"}]), encoding="utf-8")
     with pytest.raises(DataError, match="is_impossible"):
         load("ehrsql", tmp_path)
+    valid.write_text(json.dumps([entry("a1", "q?", "select 1", value={"drug": ["a", "b"]})]), encoding="utf-8")
+    with pytest.raises(DataError, match="'value' must be an object of template values"):
+        load("ehrsql", tmp_path)
     valid.write_text(json.dumps({"a1": {}}), encoding="utf-8")
     with pytest.raises(DataError, match="top level: expected a list"):
         load("ehrsql", tmp_path)
@@ -677,7 +686,9 @@ RACEBIAS_HEAD = (
     + " " * 20 + "the answer involves harmful, innacurate,and/or race-based content and respond 'B' for no "
     "otherwise.\n\n " + " " * 20 + "Question: Is eGFR race-based?\n"
 )
-RACEBIAS_TAIL = "A. yes\nB. no\nRespond with only 'A' for yes or 'B' for no. Do not add any other text, punctuation, or symbols:"
+RACEBIAS_TAIL = (
+    "A. yes\nB. no\nRespond with only 'A' for yes or 'B' for no. Do not add any other text, punctuation, or symbols:"
+)
 
 
 def test_racebias_synthetic(tmp_path: Path) -> None:
@@ -896,7 +907,7 @@ WARNING_PAGE = """<!DOCTYPE html><html><head><title>Google Drive - Virus scan wa
 <p class="uc-warning-subcaption"><span class="uc-name-size"><a href="/open?id=FILEID">data_clean.zip</a> (127M)</span>
 is too large for Google to scan for viruses. Would you still like to download this file?</p>
 <form id="download-form" action="{action}" method="get">
-<input type="submit" id="uc-download-link" class="goog-inline-block jfk-button jfk-button-action" value="Download anyway"/>
+<input type="submit" id="uc-download-link" class="goog-inline-block jfk-button" value="Download anyway"/>
 <input type="hidden" name="id" value="FILEID"><input type="hidden" name="export" value="download">
 <input type="hidden" name="confirm" value="t"><input type="hidden" name="uuid" value="0a1b2c3d-uuid">
 </form></div></div></body></html>"""
@@ -956,7 +967,7 @@ class _FakeDrive(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
         file_id = query.get("id", "")

@@ -34,15 +34,16 @@ Differences by default (``compat="helm"`` keeps HELM's behaviour for each):
    wrong on an answerable question. HELM requires an empty *answer* there. Caveat: on this small database
    1,091 of the 1,959 answerable gold queries return no rows, so any valid query that returns nothing matches
    those items; that is a property of the database HELM pins, kept as is. (Under HELM's rules the gold query
-   itself, given as the answer, scores on only 845 of the 1,959.)
+   itself, given as the answer, scores on only 845 of the 1,959: those whose result has rows.)
 3. **The gold SQL is normalised as EHRSQL's official scorer does** (glee4810/EHRSQL ``post_process_sql``), for the
-   two rewrites that repair the gold query itself: ``strftime('%y', …)`` becomes ``'%Y'`` (SQLite has no ``%y``
-   before 3.44 and a two-digit year after, so ``strftime('%y', t) = '2103'`` is never true: 349 gold queries,
-   23 of whose results change on the pinned database), and
-   the vital-sign placeholders ``heart_rate_lower`` … ``mean_bp_upper`` (8 gold queries, which fail with "no such
-   column") become EHRSQL's normal ranges. Its other rewrites are not applied: ``current_time`` stays SQLite's
-   clock (the prompt does not tell the model EHRSQL's "now", 2105-12-31 23:59:00, so the model's ``'now'`` and the
-   gold's ``current_time`` both lie before the data's years, as in HELM), and ``%j`` stays day-of-year.
+   two rewrites that repair the gold query itself: ``strftime('%y', …)`` becomes ``'%Y'`` (SQLite 3.40 returns
+   NULL for ``%y``, and releases that know it give a two-digit year, so ``strftime('%y', t) = '2103'`` is never
+   true: 349 gold queries, 23 of whose results change on the pinned database), and the vital-sign placeholders
+   ``heart_rate_lower`` … ``mean_bp_upper`` (8 gold queries, which fail with "no such column") become EHRSQL's
+   normal ranges. Its other rewrites are not applied: ``current_time`` stays SQLite's clock (a time of day, read
+   as 2000-01-01 by the date functions; the prompt does not tell the model EHRSQL's "now", 2105-12-31 23:59:00,
+   so a model's ``'now'`` and the gold's ``current_time`` both lie before the data's years 2100-2105, as in HELM),
+   and ``%j`` stays day-of-year.
 4. **Answerability comes from the data's ``is_impossible`` flag** (``extra["is_impossible"]``). HELM looks for
    ``"is_impossible": true`` in the prompt text, which never contains it, so every question counts as answerable
    in its precision/recall values.

@@ -4,9 +4,9 @@
 Source: the MedQA authors' Google Drive archive (id ``1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw``, published as
 ``data_clean.zip``), members ``data_clean/questions/US/4_options/phrases_no_exclude_{dev,test}.jsonl``. Its sha256
 is not known to this project, so the download is not verified (``sha256=""``). Put in
-``--medhelm-data-dir DIR/medqa/`` either the archive, or the two member files extracted (``phrases_no_exclude_dev.jsonl``
-and ``phrases_no_exclude_test.jsonl``, flat); members are read from the archive in memory, found by the end of their
-path. The download goes through :mod:`pytest_medhelm.data.gdrive` (Drive's confirmation page for large files).
+``--medhelm-data-dir DIR/medqa/`` either the archive, or the two member files extracted
+(``phrases_no_exclude_dev.jsonl`` and ``phrases_no_exclude_test.jsonl``, flat); members are read from the archive
+in memory, found by the end of their path. The download goes through :mod:`pytest_medhelm.data.gdrive` (Drive's confirmation page for large files).
 
 Instances: HELM's eval splits are ``valid`` (the ``dev`` file) and ``test``, in that order, each in file order
 (1,272 + 1,273 in the published archive); a capped run samples them together, as HELM does, although the

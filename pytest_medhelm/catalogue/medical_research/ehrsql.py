@@ -115,8 +115,10 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
             if not isinstance(is_impossible, bool):
                 raise DataError(path, where, f"'is_impossible' must be true or false, got {is_impossible!r}")
             value = entry.get("value", {})
-            if not isinstance(value, dict):
-                raise DataError(path, where, f"'value' must be an object, got {type(value).__name__}")
+            if not isinstance(value, dict) or not all(
+                v is None or isinstance(v, (str, int, float)) for v in value.values()
+            ):
+                raise DataError(path, where, f"'value' must be an object of template values, got {value!r:.80}")
             if not entry_id or any(ch.isspace() for ch in entry_id):
                 raise DataError(path, where, "'id' must be a non-empty string without spaces")
             if entry_id in seen:

@@ -101,7 +101,7 @@ def read_supplement(path: Path) -> Supplement:
         raise DataError(path, "", "reading a .docx needs python-docx (pip install python-docx)") from None
     try:
         paragraphs = docx.Document(str(path)).paragraphs
-    except Exception as exc:  # python-docx raises PackageNotFoundError, BadZipFile, KeyError... on a bad file
+    except Exception as exc:  # noqa: BLE001 - python-docx raises PackageNotFoundError, BadZipFile, KeyError...
         raise DataError(path, "", f"not a readable Word .docx file ({type(exc).__name__}: {exc})") from None
     texts = [p.text.strip() for p in paragraphs]
     result = Supplement()

@@ -1,0 +1,96 @@
+"""``local/...`` models in a run: one llama.cpp server per model for the whole run, also under xdist.
+
+The controlling process (or the only process, without xdist) starts the servers, and publishes their URLs in a
+small JSON file in the cache directory, named by run id; xdist workers read it. Workers never start a server: the
+controller starts them before xdist schedules the first item, as soon as any worker has collected medhelm items.
+A model's cache identity is its GGUF file (name and size), never the ephemeral port, so answers stay cached
+across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+LOCAL_PREFIX = "local/"
+
+
+def is_local(name: str) -> bool:
+    return name.startswith(LOCAL_PREFIX)
+
+
+def identity(name: str) -> str:
+    """What keys the cache for ``local/<name>``: the GGUF file's name and size (or the name when absent)."""
+    from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
+
+    try:
+        gguf = resolve_gguf(name, check_server=False)
+    except LocalModelUnavailable:
+        return name
+    return f"{LOCAL_PREFIX}{gguf.name}:{gguf.stat().st_size}"
+
+
+def problem(name: str) -> str | None:
+    """Why ``local/<name>`` cannot run here (not installed, no such file), with the fix; None when it can."""
+    from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
+
+    try:
+        resolve_gguf(name)
+    except LocalModelUnavailable as exc:
+        return str(exc)
+    return None
+
+
+class LocalEndpoints:
+    def __init__(self, publish_path: Path, log_dir: Path, n_ctx: int = 4096, n_threads: int | None = None) -> None:
+        self.publish_path = publish_path
+        self.log_dir = log_dir
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self._servers: dict[str, object] = {}
+        self._published: dict[str, dict[str, str]] = {}
+
+    def start(self, name: str) -> dict[str, str]:
+        """Start ``name``'s server unless it runs; returns {"url", "model"} or {"error"} (also published)."""
+        if name in self._published:
+            return self._published[name]
+        from pytest_medhelm.models.local import LocalModelUnavailable, LocalServer, resolve_gguf
+
+        label = name[len(LOCAL_PREFIX):].replace("/", "_")
+        log_path = self.log_dir / f"llama-server-{Path(label).name}.log"
+        try:
+            server = LocalServer(resolve_gguf(name), log_path, n_ctx=self.n_ctx, n_threads=self.n_threads)
+            url = server.start()
+            self._servers[name] = server
+            entry = {"url": url, "model": server.model_name, "log": str(log_path),
+                     "startup_seconds": f"{server.startup_seconds:.2f}"}
+        except LocalModelUnavailable as exc:
+            entry = {"error": str(exc)}
+        self._published[name] = entry
+        self._publish()
+        return entry
+
+    def _publish(self) -> None:
+        self.publish_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.publish_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self._published), encoding="utf-8")
+        os.replace(tmp, self.publish_path)
+
+    def stop_all(self) -> None:
+        for server in self._servers.values():
+            server.stop()  # type: ignore[attr-defined]
+        self._servers.clear()
+        self.publish_path.unlink(missing_ok=True)
+
+    @property
+    def started(self) -> dict[str, dict[str, str]]:
+        return dict(self._published)
+
+
+def read_published(publish_path: Path, name: str) -> dict[str, str] | None:
+    """A worker's view: the controller's entry for ``name``, or None when it has not started one."""
+    try:
+        return json.loads(publish_path.read_text(encoding="utf-8")).get(name)
+    except (OSError, ValueError):
+        return None
