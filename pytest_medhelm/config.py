@@ -50,6 +50,24 @@ class RunConfig(BaseModel):
     list_benchmarks: bool = False
     local_ctx: int = Field(default=4096, ge=256)
     local_threads: int | None = Field(default=None, ge=1)
+    judges: tuple[str, ...] = ()  # empty: the paper's three (pytest_medhelm.jury)
+    jury_api_base: str | None = None
+    bertscore_model: str | None = None
+    save: str | None = None
+    autosave: bool = False
+    compare: str | None = None  # "latest", a saved run's name, or a path
+    compare_fail: tuple[tuple[str, float], ...] = ()
+    shard: tuple[int, int] | None = None
+    dry_run: bool = False
+    budget: float | None = Field(default=None, ge=0)
+    prices: Path | None = None
+    html_path: Path | None = None
+    local_only: bool = False
+
+    @field_validator("jury_api_base")
+    @classmethod
+    def _jury_url(cls, value: str | None) -> str | None:
+        return cls._url(value)
 
     @field_validator("api_base")
     @classmethod
@@ -100,6 +118,13 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             raise _usage(f"--medhelm-benchmark {slug!r}: unknown benchmark; known: {', '.join(sorted(known_benchmarks))}")
 
     rootdir = Path(str(config.rootpath))
+    for name, _drop in values["medhelm_compare_fail"] or []:
+        if name.lower() != "overall":
+            _threshold(name, 0.0, known_benchmarks, what=f"--medhelm-compare-fail {name}:{_drop:g}")
+    prices = values["medhelm_prices"]
+    if prices is not None and not Path(prices).is_file():
+        raise _usage(f"--medhelm-prices {prices!r}: no such file (expected a TOML file of model prices)")
+
     data_dir = values["medhelm_data_dir"]
     if data_dir is not None:
         data_dir = Path(data_dir)
@@ -130,13 +155,26 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             list_benchmarks=bool(values["medhelm_list"]),
             local_ctx=values["medhelm_local_ctx"],
             local_threads=values["medhelm_local_threads"],
+            judges=tuple(values["medhelm_jury"] or ()),
+            jury_api_base=values["medhelm_jury_api_base"],
+            bertscore_model=values["medhelm_bertscore_model"],
+            save=values["medhelm_save"],
+            autosave=bool(values["medhelm_autosave"]),
+            compare=values["medhelm_compare"],
+            compare_fail=tuple(values["medhelm_compare_fail"] or ()),
+            shard=values["medhelm_shard"],
+            dry_run=bool(values["medhelm_dry_run"]),
+            budget=values["medhelm_budget"],
+            prices=values["medhelm_prices"],
+            html_path=values["medhelm_html"],
+            local_only=bool(values["medhelm_local_only"]),
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
         raise _usage(problems) from None
 
 
-def _threshold(name: str, value: float, known_benchmarks: set[str]) -> Threshold:
+def _threshold(name: str, value: float, known_benchmarks: set[str], what: str = "") -> Threshold:
     from pytest_medhelm.catalogue.taxonomy import CATEGORIES, category_named
 
     spec = f"{name}>={value:g}"
@@ -148,5 +186,5 @@ def _threshold(name: str, value: float, known_benchmarks: set[str]) -> Threshold
     if category is not None:
         return Threshold(name=category.slug, value=value, spec=spec)
     raise _usage(
-        f"threshold {spec!r}: {name!r} is not a benchmark slug, a category or 'overall'; categories: "
+        f"{what or 'threshold ' + repr(spec)}: {name!r} is not a benchmark slug, a category or 'overall'; categories: "
         + ", ".join(c.slug for c in CATEGORIES))

@@ -19,7 +19,10 @@ def pytest_medhelm_summary_rows(results: dict, config: pytest.Config) -> list[tu
 
 @pytest.hookspec
 def pytest_medhelm_results(results: dict, config: pytest.Config) -> None:
-    """Inspect or extend the results dict (the JSON contract) before it is gated and written."""
+    """Inspect or extend the results dict (the JSON contract) before it is written.
+
+    Called after the thresholds were evaluated into ``results["gates"]``; a plugin may append gates of its own
+    (dicts with at least ``spec``, ``model``, ``value`` and ``passed``): any gate that did not pass fails the run."""
 
 
 @pytest.hookspec(firstresult=True)

@@ -64,7 +64,7 @@ def data_status(bench: "Benchmark", data_dir: Path | None, count: bool = True) -
         return DataStatus("yes", str(len(instances)))
     except DataMissing as exc:
         return DataStatus("no", "-", str(exc))
-    except Exception as exc:  # a malformed file, a loader bug: this benchmark's row says so, the listing goes on
+    except Exception as exc:  # noqa: BLE001 - a malformed file, a loader bug: this row says so, the list goes on
         return DataStatus("error", "-", _one_line(exc))
 
 

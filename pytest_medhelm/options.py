@@ -83,6 +83,49 @@ def _choice(what: str, choices: tuple[str, ...]) -> Callable[[str], str]:
     return parse
 
 
+def parse_compare_fail(text: str) -> tuple[str, float]:
+    """``NAME:DROP`` → (NAME, DROP): fail when NAME's score dropped by more than DROP, significantly."""
+    name, sep, value = text.rpartition(":")
+    name, value = name.strip(), value.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(
+            f"--medhelm-compare-fail {text!r}: expected NAME:DROP, NAME a benchmark slug, a category or 'overall', "
+            "DROP a normalized score difference in (0, 1] (e.g. 'pubmedqa:0.05')")
+    try:
+        drop = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--medhelm-compare-fail {text!r}: {value!r} is not a number") from None
+    if not 0.0 < drop <= 1.0:
+        raise argparse.ArgumentTypeError(f"--medhelm-compare-fail {text!r}: DROP {drop:g} is outside (0, 1]")
+    return name, drop
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` → (I, N) with 1 <= I <= N."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not sep or not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"--medhelm-shard {text!r}: expected I/N with 1 <= I <= N (e.g. 2/4)")
+    return i, n
+
+
+def _non_negative_float(what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number >= 0, got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
 @dataclass(frozen=True)
 class Option:
     name: str  # without the --medhelm- prefix
@@ -93,6 +136,9 @@ class Option:
     metavar: str | None = None
     ini: bool = True
     default: Any = None
+    #: "?" for an option whose value may be left out (then ``const``)
+    nargs: str | None = None
+    const: Any = None
 
     @property
     def dest(self) -> str:
@@ -133,6 +179,31 @@ OPTIONS: tuple[Option, ...] = (
            ini=False, default=False),
     Option("tree", "show the taxonomy (category > subcategory > benchmarks, with data present or not; -v: the "
            "tasks too) and exit", flag=True, ini=False, default=False),
+    # the jury and secondary metrics of open-ended benchmarks
+    Option("jury", "a judge model for open-ended benchmarks (repeatable; default: the paper's three, GPT-4o, "
+           "Claude 3.7 Sonnet, Llama 3.3 70B)", repeat=True, metavar="MODEL"),
+    Option("jury-api-base", "OpenAI-compatible endpoint for the judges", metavar="URL"),
+    Option("bertscore-model", "BERTScore model name or local folder (needs the [bertscore] extra)", metavar="NAME"),
+    # saved runs, comparisons, shards
+    Option("save", "save this run's results under .medhelm/runs/ with this name", metavar="NAME"),
+    Option("autosave", "save every run under .medhelm/runs/", flag=True, default=False),
+    Option("compare", "compare with a saved run (the latest when no value) or a results JSON", nargs="?",
+           const="latest", metavar="NAME|PATH"),
+    Option("compare-fail", "fail when NAME's score dropped by more than DROP and the drop is significant "
+           "(repeatable)", repeat=True, parse=parse_compare_fail, metavar="NAME:DROP"),
+    Option("shard", "run the I-th of N deterministic slices of the items (CI matrix)", parse=parse_shard,
+           metavar="I/N", ini=False),
+    # cost
+    Option("dry-run", "estimate tokens and cost of the collected items, call nothing, and exit", flag=True,
+           ini=False, default=False),
+    Option("budget", "stop sending requests before spending more than USD", parse=_non_negative_float(
+        "--medhelm-budget"), metavar="USD"),
+    Option("prices", "TOML file of prices for models litellm does not know: [\"model\"] input_per_million, "
+           "output_per_million (USD)", metavar="FILE"),
+    Option("html", "write a self-contained HTML report", metavar="PATH"),
+    # data governance
+    Option("local-only", "refuse to send gated or private benchmark data to an endpoint that is not on loopback "
+           "or a private network", flag=True, default=False),
 )
 
 INI_THRESHOLDS = "medhelm_thresholds"
@@ -146,6 +217,8 @@ def add_options(parser: Any) -> None:
             kwargs.update(action="store_true", default=None)
         else:
             kwargs.update(action="append" if opt.repeat else "store", default=None, metavar=opt.metavar)
+            if opt.nargs:
+                kwargs.update(nargs=opt.nargs, const=opt.const)
             if opt.parse is not None:
                 kwargs["type"] = opt.parse
         group.addoption(f"--medhelm-{opt.name}", **kwargs)

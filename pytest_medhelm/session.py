@@ -512,9 +512,10 @@ class MedhelmSession:
         results = build_results(records, catalogue, models=rc.models, options=rc.public_options(),
                                 started=self.started, finished=_now(), compat=rc.compat,
                                 commit=git_commit(Path(str(self.config.rootpath))))
+        evaluate_gates(results, rc.thresholds)
+        # plugins (comparisons with a baseline, cost, reports) may add sections and gates of their own
         self.config.hook.pytest_medhelm_results(results=results, config=self.config)
-        gates = evaluate_gates(results, rc.thresholds)
-        self.gate_failed = any(not g["passed"] for g in gates)
+        self.gate_failed = any(not g["passed"] for g in results["gates"])
         self.results = results
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -23,7 +23,7 @@ from pytest_medhelm.catalogue.local_data import Loaded, pandas_strings
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
-from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract, precision_recall_f1
+from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract
 
 BENCHMARKS = {b.slug: b for b in builtin_benchmarks()}
 

@@ -307,3 +307,24 @@ def test_startup_timeout_stops_the_server(smollm2_link: Path, tmp_path: Path) ->
     assert str(log) in str(info.value)
     assert not server.running
     assert find_llama_processes(smollm2_link) == []
+
+
+def test_command_line_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = tmp_path / "m.gguf"
+    server = LocalServer(model, tmp_path / "llama.log", n_ctx=1024, n_threads=3, model_alias="m")
+    assert server.extra_buffers is (not local.cpu_has_amx())  # ggml's AMX path segfaults (llama.cpp #20824)
+    command = server.command(4321)
+    assert command[:2] == [sys.executable, "-c"]
+    assert command[3] == "llama_cpp.server"  # what find_llama_processes looks for
+    assert command[4] == ("extra-buffers" if server.extra_buffers else "no-extra-buffers")
+    flags = dict(zip(command[5::2], command[6::2]))
+    assert flags == {
+        "--model": str(model), "--model_alias": "m", "--host": "127.0.0.1", "--port": "4321",
+        "--n_ctx": "1024", "--n_threads": "3", "--n_threads_batch": "3",
+    }  # fmt: skip
+    assert LocalServer(model, tmp_path / "l", extra_buffers=True).command(1)[4] == "extra-buffers"
+    assert LocalServer(model, tmp_path / "l").n_threads == local.default_threads()
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert server.environment()["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert server.environment()["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -177,8 +177,8 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
          ("validate methods, assess bias, handle regulatory needs",
           ("Validate methods", "Assess bias", "Handle regulatory needs"))),
     _sub(_MRA, "Managing Research Enrollment",
-         ("screen and match patients", ("Screen patients", "Match patients")),
-         ("track and document recruitment", ("Track recruitment", "Document recruitment"))),
+         ("screen and match patients, track and document recruitment",
+          ("Screen patients", "Match patients", "Track recruitment", "Document recruitment"))),
     # ---------------------------------------------------------------- 5. Administration and Workflow
     _sub(_AW, "Scheduling Resources and Staff",
          ("schedule staff, manage inventory, equipment, and facilities",

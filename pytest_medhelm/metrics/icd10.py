@@ -8,8 +8,9 @@ F1 = 2·P·R / (P + R); 0 when a denominator is 0, so an instance with no code o
 F1 (``mimiciv_billing_code_f1``, HELM's main metric); precision and recall are recorded in ``Score.extra``. The
 benchmark value is the mean over instances.
 
-**HELM's extraction** (``compat="helm"``): remove ``**``, then ``re.findall(r"\\b[A-Z]\\d{1,3}(?:\\.\\d{1,4})?\\.?\\b")``
-and strip a trailing ``.``. That pattern only knows a letter followed by digits, so it misreads real ICD-10 codes:
+**HELM's extraction** (``compat="helm"``): remove ``**``, then
+``re.findall(r"\\b[A-Z]\\d{1,3}(?:\\.\\d{1,4})?\\.?\\b")`` and strip a trailing ``.``. That pattern only knows a
+letter followed by digits, so it misreads real ICD-10 codes:
 
 * **a letter after the first character is never matched**:
 

@@ -96,9 +96,10 @@ def main() -> int:
         print(f"median: {statistics.median(walls):.2f} s per {args.tokens}-token answer, "
               f"{statistics.median(rates):.1f} tok/s end-to-end, {statistics.median(decode_rates):.1f} tok/s decode")  # fmt: skip
         print(f"answer: {answer['choices'][0]['message']['content']!r}")
-    left = find_llama_processes(gguf)
-    print(f"llama.cpp processes left after stop: {left}")
-    return 0 if not left else 1
+    pid = server.pid
+    left = pid in find_llama_processes(gguf)
+    print(f"server {pid} still running after stop: {left}")
+    return 1 if left else 0
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ INSTRUCTIONS = "clinician-reviewed-model-responses.tsv"
 RESPONSES = "clinician-instruction-responses.tsv"
 EHR_DIR = "medalign_ehr_xml"
 
-TEMPLATE = "Instruction: Answer the following question based on the EHR:\n\nEHR: {ehr}\n\nQuestion: {question}\n\nAnswer:"
+TEMPLATE = (
+    "Instruction: Answer the following question based on the EHR:\n\nEHR: {ehr}\n\nQuestion: {question}\n\nAnswer:"
+)
 #: HELM's ``max_length`` for the leaderboard runs (``medalign:max_length=100000``) and its generation budget
 MAX_LENGTH = 100_000
 GENERATION_LENGTH = 256
@@ -156,7 +158,9 @@ BENCHMARK = Benchmark(
     files=(
         DataFile(
             name=INSTRUCTIONS,
-            description="tab-separated, header line, columns 'instruction_id', 'question', 'person_id' (the instructions)",
+            description=(
+                "tab-separated, header line, columns 'instruction_id', 'question', 'person_id' (the instructions)"
+            ),
         ),
         DataFile(
             name=RESPONSES,

