@@ -48,6 +48,13 @@ def registry_for_current_run() -> "Registry":
     return registry
 
 
+def judge_completions(instance: Any, answer_text: str) -> dict[str, Any]:
+    """The running session's jury verdicts on an answer (used by the jury metric)."""
+    if not _ACTIVE:
+        raise RuntimeError("pytest-medhelm: the jury needs a running pytest session")
+    return _ACTIVE[-1].judge_completions(instance, answer_text)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -61,6 +68,8 @@ class MedhelmSession:
         self._scheduler = None
         self._specs: dict[str, ModelSpec] = {}
         self._specs_problems: dict[str, str | None] = {}
+        self._judge_specs: dict[str, ModelSpec] = {}
+        self._index: dict[str, dict[str, Any]] = {}
         self._instances: dict[str, Any] = {}
         self.records: list[dict[str, Any]] = []
         self.misses: list[tuple[str, str]] = []
@@ -299,54 +308,90 @@ class MedhelmSession:
             items[:] = keep
 
     # ---------------------------------------------------------------- answers ahead of time
-    def _plan(self, items: list[pytest.Item]) -> list[tuple[str, "ChatRequest"]]:
-        """(model name, request) for every collected item whose answer is not cached yet, without duplicates."""
-        from pytest_medhelm.models.request import ChatRequest
-
-        plan: dict[str, tuple[str, ChatRequest]] = {}
+    def _triples(self, items: list[pytest.Item]) -> list[tuple[str, str, str]]:
+        """(benchmark, instance id, model) of every collected medhelm item that will ask a model."""
+        triples = []
         for item in items:
             case = _case_of(item)
             if case is None or case.instance is None or case.model is None or item.get_closest_marker("skip"):
                 continue
-            bench = self.registry.get(case.benchmark)
-            request = ChatRequest.for_prompt(self.model_spec(case.model), bench.render_prompt(case.instance),
-                                             bench.max_tokens, bench.stop)
-            plan.setdefault(request.cache_key(), (case.model, request))
-        if not plan:
-            return []
-        missing = set(self.cache.missing(plan))
-        return [plan[k] for k in plan if k in missing]
+            triples.append((case.benchmark, case.instance.id, case.model))
+        return triples
 
-    def _send_ahead(self, plan: list[tuple[str, "ChatRequest"]]) -> None:
+    def _instance_index(self, slug: str) -> dict[str, Any]:
+        cached = self._index.get(slug)
+        if cached is None:
+            loaded = self.instances(slug)
+            cached = self._index[slug] = {} if isinstance(loaded, BaseException) else {i.id: i for i in loaded}
+        return cached
+
+    def _answer_requests(self, triples: list[tuple[str, str, str]]) -> list[tuple[str, Any, "ChatRequest"]]:
+        from pytest_medhelm.models.request import ChatRequest
+
+        out = []
+        for slug, instance_id, model in triples:
+            inst = self._instance_index(slug).get(instance_id)
+            if inst is None:
+                continue
+            bench = self.registry.get(slug)
+            out.append((model, inst, ChatRequest.for_prompt(self.model_spec(model), bench.render_prompt(inst),
+                                                            bench.max_tokens, bench.stop)))
+        return out
+
+    def _ahead(self, triples: list[tuple[str, str, str]]) -> None:
+        """Phase 1: every item's answer; phase 2: the jury's judgements of the open-ended answers."""
+        if not triples:
+            return
+        requests = self._answer_requests(triples)
+        unique = {r.cache_key(): (self.model_spec(m), r) for m, _i, r in requests}
+        missing = self.cache.missing(unique)
+        self._send_ahead([unique[k] for k in missing], "answers")
+
+        judged = [(i, r) for _m, i, r in requests if getattr(self.registry.get(i.benchmark).metric, "needs_judges", False)]
+        if not judged:
+            return
+        from pytest_medhelm.jury import judge_requests
+
+        judges = self.judge_specs()
+        plan: dict[str, tuple[Any, ChatRequest]] = {}
+        for inst, request in judged:
+            answer = self.cache.get(request.cache_key())
+            if answer is None:
+                continue  # failed: the item reports the error
+            for judge_name, judge_request in judge_requests(inst.benchmark, inst, answer.text, judges):
+                plan.setdefault(judge_request.cache_key(), (self.judge_spec(judge_name), judge_request))
+        missing = self.cache.missing(plan)
+        self._send_ahead([plan[k] for k in missing], "jury")
+
+    def _send_ahead(self, plan: list[tuple["ModelSpec", "ChatRequest"]], label: str) -> None:
         if not plan:
             return
+        from pytest_medhelm.models.request import ModelError
         from pytest_medhelm.models.scheduler import Job, Progress
 
-        from pytest_medhelm.models.request import ModelError
-
-        endpoints: dict[str, Any] = {}
-        for model in dict.fromkeys(m for m, _ in plan):
-            try:
-                endpoints[model] = self.endpoint(self.model_spec(model))
-            except ModelError as exc:
-                endpoints[model] = exc
-        jobs = []
-        for model, request in plan:
-            if isinstance(endpoints[model], ModelError):  # the model cannot be reached at all: its items error
-                self.cache.put_error(request.cache_key(), str(endpoints[model]))
-            else:
-                jobs.append(Job(endpoints[model], request))
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        for model, value in endpoints.items():
-            if isinstance(value, ModelError) and reporter is not None:
-                reporter.write_line(f"medhelm: {value}", red=True, bold=True)
+        endpoints: dict[str, Any] = {}
+        jobs = []
+        for spec, request in plan:
+            if spec.name not in endpoints:
+                try:
+                    endpoints[spec.name] = self.endpoint(spec)
+                except ModelError as exc:  # the model cannot be reached at all: its items error
+                    endpoints[spec.name] = exc
+                    if reporter is not None:
+                        reporter.write_line(f"medhelm: {exc}", red=True, bold=True)
+            target = endpoints[spec.name]
+            if isinstance(target, ModelError):
+                self.cache.put_error(request.cache_key(), str(target))
+            else:
+                jobs.append(Job(target, request))
         progress = None
         if reporter is not None:
-            is_tty = getattr(reporter, "isatty", False)
             reporter.ensure_newline()
-            progress = Progress(lambda text: (reporter.write(text), reporter.flush()), bool(is_tty))
+            progress = Progress(lambda text: (reporter.write(text), reporter.flush()),
+                                bool(getattr(reporter, "isatty", False)), label=label)
         failures = self.scheduler.run_sync(jobs, progress)
-        self.ahead_failures = len(failures)
+        self.ahead_failures += len(failures)
         if failures and reporter is not None:
             broken = self.scheduler.broken
             for model, message in broken.items():
@@ -362,12 +407,12 @@ class MedhelmSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not self.is_worker or self.config.option.collectonly:
             return
-        # the controller sends this plan before xdist schedules any item (see pytest_xdist_node_collection_finished)
-        plan = self._plan(session.items) if self._has_medhelm_items(session.items) else []
+        # the controller sends for these items before xdist schedules any (pytest_xdist_node_collection_finished)
+        triples = self._triples(session.items) if self._has_medhelm_items(session.items) else []
         path = self._plan_path(self.config.workerinput["workerid"])
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([{"model": m, "request": r.to_json()} for m, r in plan]), encoding="utf-8")
+        tmp.write_text(json.dumps(triples), encoding="utf-8")
         os.replace(tmp, path)
 
     @pytest.hookimpl(optionalhook=True)
@@ -375,14 +420,38 @@ class MedhelmSession:
         if self._ahead_done:
             return
         self._ahead_done = True
-        from pytest_medhelm.models.request import ChatRequest
-
         path = self._plan_path(node.gateway.id)
         try:
-            entries = json.loads(path.read_text(encoding="utf-8"))
+            triples = [tuple(t) for t in json.loads(path.read_text(encoding="utf-8"))]
         except (OSError, ValueError):
-            return  # a worker that collected no medhelm item writes an empty plan; none at all: nothing to send
-        self._send_ahead([(e["model"], ChatRequest.from_json(e["request"])) for e in entries])
+            return  # the worker collected nothing of ours
+        self._ahead(triples)  # type: ignore[arg-type]
+
+    # ---------------------------------------------------------------- judges
+    def judge_specs(self) -> list["ModelSpec"]:
+        from pytest_medhelm.jury import DEFAULT_JUDGES
+
+        return [self.judge_spec(name) for name in (self.run_config.judges or DEFAULT_JUDGES)]
+
+    def judge_spec(self, name: str) -> "ModelSpec":
+        spec = self._judge_specs.get(name)
+        if spec is None:
+            spec = self._judge_specs[name] = self.config.hook.pytest_medhelm_model_spec(
+                name=name, api_base=self.run_config.jury_api_base, config=self.config)
+        return spec
+
+    def judge_completions(self, instance: Any, answer_text: str) -> dict[str, Any]:
+        """Each judge's verdict on ``answer_text`` (a Completion, or the ModelError that stopped it)."""
+        from pytest_medhelm.jury import judge_requests
+        from pytest_medhelm.models.request import ModelError
+
+        verdicts: dict[str, Any] = {}
+        for judge_name, request in judge_requests(instance.benchmark, instance, answer_text, self.judge_specs()):
+            try:
+                verdicts[judge_name] = self.complete(self.judge_spec(judge_name), request)
+            except ModelError as exc:
+                verdicts[judge_name] = exc
+        return verdicts
 
     @staticmethod
     def _has_medhelm_items(items: list[pytest.Item]) -> bool:
@@ -392,7 +461,7 @@ class MedhelmSession:
     def pytest_runtestloop(self, session: pytest.Session):
         if not self.is_worker and not self.is_controller and not self.config.option.collectonly:
             if self._has_medhelm_items(session.items):
-                self._send_ahead(self._plan(session.items))
+                self._ahead(self._triples(session.items))
         result = yield
         if not self.is_worker:
             self._finish_results()

@@ -211,6 +211,17 @@ def _run_parent(script: str, tmp_path: Path) -> tuple[subprocess.Popen[str], dic
     return parent, json.loads(line)
 
 
+def _cleanup(parent: subprocess.Popen[str], gguf: Path) -> None:
+    if parent.poll() is None:
+        parent.kill()
+    parent.wait(timeout=10)
+    for stream in (parent.stdin, parent.stdout, parent.stderr):
+        if stream is not None:
+            stream.close()
+    for pid in find_llama_processes(gguf):
+        os.killpg(pid, signal.SIGKILL)
+
+
 PARENT = """
     import json, sys, time
     from pathlib import Path
@@ -233,10 +244,7 @@ def test_sigkilled_parent_leaves_no_server(smollm2_link: Path, tmp_path: Path) -
         assert _wait_gone(state["pid"], smollm2_link, timeout=10), "the server outlived its SIGKILLed parent"
         assert find_llama_processes(smollm2_link) == []
     finally:
-        if parent.poll() is None:
-            parent.kill()
-        for pid in find_llama_processes(smollm2_link):
-            os.killpg(pid, signal.SIGKILL)
+        _cleanup(parent, smollm2_link)
 
 
 @needs_llama
@@ -275,10 +283,7 @@ def test_parent_exit_stops_the_server(smollm2_link: Path, tmp_path: Path, how: s
         if how == "SIGTERM":
             assert code == -signal.SIGTERM  # the parent still dies of SIGTERM
     finally:
-        if parent.poll() is None:
-            parent.kill()
-        for pid in find_llama_processes(smollm2_link):
-            os.killpg(pid, signal.SIGKILL)
+        _cleanup(parent, smollm2_link)
 
 
 @needs_llama
@@ -317,7 +322,7 @@ def test_command_line_and_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     assert command[:2] == [sys.executable, "-c"]
     assert command[3] == "llama_cpp.server"  # what find_llama_processes looks for
     assert command[4] == ("extra-buffers" if server.extra_buffers else "no-extra-buffers")
-    flags = dict(zip(command[5::2], command[6::2]))
+    flags = dict(zip(command[5::2], command[6::2], strict=True))
     assert flags == {
         "--model": str(model), "--model_alias": "m", "--host": "127.0.0.1", "--port": "4321",
         "--n_ctx": "1024", "--n_threads": "3", "--n_threads_batch": "3",
@@ -328,3 +333,35 @@ def test_command_line_and_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     assert server.environment()["OMP_WAIT_POLICY"] == "PASSIVE"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert server.environment()["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+@needs_llama
+def test_ctrl_c_during_startup_leaves_no_server(smollm2_link: Path, tmp_path: Path) -> None:
+    script = f"""
+        from pathlib import Path
+        from pytest_medhelm.models.local import LocalServer
+        print("starting", flush=True)
+        LocalServer(Path({str(smollm2_link)!r}), Path({str(tmp_path / "llama.log")!r}), n_ctx=512).start()
+        print("started", flush=True)
+    """
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == "starting\n"
+        deadline = time.monotonic() + 10
+        while not find_llama_processes(smollm2_link) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert find_llama_processes(smollm2_link), "the server was not launched"
+        parent.send_signal(signal.SIGINT)
+        out, err = parent.communicate(timeout=20)
+        assert "started" not in out  # interrupted while waiting for the server
+        assert "KeyboardInterrupt" in err
+        assert find_llama_processes(smollm2_link) == []
+    finally:
+        _cleanup(parent, smollm2_link)

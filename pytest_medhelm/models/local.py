@@ -69,8 +69,7 @@ class LocalModelUnavailable(Exception):
 
 
 def _strip_prefix(name: str | os.PathLike[str]) -> str:
-    text = os.fspath(name)
-    return text[len("local/") :] if text.startswith("local/") else text
+    return os.fspath(name).removeprefix("local/")
 
 
 def missing_server_modules() -> list[str]:
@@ -342,7 +341,7 @@ def default_threads() -> int:
 # --------------------------------------------------------------------------------------------------------------
 # the server
 
-_LIVE: set["LocalServer"] = set()
+_LIVE: set[LocalServer] = set()
 _LIVE_LOCK = threading.Lock()
 _ATEXIT_REGISTERED = False
 _SIGTERM_INSTALLED = False
@@ -498,6 +497,14 @@ class LocalServer:
         with _LIVE_LOCK:
             _LIVE.add(self)
         url = f"http://{self.host}:{port}/v1"
+        try:
+            return self._wait_ready(url, began)
+        except BaseException:  # Ctrl-C while waiting, or a failure: nothing is left running
+            self.stop()
+            raise
+
+    def _wait_ready(self, url: str, began: float) -> str:
+        assert self._proc is not None
         deadline = began + self.startup_timeout
         while True:
             code = self._proc.poll()
@@ -552,7 +559,7 @@ class LocalServer:
             self._proc = None
             self._reap()
 
-    def __enter__(self) -> "LocalServer":
+    def __enter__(self) -> LocalServer:
         self.start()
         return self
 

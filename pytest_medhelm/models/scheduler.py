@@ -1,17 +1,34 @@
 """Answers ahead of time: every collected item's request, sent concurrently into the cache.
 
 Each finished answer is written to the cache the moment it arrives, so an interrupted run loses at most the
-requests in flight. A request is tried ``1 + retries`` times with exponential backoff that honours the server's
-``Retry-After``; a failure that retrying cannot fix (a wrong key, an unknown model) marks the model as broken, and
-its remaining requests fail at once with the same message instead of hammering the provider.
+requests in flight. Reliability rules, each bounded so that a run always finishes:
+
+* **Retries.** A request is tried ``1 + retries`` times. Between tries it waits an exponential backoff with jitter
+  (``backoff_base * 2**attempt``, capped at ``backoff_max``, times a random factor in [0.5, 1.5) so that the retries
+  of a burst do not arrive together), or the server's ``Retry-After`` when it sends one (capped at
+  ``retry_after_max``: a provider asking for an hour does not get to hang the run).
+* **Rate limits (AIMD).** A 429 halves the number of requests allowed in flight (at least 1) and pauses new
+  requests for its ``Retry-After``. The 429s of one burst are one signal: only a 429 to a request sent after the
+  last decrease halves again (as TCP counts one loss per window). After a window's worth of successes in a row
+  (as many as are allowed in flight), one more request is allowed, up to ``concurrency``.
+* **Systematic failures.** A 401, 403 or 404 (a wrong key, an unknown model) cannot be fixed by retrying: the
+  model is marked broken (``.broken``) and its remaining requests fail at once with the same message instead of
+  hammering the provider.
+* **Outages.** When a request has used all its tries on connection-level failures (refused, reset, timed out) and
+  no request to the same endpoint has succeeded since it started, the endpoint is marked down (``.down``): its
+  queued requests fail at once with that message rather than each waiting through its own retries. A success
+  from the endpoint clears the mark.
+* **Malformed bodies** (a 200 that is not a chat completion) are retried like server errors, then fail.
 
 Failures are kept for the rest of the run (keyed by run id, never across runs), so an item whose request already
-failed here reports the provider's message instead of asking again.
+failed here reports the provider's message instead of asking again. ``.stats`` counts what happened (requests
+sent, retries, rate-limit responses, failures, the lowest concurrency reached) for the session to print.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import random
 import threading
 import time
@@ -24,6 +41,7 @@ from pytest_medhelm.models.transport import OpenAIWire, RequestFailed, send_lite
 
 #: statuses that mean every request to this model will fail the same way
 SYSTEMATIC_STATUSES = (401, 403, 404)
+RATE_LIMITED = 429
 
 
 @dataclass(frozen=True)
@@ -43,9 +61,117 @@ class Settings:
     retries: int = 3
     backoff_base: float = 0.5
     backoff_max: float = 30.0
+    #: the longest a ``Retry-After`` is honoured for; longer requests wait this long
+    retry_after_max: float = 60.0
 
 
 ProgressCallback = Callable[[int, int, int], None]  # (done, total, failed)
+
+
+def new_stats() -> dict[str, int | float]:
+    return {
+        "requests": 0,  # HTTP requests (or litellm calls) sent, retries included
+        "answers": 0,  # requests that came back with an answer
+        "retries": 0,  # tries after the first
+        "rate_limited": 0,  # 429 responses
+        "server_errors": 0,  # 5xx responses
+        "connection_errors": 0,  # refused, reset, dropped, timed out (no HTTP status)
+        "malformed": 0,  # a 2xx whose body is not a chat completion
+        "failed": 0,  # requests given up on (their items are errors)
+        "concurrency_min": 0,  # the lowest number of requests allowed in flight (0: never lowered)
+        "waited_s": 0.0,  # total seconds spent in backoff and Retry-After pauses
+    }
+
+
+def _endpoint(spec: ModelSpec) -> str:
+    return spec.api_base or spec.name
+
+
+def _is_connection_failure(exc: RequestFailed) -> bool:
+    # no HTTP status: the connection was refused, reset or dropped, or no answer came within the timeout
+    return exc.status is None
+
+
+class _Window:
+    """How many requests may be in flight: a semaphore whose size moves (AIMD), with a pause for Retry-After.
+
+    Lives on one event loop (a ``run``); costs one comparison per request while nothing is rate limited.
+    """
+
+    def __init__(self, limit: int, stats: dict) -> None:
+        self.limit = max(1, limit)
+        self.allowed = self.limit
+        self.in_flight = 0
+        self.epoch = 0  # bumped at each decrease: a 429 to a request of an older epoch is the same signal
+        self.successes = 0
+        self.paused_until = 0.0
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()
+        self._stats = stats
+
+    async def acquire(self) -> int:
+        """Wait for a slot (and for any Retry-After pause); returns the epoch the request is sent in."""
+        loop = asyncio.get_running_loop()
+        while True:
+            pause = self.paused_until - loop.time()
+            if pause > 0:
+                await asyncio.sleep(pause)
+                continue
+            if self.in_flight < self.allowed and not self._waiters:
+                self.in_flight += 1
+                return self.epoch
+            future = loop.create_future()
+            self._waiters.append(future)
+            self._wake()  # a slot may be free behind earlier waiters that were just granted theirs
+            try:
+                await future
+            except asyncio.CancelledError:
+                if future.done() and not future.cancelled():
+                    self.release()  # granted just as we were cancelled: give the slot back
+                else:
+                    self._discard(future)
+                raise
+            # granted a slot; a pause that started meanwhile still applies
+            if self.paused_until - loop.time() > 0:
+                self.release()
+                continue
+            return self.epoch
+
+    def _discard(self, future: asyncio.Future) -> None:
+        try:
+            self._waiters.remove(future)
+        except ValueError:
+            pass
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_flight < self.allowed:
+            future = self._waiters.popleft()
+            if not future.done():
+                self.in_flight += 1
+                future.set_result(None)
+
+    def succeeded(self) -> None:
+        if self.allowed >= self.limit:
+            return
+        self.successes += 1
+        if self.successes >= self.allowed:  # a window's worth of successes in a row: one more in flight
+            self.successes = 0
+            self.allowed += 1
+            self._wake()
+
+    def rate_limited(self, epoch: int, retry_after: float | None) -> None:
+        self.successes = 0
+        if epoch == self.epoch:  # the first 429 of this window: halve; the others of the same burst do not
+            self.epoch += 1
+            self.allowed = max(1, self.allowed // 2)
+            low = self._stats["concurrency_min"]
+            self._stats["concurrency_min"] = self.allowed if not low else min(low, self.allowed)
+        if retry_after:
+            loop = asyncio.get_running_loop()
+            self.paused_until = max(self.paused_until, loop.time() + retry_after)
 
 
 class Scheduler:
@@ -53,37 +179,88 @@ class Scheduler:
         self.cache = cache
         self.settings = settings
         self.broken: dict[str, str] = {}  # model name -> the systematic error
-        self.retried = 0
+        self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
+        self.stats = new_stats()
+        self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
+
+    @property
+    def retried(self) -> int:
+        return int(self.stats["retries"])
+
+    @retried.setter
+    def retried(self, value: int) -> None:
+        self.stats["retries"] = value
 
     async def _send(self, wire: OpenAIWire, job: Job) -> Completion:
         if uses_openai_wire(job.spec):
             return await wire.send(job.spec, job.request, self.settings.timeout)
         return await send_litellm(job.spec, job.request, self.settings.timeout)
 
-    async def _attempt(self, wire: OpenAIWire, job: Job) -> Completion:
+    def _backoff(self, attempt: int, exc: RequestFailed) -> float:
+        if exc.retry_after is not None:
+            return min(exc.retry_after, self.settings.retry_after_max)
+        delay = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt)
+        return delay * (0.5 + random.random())  # jitter: the retries of a burst must not arrive together
+
+    def _count(self, exc: RequestFailed) -> None:
+        stats = self.stats
+        if exc.status == RATE_LIMITED:
+            stats["rate_limited"] += 1
+        elif exc.status is not None and exc.status >= 500:
+            stats["server_errors"] += 1
+        elif exc.status is not None and exc.status < 300:
+            stats["malformed"] += 1
+        elif exc.status is None:
+            stats["connection_errors"] += 1
+
+    async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job) -> Completion:
         last: RequestFailed | None = None
+        endpoint = _endpoint(job.spec)
+        started = time.monotonic()
         for attempt in range(self.settings.retries + 1):
             if job.spec.name in self.broken:
                 raise ModelError(job.spec.name, self.broken[job.spec.name])
+            if endpoint in self.down:
+                raise ModelError(job.spec.name, self.down[endpoint])
+            epoch = await window.acquire()
             try:
-                return await self._send(wire, job)
+                self.stats["requests"] += 1
+                completion = await self._send(wire, job)
             except RequestFailed as exc:
+                window.release()
                 last = exc
+                self._count(exc)
                 if exc.status in SYSTEMATIC_STATUSES:
                     self.broken.setdefault(job.spec.name, exc.message)
                     raise ModelError(job.spec.name, exc.message, exc.status) from None
+                if exc.status == RATE_LIMITED:
+                    window.rate_limited(epoch, None if exc.retry_after is None
+                                        else min(exc.retry_after, self.settings.retry_after_max))
                 if not exc.retryable or attempt == self.settings.retries:
                     break
-                self.retried += 1
-                delay = exc.retry_after
-                if delay is None:
-                    delay = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt)
-                    delay *= 0.5 + random.random()  # jitter: retries of a burst must not arrive together
-                await asyncio.sleep(delay)
+                self.stats["retries"] += 1
+                delay = self._backoff(attempt, exc)
+                self.stats["waited_s"] += delay
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                continue
+            except BaseException:
+                window.release()
+                raise
+            window.release()
+            window.succeeded()
+            self.stats["answers"] += 1
+            self._last_success[endpoint] = time.monotonic()
+            self.down.pop(endpoint, None)
+            return completion
         assert last is not None
         tries = self.settings.retries + 1
-        raise ModelError(job.spec.name, f"{last.message} (after {tries} attempt{'s' if tries > 1 else ''})",
-                         last.status)
+        message = f"{last.message} (after {tries} attempt{'s' if tries > 1 else ''})"
+        if (last.retryable and _is_connection_failure(last)
+                and self._last_success.get(endpoint, float("-inf")) < started):
+            # every try failed to connect and nothing else got through meanwhile: the endpoint is down
+            self.down.setdefault(endpoint, f"{job.spec.api_base or job.spec.name} is unreachable: {message}")
+        raise ModelError(job.spec.name, message, last.status)
 
     async def run(self, jobs: list[Job], progress: ProgressCallback | None = None) -> dict[str, ModelError]:
         """Send every job; return the failures by cache key. Answers go to the cache as they arrive."""
@@ -92,22 +269,19 @@ class Scheduler:
             return failures
         total, done = len(jobs), 0
         wire = OpenAIWire(limit=self.settings.concurrency)
-        queue: asyncio.Queue[Job] = asyncio.Queue()
-        for job in jobs:
-            queue.put_nowait(job)
+        window = _Window(self.settings.concurrency, self.stats)
+        queue: collections.deque[Job] = collections.deque(jobs)
 
         async def worker() -> None:
             nonlocal done
-            while True:
+            while queue:
+                job = queue.popleft()
                 try:
-                    job = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                try:
-                    completion = await self._attempt(wire, job)
+                    completion = await self._attempt(wire, window, job)
                     self.cache.put(job.key, completion, job.request.to_json())
                 except ModelError as exc:
                     failures[job.key] = exc
+                    self.stats["failed"] += 1
                     self.cache.put_error(job.key, str(exc))
                 done += 1
                 if progress is not None:
@@ -132,6 +306,27 @@ class Scheduler:
             raise ModelError(job.spec.name, "answer was not stored in the cache")
         completion.cached = False
         return completion
+
+    def summary(self) -> str:
+        """One line for the terminal: what retrying and rate limiting did, or "" when nothing happened."""
+        s = self.stats
+        parts = []
+        if s["retries"]:
+            parts.append(f"{s['retries']} retr{'y' if s['retries'] == 1 else 'ies'}")
+        if s["rate_limited"]:
+            text = f"{s['rate_limited']} rate-limit response(s)"
+            if s["concurrency_min"]:
+                text += f" (concurrency lowered to {s['concurrency_min']} of {self.settings.concurrency})"
+            parts.append(text)
+        if s["server_errors"]:
+            parts.append(f"{s['server_errors']} server error(s)")
+        if s["connection_errors"]:
+            parts.append(f"{s['connection_errors']} connection failure(s) or timeout(s)")
+        if s["malformed"]:
+            parts.append(f"{s['malformed']} malformed response(s)")
+        if s["failed"]:
+            parts.append(f"{s['failed']} request(s) failed for good")
+        return ", ".join(parts)
 
 
 def _run_coroutine(coro):

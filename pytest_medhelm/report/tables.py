@@ -100,6 +100,10 @@ def markdown(results: Mapping[str, Any]) -> str:
               "### Benchmarks", "", render(*benchmark_table(results), fmt="github"), ""]
     if gates:
         lines += ["### Gates", "", render(*gate_table(results), fmt="github"), ""]
+    if results.get("comparison"):
+        from pytest_medhelm.compare.compare import markdown_section
+
+        lines += [markdown_section(results)]
     run = results["run"]
     lines += [f"<sub>pytest-medhelm {run['plugin_version']}, compat={run['compat']}, "
               f"commit {run.get('git_commit') or 'n/a'}</sub>", ""]

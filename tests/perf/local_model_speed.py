@@ -20,7 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pytest_medhelm.models.local import LocalServer, find_llama_processes, resolve_gguf, served_model_name  # noqa: E402
+from pytest_medhelm.models.local import (  # noqa: E402  (after the sys.path line)
+    LocalServer,
+    find_llama_processes,
+    resolve_gguf,
+    served_model_name,
+)
 
 PROMPT = (
     "Write a detailed paragraph explaining to a patient how high blood pressure damages the heart, "
@@ -93,8 +98,10 @@ def main() -> int:
             print(f"run {run + 1}: prompt {usage['prompt_tokens']} tok, completion {usage['completion_tokens']} tok "
                   f"in {wall:.2f} s = {rate:.1f} tok/s end-to-end; streamed: first token after {ttft:.2f} s, "
                   f"decode {decode:.1f} tok/s")  # fmt: skip
-        print(f"median: {statistics.median(walls):.2f} s per {args.tokens}-token answer, "
-              f"{statistics.median(rates):.1f} tok/s end-to-end, {statistics.median(decode_rates):.1f} tok/s decode")  # fmt: skip
+        print(
+            f"median: {statistics.median(walls):.2f} s per {args.tokens}-token answer, "
+            f"{statistics.median(rates):.1f} tok/s end-to-end, {statistics.median(decode_rates):.1f} tok/s decode"
+        )
         print(f"answer: {answer['choices'][0]['message']['content']!r}")
     pid = server.pid
     left = pid in find_llama_processes(gguf)

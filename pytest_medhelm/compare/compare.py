@@ -1,0 +1,394 @@
+"""The comparison of a run with a baseline: rows, gates, win rates, and their terminal and Markdown tables.
+
+:func:`build_comparison` takes two results dicts (the JSON contract) and returns ``(comparison, gates)``:
+``comparison`` goes under ``results["comparison"]``, ``gates`` are appended to ``results["gates"]``.
+
+Which models are compared: when the baseline has one model, every model of the current run is compared with it
+(the usual fine-tune case: ``my-finetune-v2`` against the saved ``my-finetune-v1``); when it has several, each
+current model is compared with the baseline model of the same name, and current models without one are listed
+under ``unmatched_models``. Instances are matched by (benchmark, subset, instance id), never by model, and only
+instances that both runs scored take part (see :mod:`pytest_medhelm.compare.stats` for the tests).
+
+``comparison`` (all numbers are normalized scores; ``delta`` = current − baseline)::
+
+    {"baseline": {"source", "name", "number", "models", "git_commit", "branch", "started"},
+     "alpha": 0.05, "power": 0.8, "resamples": 10000, "seed": 0, "multiple_comparisons": "holm",
+     "pairs": [{"model", "baseline_model"}], "unmatched_models": [...],
+     "rows": [{"scope": "benchmark"|"category"|"overall", "name", "label", "model", "baseline_model", "n",
+               "n_benchmarks", "n_baseline_only", "n_current_only", "baseline", "current", "delta", "ci_low",
+               "ci_high", "p", "test", "mde", "significant", "discordant"?}],
+     "win_rates": [{"model", "win_rate", "win_sd", "macro_avg", "baseline"}],
+     "warnings": [...]}
+
+A compare-fail gate ``NAME:DROP`` (NAME a benchmark slug, a category or ``overall``) fails for a model when the
+score dropped by more than DROP (``-delta > DROP``) and the drop is significant at α = 0.05 after Holm's correction
+over all of the run's compare-fail gates. A gate whose NAME has no comparison (absent from either run, or no
+instance scored by both) fails, as a threshold on a missing score does: it must not pass silently in CI.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Mapping, Sequence
+
+from pytest_medhelm.compare import stats
+
+_EPS = 1e-12
+
+
+# ---------------------------------------------------------------------------------------------------- building
+def run_models(results: Mapping[str, Any]) -> list[str]:
+    models = list(results.get("run", {}).get("models") or [])
+    for inst in results.get("instances", []):
+        if inst.get("model") is not None and inst["model"] not in models:
+            models.append(inst["model"])
+    return models
+
+
+def model_pairs(baseline_models: Sequence[str], current_models: Sequence[str]) -> tuple[list[tuple[str, str]],
+                                                                                         list[str]]:
+    """(current model, baseline model) pairs, and the current models left without a baseline model."""
+    if len(baseline_models) == 1:
+        return [(m, baseline_models[0]) for m in current_models], []
+    pairs = [(m, m) for m in current_models if m in baseline_models]
+    return pairs, [m for m in current_models if m not in baseline_models]
+
+
+def _index(results: Mapping[str, Any]) -> dict[str, dict[str, dict[str, dict[str, dict[str, Any]]]]]:
+    """model → benchmark → subset → instance id → instance (scored or not)."""
+    index: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    for inst in results.get("instances", []):
+        index[inst["model"]][inst["benchmark"]][inst.get("subset") or ""][str(inst["instance_id"])] = inst
+    return index
+
+
+def _categories(*results: Mapping[str, Any]) -> dict[str, str]:
+    """benchmark slug → category slug, from the runs' benchmark rows (the current run's first)."""
+    from pytest_medhelm.catalogue.taxonomy import category_named
+
+    out: dict[str, str] = {}
+    for res in results:
+        for row in res.get("benchmarks", []):
+            if row.get("slug") in out:
+                continue
+            slug = row.get("category_slug")
+            if not slug and row.get("category"):
+                cat = category_named(row["category"])
+                slug = cat.slug if cat else row["category"]
+            if slug:
+                out[row["slug"]] = slug
+    return out
+
+
+def _category_label(slug: str) -> str:
+    from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
+
+    cat = CATEGORY_BY_SLUG.get(slug)
+    return cat.name if cat else slug
+
+
+def _category_order(slug: str) -> tuple[int, str]:
+    from pytest_medhelm.catalogue.taxonomy import CATEGORIES
+
+    slugs = [c.slug for c in CATEGORIES]
+    return (slugs.index(slug) if slug in slugs else len(slugs), slug)
+
+
+def _row(scope: str, name: str, label: str, model: str, baseline_model: str, result: stats.PairedResult | None,
+         alpha: float, **extra: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"scope": scope, "name": name, "label": label, "model": model,
+                           "baseline_model": baseline_model}
+    if result is None:
+        row.update(n=0, n_benchmarks=0, baseline=None, current=None, delta=None, ci_low=None, ci_high=None, p=None,
+                   test=None, mde=None, significant=False)
+    else:
+        row.update(result.as_dict())
+        row["significant"] = result.p < alpha
+    row.update(extra)
+    return row
+
+
+def baseline_info(baseline: Mapping[str, Any]) -> dict[str, Any]:
+    run = baseline.get("run", {})
+    saved = baseline.get("saved") or {}
+    commit = run.get("commit_info") or {}
+    return {"source": baseline.get("source"), "name": saved.get("name"), "number": saved.get("number"),
+            "models": run_models(baseline), "git_commit": commit.get("commit") or run.get("git_commit"),
+            "branch": commit.get("branch"), "started": run.get("started")}
+
+
+def baseline_label(info: Mapping[str, Any]) -> str:
+    if info.get("number") is not None:
+        return f"{int(info['number']):04d}_{info.get('name')}"
+    source = info.get("source")
+    if source:
+        from pathlib import Path
+
+        return Path(source).name
+    return "baseline"
+
+
+def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
+                     compare_fail: Iterable[tuple[str, float]] = (), alpha: float = stats.ALPHA,
+                     power: float = stats.POWER, resamples: int = stats.RESAMPLES,
+                     seed: int = stats.SEED) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The comparison section and the compare-fail gates (see the module docstring)."""
+    pairs, unmatched = model_pairs(run_models(baseline), run_models(current))
+    base_index, cur_index = _index(baseline), _index(current)
+    category_of = _categories(current, baseline)
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    prompts_differ = 0
+    for model, base_model in pairs:
+        by_benchmark: dict[str, stats.PairedResult] = {}
+        bench_rows: list[dict[str, Any]] = []
+        for slug in sorted(set(cur_index[model]) & set(base_index[base_model])):
+            cur_b, base_b = cur_index[model][slug], base_index[base_model][slug]
+            matched: dict[str, tuple[list[float], list[float]]] = {}
+            only_base = only_cur = 0
+            for subset in sorted(set(cur_b) | set(base_b)):
+                cur_s, base_s = cur_b.get(subset, {}), base_b.get(subset, {})
+                cur_ok = {i for i, inst in cur_s.items() if inst.get("score") is not None}
+                base_ok = {i for i, inst in base_s.items() if inst.get("score") is not None}
+                common = sorted(cur_ok & base_ok)
+                only_base += len(base_ok - cur_ok)
+                only_cur += len(cur_ok - base_ok)
+                if common:
+                    matched[subset] = ([float(base_s[i]["score"]) for i in common],
+                                       [float(cur_s[i]["score"]) for i in common])
+                    prompts_differ += sum(1 for i in common if base_s[i].get("prompt_sha256")
+                                          and cur_s[i].get("prompt_sha256")
+                                          and base_s[i]["prompt_sha256"] != cur_s[i]["prompt_sha256"])
+            result = stats.compare_benchmark(matched, key=slug, resamples=resamples, seed=seed, alpha=alpha,
+                                             power=power) if matched else None
+            if result is not None:
+                by_benchmark[slug] = result
+            bench_rows.append(_row("benchmark", slug, slug, model, base_model, result, alpha,
+                                   category=category_of.get(slug), n_baseline_only=only_base,
+                                   n_current_only=only_cur))
+        rows += bench_rows
+        per_category: dict[str, list[stats.PairedResult]] = defaultdict(list)
+        for slug, result in by_benchmark.items():
+            per_category[category_of.get(slug, "")].append(result)
+        for cat in sorted(per_category, key=_category_order):
+            rows.append(_row("category", cat, _category_label(cat), model, base_model,
+                             stats.combine(per_category[cat], alpha=alpha, power=power), alpha))
+        rows.append(_row("overall", "overall", "overall", model, base_model,
+                         stats.combine(list(by_benchmark.values()), alpha=alpha, power=power), alpha))
+    if prompts_differ:
+        warnings.append(f"{prompts_differ} matched instance(s) were asked with a different prompt than in the "
+                        "baseline (prompt_sha256 differs): the comparison mixes prompt and model changes")
+    for key in ("compat",):
+        b, c = baseline.get("run", {}).get(key), current.get("run", {}).get(key)
+        if b and c and b != c:
+            warnings.append(f"the baseline ran with {key}={b}, this run with {key}={c}: scores are not comparable")
+    if unmatched:
+        warnings.append("no baseline model for " + ", ".join(unmatched) + " (the baseline has "
+                        + ", ".join(run_models(baseline)) + ")")
+    if pairs and not any(r["scope"] == "benchmark" and r["n"] for r in rows):
+        warnings.append("no instance was scored by both runs: nothing to compare")
+    comparison = {
+        "baseline": baseline_info(baseline), "alpha": alpha, "power": power, "resamples": resamples, "seed": seed,
+        "multiple_comparisons": "holm",
+        "pairs": [{"model": m, "baseline_model": b} for m, b in pairs], "unmatched_models": unmatched,
+        "rows": rows, "win_rates": win_rate_rows(baseline, current), "warnings": warnings,
+    }
+    gates = compare_gates(comparison, compare_fail, alpha=alpha)
+    return comparison, gates
+
+
+def _normalize_name(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    from pytest_medhelm.catalogue.taxonomy import category_named
+
+    if name.lower() == "overall":
+        return "overall"
+    if any(r["scope"] == "benchmark" and r["name"] == name for r in rows):
+        return name
+    cat = category_named(name)
+    return cat.slug if cat is not None else name
+
+
+def _find(rows: Sequence[Mapping[str, Any]], name: str, model: str) -> Mapping[str, Any] | None:
+    """The row of ``name`` for ``model``: a benchmark first, then a category, then ``overall``."""
+    for scope in ("benchmark", "category", "overall"):
+        for r in rows:
+            if r["scope"] == scope and r["name"] == name and r["model"] == model:
+                return r
+    return None
+
+
+def compare_gates(comparison: Mapping[str, Any], compare_fail: Iterable[tuple[str, float]], *,
+                  alpha: float = stats.ALPHA) -> list[dict[str, Any]]:
+    rows = comparison["rows"]
+    gates: list[dict[str, Any]] = []
+    for name, drop in compare_fail:
+        target = _normalize_name(name, rows)
+        for pair in comparison["pairs"]:
+            row = _find(rows, target, pair["model"])
+            gates.append({"spec": f"compare-fail {name}:{drop:g}", "kind": "compare_fail", "name": target,
+                          "drop": drop, "model": pair["model"], "baseline_model": pair["baseline_model"],
+                          "value": None if row is None else row["delta"],
+                          "baseline": None if row is None else row["baseline"],
+                          "current": None if row is None else row["current"],
+                          "p": None if row is None else row["p"], "p_holm": None, "passed": False})
+    adjusted = stats.holm([g["p"] for g in gates])
+    for gate, p_holm in zip(gates, adjusted):
+        gate["p_holm"] = p_holm
+        if gate["value"] is None or p_holm is None:
+            gate["reason"] = "no score in common with the baseline"
+            gate["passed"] = False
+            continue
+        dropped = -gate["value"] > gate["drop"] + _EPS
+        significant = p_holm < alpha
+        gate["passed"] = not (dropped and significant)
+        if dropped and significant:
+            gate["reason"] = f"dropped by {-gate['value']:.3f} > {gate['drop']:g}, p={_p(p_holm)} (Holm) < {alpha:g}"
+        elif dropped:
+            gate["reason"] = f"dropped by {-gate['value']:.3f} > {gate['drop']:g} but not significantly " \
+                             f"(p={_p(p_holm)} Holm)"
+        else:
+            gate["reason"] = f"change {gate['value']:+.3f} within the allowed drop {gate['drop']:g}"
+    return gates
+
+
+def win_rate_rows(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """HELM's win rate over the current run's benchmarks, with each baseline model as one more model named
+    ``<model> (baseline)``; macro-averages over the same columns."""
+    from pytest_medhelm.report.aggregate import win_rates
+
+    columns = {r["slug"] for r in current.get("benchmarks", []) if r.get("mean") is not None}
+    table: dict[str, dict[str, float | None]] = defaultdict(dict)
+    is_baseline: dict[str, bool] = {}
+    for res, suffix in ((current, ""), (baseline, " (baseline)")):
+        for r in res.get("benchmarks", []):
+            if r["slug"] in columns and r.get("mean") is not None:
+                name = f"{r['model']}{suffix}"
+                table[name][r["slug"]] = r["mean"]
+                is_baseline[name] = bool(suffix)
+    if len(table) < 2:
+        return []
+    rates = win_rates(table)
+    out = []
+    for name, (rate, sd) in rates.items():
+        values = list(table[name].values())
+        out.append({"model": name, "win_rate": rate, "win_sd": sd,
+                    "macro_avg": sum(values) / len(values) if values else None, "baseline": is_baseline[name]})
+    return sorted(out, key=lambda r: (-(r["win_rate"] if r["win_rate"] is not None else -1.0),
+                                      -(r["macro_avg"] or 0.0), r["model"]))
+
+
+# ---------------------------------------------------------------------------------------------------- rendering
+_TESTS = {"mcnemar_exact": "McNemar", "paired_bootstrap": "bootstrap",
+          "stratified_paired_bootstrap": "strat. bootstrap", None: "-"}
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _marks(p: float | None) -> str:
+    if p is None:
+        return ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def _arrow(delta: float | None) -> str:
+    if delta is None:
+        return ""
+    return "=" if abs(delta) < 0.0005 else ("↑" if delta > 0 else "↓")
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table_rows(comparison: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    several = len(comparison["pairs"]) > 1
+    header = (["model"] if several else []) + ["", "baseline", "current", "delta", "95% CI", "p", "MDE", "n",
+                                               "test"]
+    rows = []
+    for r in comparison["rows"]:
+        label = r["label"] if r["scope"] == "benchmark" else (
+            f"[{r['label']}]" if r["scope"] == "category" else "OVERALL")
+        delta = "-" if r["delta"] is None else f"{_arrow(r['delta'])} {r['delta']:+.3f} {_marks(r['p'])}".rstrip()
+        ci = "-" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        n = str(r["n"]) + (f" ({r['n_benchmarks']} bench)" if r["scope"] != "benchmark" and r["n"] else "")
+        rows.append(([r["model"]] if several else []) + [label, _f(r["baseline"]), _f(r["current"]), delta, ci,
+                                                          _p(r["p"]), _f(r["mde"]), n, _TESTS.get(r["test"], "-")])
+    return header, rows
+
+
+def win_rate_table(comparison: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["model", "win rate", "win SD", "macro avg"]
+    return header, [[r["model"], _f(r["win_rate"], 2), _f(r["win_sd"], 2), _f(r["macro_avg"])]
+                    for r in comparison.get("win_rates", [])]
+
+
+def gate_rows(gates: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    header = ["gate", "model", "delta", "p", "p (Holm)", "verdict", "why"]
+    rows = [[g["spec"], g["model"], "-" if g["value"] is None else f"{g['value']:+.3f}", _p(g.get("p")),
+             _p(g.get("p_holm")), "PASS" if g["passed"] else "FAIL", g.get("reason", "")]
+            for g in gates if g.get("kind") == "compare_fail"]
+    return header, rows
+
+
+def legend(comparison: Mapping[str, Any]) -> str:
+    return (f"delta = current - baseline on the instances both runs scored; paired tests: exact McNemar for 0/1 "
+            f"scores, paired bootstrap ({comparison['resamples']:,} resamples, stratified by benchmark for "
+            f"categories) otherwise; 95% CI: percentile bootstrap; * p<0.05 ** p<0.01 *** p<0.001 (unadjusted; "
+            f"compare-fail gates use Holm's correction); MDE: minimum detectable effect at alpha "
+            f"{comparison['alpha']:g}, power {comparison['power']:g}")
+
+
+def _title(comparison: Mapping[str, Any]) -> str:
+    info = comparison["baseline"]
+    bits = [baseline_label(info)]
+    if info.get("git_commit"):
+        bits.append(f"commit {info['git_commit'][:10]}")
+    if info.get("branch"):
+        bits.append(f"branch {info['branch']}")
+    pairs = comparison["pairs"]
+    models = "; ".join(p["model"] if p["model"] == p["baseline_model"] else f"{p['model']} vs {p['baseline_model']}"
+                       for p in pairs)
+    title = f"comparison with {bits[0]}"
+    if bits[1:]:
+        title += f" ({', '.join(bits[1:])})"
+    return title + (f": {models}" if models else "")
+
+
+def terminal_sections(results: Mapping[str, Any]) -> list[tuple[str, str]]:
+    from pytest_medhelm.report.tables import render
+
+    comparison = results["comparison"]
+    body = render(*table_rows(comparison)) if comparison["rows"] else "(no benchmark in common)"
+    notes = [legend(comparison)] + [f"warning: {w}" for w in comparison.get("warnings", [])]
+    sections = [(_title(comparison), body + "\n" + "\n".join(notes))]
+    if comparison.get("win_rates"):
+        sections.append(("leaderboard with the baseline", render(*win_rate_table(comparison))))
+    header, rows = gate_rows(results.get("gates", []))
+    if rows:
+        sections.append(("compare-fail gates", render(header, rows)))
+    return sections
+
+
+def markdown_section(results: Mapping[str, Any]) -> str:
+    from pytest_medhelm.report.tables import render
+
+    comparison = results["comparison"]
+    title = _title(comparison)
+    lines = [f"### {title[0].upper()}{title[1:]}", ""]
+    if comparison["rows"]:
+        lines += [render(*table_rows(comparison), fmt="github"), ""]
+    else:
+        lines += ["No benchmark in common with the baseline.", ""]
+    lines += [f"<sub>{legend(comparison)}</sub>", ""]
+    for w in comparison.get("warnings", []):
+        lines += [f"> ⚠️ {w}", ""]
+    if comparison.get("win_rates"):
+        lines += ["#### Leaderboard with the baseline", "", render(*win_rate_table(comparison), fmt="github"), ""]
+    header, rows = gate_rows(results.get("gates", []))
+    if rows:
+        lines += ["#### Compare-fail gates", "", render(header, rows, fmt="github"), ""]
+    return "\n".join(lines)
