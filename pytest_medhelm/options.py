@@ -31,46 +31,34 @@ def parse_threshold(text: str) -> tuple[str, float]:
     return name, number
 
 
-def _positive_int(what: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
+def _number(what: str, kind: type = int, minimum: float = 0, strict: bool = False) -> Callable[[str], Any]:
+    """A parser of ``kind`` values >= ``minimum`` (> when ``strict``), whose errors name the option."""
+    noun = "a whole number" if kind is int else "a number"
+
+    def parse(text: str) -> Any:
         try:
-            value = int(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what}: expected a whole number, got {text!r}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{what}: expected a number >= 1, got {value}")
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"expected a number {'>' if strict else '>='} {minimum:g}, "
+                                             f"got {text}")
         return value
 
     parse.__name__ = what
     return parse
+
+
+def _positive_int(what: str) -> Callable[[str], int]:
+    return _number(what, int, 1)
 
 
 def _non_negative_int(what: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what}: expected a whole number, got {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"{what}: expected a number >= 0, got {value}")
-        return value
-
-    parse.__name__ = what
-    return parse
+    return _number(what, int, 0)
 
 
 def _positive_float(what: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what}: expected a number of seconds, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{what}: expected a number > 0, got {text!r}")
-        return value
-
-    parse.__name__ = what
-    return parse
+    return _number(what, float, 0, strict=True)
 
 
 def _choice(what: str, choices: tuple[str, ...]) -> Callable[[str], str]:
@@ -113,17 +101,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _non_negative_float(what: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what}: expected a number, got {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"{what}: expected a number >= 0, got {text!r}")
-        return value
-
-    parse.__name__ = what
-    return parse
+    return _number(what, float, 0)
 
 
 @dataclass(frozen=True)

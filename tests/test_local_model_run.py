@@ -19,26 +19,32 @@ import pytest
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.fixture(scope="module")
-def gguf() -> Path:
+@pytest.fixture
+def gguf(tmp_path: Path) -> Path:
+    """The packaged SmolLM2 file behind a path of this test's own, so that the process checks below see only the
+    server this test started (other test sessions may run a server on the packaged file at the same time)."""
     from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
 
     try:
-        return resolve_gguf("smollm2")
+        packaged = resolve_gguf("smollm2")
     except LocalModelUnavailable as exc:
         pytest.skip(str(exc))
+    link = tmp_path / "model" / packaged.name
+    link.parent.mkdir()
+    link.symlink_to(packaged)
+    return link
 
 
-def _args(data: Path, cache: Path, *extra: str) -> list[str]:
-    return [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "local/smollm2", "--medhelm-benchmark",
+def _args(data: Path, cache: Path, gguf: Path, *extra: str) -> list[str]:
+    return [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", f"local/{gguf}", "--medhelm-benchmark",
             "pubmedqa", "--medhelm-benchmark", "medcalc_bench", "--medhelm-max-instances", "5", "--medhelm-data-dir",
             str(data), "--medhelm-cache-dir", str(cache), *extra]
 
 
 def _server_starts(cache: Path) -> int:
     """How many times a llama.cpp server was launched (LocalServer logs its command line at each start)."""
-    log = cache / "logs" / "llama-server-smollm2.log"
-    return log.read_text(errors="replace").count("-m llama_cpp.server") if log.exists() else 0
+    return sum(log.read_text(errors="replace").count("-m llama_cpp.server")
+               for log in (cache / "logs").glob("llama-server-*.log"))
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
@@ -46,7 +52,7 @@ def test_suite_answers_with_the_local_model_and_leaves_no_server(pytester, share
     from pytest_medhelm.models.local import find_llama_processes
 
     cache, out = pytester.path / "cache", pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*_args(shared_data, cache, "--medhelm-json", str(out), *xdist))
+    result = pytester.runpytest_subprocess(*_args(shared_data, cache, gguf, "--medhelm-json", str(out), *xdist))
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads(out.read_text())
     answered = [i for i in report["instances"] if i["error"] is None and i["answer"] is not None]
@@ -62,7 +68,7 @@ def test_ctrl_c_stops_the_server(pytester, shared_data, gguf):
 
     cache = pytester.path / "cache"
     # more instances than can finish quickly, so the run is still answering when interrupted
-    args = _args(shared_data, cache)
+    args = _args(shared_data, cache, gguf)
     args[args.index("5")] = "40"
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

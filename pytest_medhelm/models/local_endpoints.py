@@ -55,10 +55,9 @@ class LocalEndpoints:
         """Start ``name``'s server unless it runs; returns {"url", "model"} or {"error"} (also published)."""
         if name in self._published:
             return self._published[name]
-        from pytest_medhelm.models.local import LocalModelUnavailable, LocalServer, resolve_gguf
+        from pytest_medhelm.models.local import LocalModelUnavailable, LocalServer, resolve_gguf, served_model_name
 
-        label = name[len(LOCAL_PREFIX):].replace("/", "_")
-        log_path = self.log_dir / f"llama-server-{Path(label).name}.log"
+        log_path = self.log_dir / f"llama-server-{served_model_name(name)}.log"
         try:
             server = LocalServer(resolve_gguf(name), log_path, n_ctx=self.n_ctx, n_threads=self.n_threads)
             url = server.start()

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -37,7 +39,8 @@ from typing import Callable
 
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
-from pytest_medhelm.models.transport import OpenAIWire, RequestFailed, send_litellm, uses_openai_wire
+from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_for, send_litellm,
+                                             uses_openai_wire)
 
 #: statuses that mean every request to this model will fail the same way
 SYSTEMATIC_STATUSES = (401, 403, 404)
@@ -81,6 +84,26 @@ def new_stats() -> dict[str, int | float]:
         "concurrency_min": 0,  # the lowest number of requests allowed in flight (0: never lowered)
         "waited_s": 0.0,  # total seconds spent in backoff and Retry-After pauses
     }
+
+
+#: environment variables whose values are credentials: never repeated in an error message
+_SECRET_NAME = re.compile(r"(API_KEY|_KEY|_TOKEN|_SECRET|PASSWORD)$", re.IGNORECASE)
+_PLACEHOLDER_KEYS = frozenset({"sk-no-key"})
+
+
+def redact(text: str, spec: ModelSpec | None = None) -> str:
+    """``text`` with every credential we know of replaced by ``***``: the key sent to ``spec`` and the value of any
+    ``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` environment variable. A provider may echo the key it was given in
+    its error message, and that message goes to the terminal, the cache's error entries and the reports."""
+    secrets = {value for name, value in os.environ.items() if _SECRET_NAME.search(name) and len(value) >= 8}
+    if spec is not None:
+        key = api_key_for(spec)
+        if key and key not in _PLACEHOLDER_KEYS:
+            secrets.add(key)
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
 
 
 def _endpoint(spec: ModelSpec) -> str:
@@ -228,6 +251,7 @@ class Scheduler:
                 completion = await self._send(wire, job)
             except RequestFailed as exc:
                 window.release()
+                exc.message = redact(exc.message, job.spec)
                 last = exc
                 self._count(exc)
                 if exc.status in SYSTEMATIC_STATUSES:

