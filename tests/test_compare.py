@@ -379,7 +379,7 @@ def test_toy_regression_is_caught_and_reported(wired, toy, xdist):
     from pytest_medhelm.testing.server import running_server
 
     toy(1)  # the toy benchmark's conftest and test module
-    data = write_toy(wired, ["A"] * 30 + ["B"] * 10)
+    data = write_toy(wired, ["A"] * 32 + ["B"] * 8)
     with running_server(answer="A") as srv:
         base = run(wired, *toy_args(srv, data, "--medhelm-save", "base"), *xdist)
     assert base.ret == 0, base.stdout.str()
@@ -391,20 +391,20 @@ def test_toy_regression_is_caught_and_reported(wired, toy, xdist):
                                       "--medhelm-markdown", str(md), "--medhelm-json", str(out)), *xdist)
     text = result.stdout.str()
     assert result.ret == 1, text
-    p = stats.mcnemar_exact(30, 10)
+    p = stats.mcnemar_exact(32, 8)  # 32 right before and wrong now, 8 the other way
     result.stdout.fnmatch_lines([
         "*comparison with 0001_base*",
-        f"*toy*0.750*0.250*↓ -0.500 [*][*][*]*{p:.1e}*McNemar*",
+        f"*toy*0.800*0.200*↓ -0.600 [*][*][*]*{p:.1e}*McNemar*",
         "*compare-fail gates*",
-        "*medhelm gate FAILED: compare-fail toy:0.05 for openai/toy-model: -0.500*",
+        "*medhelm gate FAILED: compare-fail toy:0.05 for openai/toy-model: -0.600*",
     ])
     report = json.loads(out.read_text())
     [row] = [r for r in report["comparison"]["rows"] if r["scope"] == "benchmark"]
-    assert row["delta"] == pytest.approx(-0.5) and row["p"] == pytest.approx(p)
+    assert row["delta"] == pytest.approx(-0.6) and row["p"] == pytest.approx(p)
     assert report["comparison"]["baseline"]["name"] == "base"
     gate = next(g for g in report["gates"] if g.get("kind") == "compare_fail")
     assert gate["passed"] is False and gate["p_holm"] == pytest.approx(p)
-    assert "Comparison with 0001_base" in md.read_text() and "↓ -0.500 ***" in md.read_text()
+    assert "Comparison with 0001_base" in md.read_text() and "↓ -0.600 ***" in md.read_text()
     assert not (wired.path / ".medhelm" / "runs" / "0002_autosave.json").exists()  # only --medhelm-save saves
 
 
