@@ -349,12 +349,25 @@ def test_cli_agreement_is_delegated(capsys, monkeypatch):
 
 
 # ============================================================================================== pytest runs
+def marks(p):
+    """Significance marks as fnmatch patterns."""
+    return "[*][*][*]" if p < 0.001 else "[*][*]" if p < 0.01 else "[*]" if p < 0.05 else ""
+
+
+def shown_p(p):
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
 def run(pytester, *args):
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "medhelm_compare_wiring", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
 @pytest.fixture
-def wired(pytester):
+def wired(pytester, toy):
+    """The toy project, with ComparePlugin registered from its conftest (loaded by xdist workers too) and from a
+    module for runs of the shipped suite (``-p medhelm_compare_wiring``)."""
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text() + "\n\n" + WIRING)
     pytester.makepyfile(medhelm_compare_wiring=WIRING)
     pytester.syspathinsert()
     return pytester
@@ -375,10 +388,9 @@ def toy_args(server, data, *extra):
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
-def test_toy_regression_is_caught_and_reported(wired, toy, xdist):
+def test_toy_regression_is_caught_and_reported(wired, xdist):
     from pytest_medhelm.testing.server import running_server
 
-    toy(1)  # the toy benchmark's conftest and test module
     data = write_toy(wired, ["A"] * 32 + ["B"] * 8)
     with running_server(answer="A") as srv:
         base = run(wired, *toy_args(srv, data, "--medhelm-save", "base"), *xdist)
@@ -408,73 +420,74 @@ def test_toy_regression_is_caught_and_reported(wired, toy, xdist):
     assert not (wired.path / ".medhelm" / "runs" / "0002_autosave.json").exists()  # only --medhelm-save saves
 
 
-def test_improvement_and_autosave_and_latest(wired, toy):
+def test_improvement_and_autosave_and_latest(wired):
     from pytest_medhelm.testing.server import running_server
 
-    toy(1)
-    data = write_toy(wired, ["A"] * 10 + ["B"] * 30)
+    data = write_toy(wired, ["A"] * 8 + ["B"] * 32)
     with running_server(answer="A") as srv:
         assert run(wired, *toy_args(srv, data, "--medhelm-autosave")).ret == 0
     with running_server(answer="B") as srv:
         result = run(wired, *toy_args(srv, data, "--medhelm-autosave", "--medhelm-compare",
                                       "--medhelm-compare-fail", "overall:0.01"))
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["*comparison with 0001_autosave*", "*toy*0.250*0.750*↑ +0.500 [*][*][*]*",
+    result.stdout.fnmatch_lines(["*comparison with 0001_autosave*", "*toy*0.200*0.800*↑ +0.600 [*][*][*]*",
                                  "*openai/toy-model (baseline)*", "*medhelm gates: all 1 passed*",
                                  "*run saved as .medhelm?runs?0002_autosave.json*"])
     assert [r.name for r in list_runs(wired.path)] == ["autosave", "autosave"]
 
 
-def test_missing_baseline_is_a_usage_error_before_any_call(wired, toy):
+def test_missing_baseline_is_a_usage_error_before_any_call(wired):
     from pytest_medhelm.testing.server import running_server
 
-    toy(1)
     data = write_toy(wired, ["A"] * 4)
     with running_server(answer="A") as srv:
         result = run(wired, *toy_args(srv, data, "--medhelm-compare", "base"))
         assert srv.count == 0
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["*--medhelm-compare: no saved run in *runs to compare with*"])
+    result.stderr.fnmatch_lines(["*--medhelm-compare: no saved run named 'base' in *runs (latest saved runs: none)*"])
     with running_server(answer="A") as srv:
         result = run(wired, *toy_args(srv, data, "--medhelm-compare-fail", "toy:0.1"))
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--medhelm-compare-fail (compares with the latest run): no saved run*"])
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
-def test_shards_merged_give_exactly_the_unsharded_numbers(wired, toy, xdist):
+def test_shards_merged_give_exactly_the_unsharded_numbers(wired):
+    """Shards 1/2 and 2/2, without and with xdist (every worker computes the same slice), merged by the CLI."""
     from pytest_medhelm.cli import main
     from pytest_medhelm.testing.server import running_server
 
-    toy(1)
     data = write_toy(wired, ["A", "B", "B"] * 14)  # 42 questions
     models = ["--medhelm-model", "openai/other-model"]  # two models: win rates too
     with running_server(rules=[("question 1", "B"), ("question 2", "B")], answer="A") as srv:
         full = wired.path / "full.json"
         assert run(wired, *toy_args(srv, data, "--medhelm-json", str(full)), *models).ret == 0
-        shards = []
-        for i in (1, 2):
-            path = wired.path / f"shard{i}.json"
-            result = run(wired, *toy_args(srv, data, "--medhelm-shard", f"{i}/2", "--medhelm-json", str(path)),
-                         *models, *xdist)
-            assert result.ret == 0, result.stdout.str()
-            result.stdout.fnmatch_lines([f"*medhelm shard: {i}/2*"])
-            shards.append(path)
-    merged = wired.path / "merged.json"
-    assert main(["merge", *map(str, shards), "--json", str(merged), "-q"]) == 0
-    a, b = json.loads(full.read_text()), json.loads(merged.read_text())
-    ids = [{(i["instance_id"], i["model"]) for i in json.loads(p.read_text())["instances"]} for p in shards]
-    assert ids[0] and ids[1] and not ids[0] & ids[1]  # two non-empty, disjoint slices
-    assert ids[0] | ids[1] == {(i["instance_id"], i["model"]) for i in a["instances"]}
-    assert b["benchmarks"] == a["benchmarks"] and b["categories"] == a["categories"] and b["models"] == a["models"]
-    assert b["run"]["models"] == a["run"]["models"] and b["run"]["options"]["shard"] is None
-    assert [m["shard"] for m in b["run"]["merged_from"]] == [[1, 2], [2, 2]]
+        a = json.loads(full.read_text())
+        for mode, xdist in (("serial", []), ("xdist", ["-n", "2"])):
+            shards = []
+            for i in (1, 2):
+                path = wired.path / f"{mode}-shard{i}.json"
+                result = run(wired, *toy_args(srv, data, "--medhelm-shard", f"{i}/2", "--medhelm-json", str(path)),
+                             *models, *xdist)
+                assert result.ret == 0, result.stdout.str()
+                result.stdout.fnmatch_lines([f"*medhelm shard: {i}/2*"])
+                shards.append(path)
+            merged = wired.path / f"{mode}-merged.json"
+            assert main(["merge", *map(str, shards), "--json", str(merged), "-q"]) == 0
+            b = json.loads(merged.read_text())
+            ids = [{(i["instance_id"], i["model"]) for i in json.loads(p.read_text())["instances"]} for p in shards]
+            assert ids[0] and ids[1] and not ids[0] & ids[1], mode  # two non-empty, disjoint slices
+            assert ids[0] | ids[1] == {(i["instance_id"], i["model"]) for i in a["instances"]}, mode
+            assert b["benchmarks"] == a["benchmarks"], mode
+            assert b["categories"] == a["categories"] and b["models"] == a["models"], mode
+            assert b["run"]["models"] == a["run"]["models"] and b["run"]["options"]["shard"] is None
+            assert [m["shard"] for m in b["run"]["merged_from"]] == [[1, 2], [2, 2]]
+            assert [(i["instance_id"], i["model"], i["score"]) for i in b["instances"]] == [
+                (i["instance_id"], i["model"], i["score"]) for i in a["instances"]]
 
 
-def test_shard_slices_do_not_depend_on_collection_or_selection(wired, toy):
+def test_shard_slices_do_not_depend_on_collection_or_selection(wired):
     from pytest_medhelm.compare.plugin import shard_of
 
-    toy(1)
     data = write_toy(wired, ["A"] * 20)
     args = ["--medhelm-model", "openai/m", "--medhelm-data-dir", str(data), "--collect-only", "-q"]
     full = run(wired, *args, "--medhelm-shard", "2/3")
@@ -493,7 +506,7 @@ def test_pubmedqa_200_A_then_B_fails_the_compare_gate(wired, shared_data):
     binomtest = pytest.importorskip("scipy.stats").binomtest
 
     def suite(srv, *args):
-        return run(wired, str(SUITE), "--rootdir", str(wired.path), "--medhelm-model", "openai/x",
+        return run(wired, "-p", "medhelm_compare_wiring", str(SUITE), "--rootdir", str(wired.path), "--medhelm-model", "openai/x",
                    "--medhelm-api-base", srv.url, "--medhelm-data-dir", str(shared_data), "--medhelm-benchmark",
                    "pubmedqa", "--medhelm-max-instances", "200", "--medhelm-cache", "off", *args)
 
@@ -512,6 +525,7 @@ def test_pubmedqa_200_A_then_B_fails_the_compare_gate(wired, shared_data):
     assert row["delta"] == pytest.approx((better - worse) / 200)
     assert row["p"] == pytest.approx(binomtest(better, worse + better, 0.5).pvalue)
     result.stdout.fnmatch_lines([
-        f"*pubmedqa*{row['baseline']:.3f}*{row['current']:.3f}*↓ {row['delta']:+.3f} [*][*][*]*{row['p']:.1e}*McNemar*",
+        f"*pubmedqa*{row['baseline']:.3f}*{row['current']:.3f}*↓ {row['delta']:+.3f} {marks(row['p'])} *"
+        f"{shown_p(row['p'])}*McNemar*",
         f"*medhelm gate FAILED: compare-fail pubmedqa:0.05 for openai/x: {row['delta']:.3f}*",
     ])

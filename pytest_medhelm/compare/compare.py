@@ -246,8 +246,10 @@ def compare_gates(comparison: Mapping[str, Any], compare_fail: Iterable[tuple[st
         elif dropped:
             gate["reason"] = f"dropped by {-gate['value']:.3f} > {gate['drop']:g} but not significantly " \
                              f"(p={_p(p_holm)} Holm)"
+        elif gate["value"] >= 0:
+            gate["reason"] = f"no drop ({gate['value']:+.3f})"
         else:
-            gate["reason"] = f"change {gate['value']:+.3f} within the allowed drop {gate['drop']:g}"
+            gate["reason"] = f"dropped by {-gate['value']:.3f} <= {gate['drop']:g}"
     return gates
 
 

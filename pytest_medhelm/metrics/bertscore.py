@@ -103,9 +103,13 @@ def _folder_layers(folder: Path) -> int:
 
 
 def _known_layers() -> dict[str, int]:
+    """bert-score's default layer per model name (HELM's model only, when bert-score is not installed)."""
+    known = {HELM_MODEL: 5}  # bert-score's own value, known without importing it
+    if importlib.util.find_spec("bert_score") is None:
+        return known
     from bert_score.utils import model2layers
 
-    return dict(model2layers)
+    return {**known, **model2layers}
 
 
 def resolve_model(spec: str | None = None) -> BertModel:

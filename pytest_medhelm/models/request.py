@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 #: bump when the meaning of a cached entry changes
@@ -61,12 +62,18 @@ class ChatRequest:
         return "\n".join(content for _role, content in self.messages)
 
     def cache_key(self) -> str:
-        payload = {"v": CACHE_FORMAT, **asdict(self)}
+        return self._cache_key
+
+    @cached_property
+    def _cache_key(self) -> str:  # computed once: the plan, the scheduler and the item all ask for it
+        payload = {"v": CACHE_FORMAT, **self.to_json()}
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"model": self.model, "messages": [list(m) for m in self.messages], "max_tokens": self.max_tokens,
+                "temperature": self.temperature, "stop": list(self.stop), "sample": self.sample,
+                "purpose": self.purpose}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ChatRequest":
@@ -89,9 +96,9 @@ class Completion:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_cache(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("cached")
-        return data
+        return {"text": self.text, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+                "latency_s": self.latency_s, "cost_usd": self.cost_usd, "finish_reason": self.finish_reason,
+                "extra": self.extra}
 
     @classmethod
     def from_cache(cls, data: dict[str, Any]) -> "Completion":

@@ -106,6 +106,19 @@ def redact(text: str, spec: ModelSpec | None = None) -> str:
     return text
 
 
+_BARE_TIMEOUT = re.compile(r"[\w.]*Timeout\w*:?")
+
+
+def _described(exc: RequestFailed, timeout: float) -> str:
+    """The failure's message; an aiohttp timeout that says nothing but its class name gets a useful one (the
+    transport's ``except (ClientError, OSError)`` catches ``TimeoutError``, an ``OSError``, before its own
+    timeout branch can)."""
+    message = (exc.message or "").strip()
+    if exc.status is None and _BARE_TIMEOUT.fullmatch(message):
+        return f"no answer within {timeout:g} s (--medhelm-timeout)"
+    return message or (f"HTTP {exc.status}" if exc.status else "request failed without a message")
+
+
 def _endpoint(spec: ModelSpec) -> str:
     return spec.api_base or spec.name
 
@@ -251,7 +264,7 @@ class Scheduler:
                 completion = await self._send(wire, job)
             except RequestFailed as exc:
                 window.release()
-                exc.message = redact(exc.message, job.spec)
+                exc.message = redact(_described(exc, self.settings.timeout), job.spec)
                 last = exc
                 self._count(exc)
                 if exc.status in SYSTEMATIC_STATUSES:

@@ -1,0 +1,280 @@
+"""Prices and cost: what a request cost in USD, or ``None`` when nobody knows (never 0 for unknown).
+
+Where a price comes from, first match wins:
+
+1. the ``--medhelm-prices FILE`` (TOML), one table per model string, for models litellm does not know (local and
+   hospital endpoints) or to pin the prices of a study (the paper used the prices of 2025-05-12)::
+
+       ["openai/gpt-4o"]
+       input_per_million = 2.50    # USD per million prompt tokens
+       output_per_million = 10.00  # USD per million completion tokens
+
+   The table name is matched exactly against the model as the user named it (``--medhelm-model`` /
+   ``--medhelm-jury``), then against the litellm model string sent. Quote the name: TOML bare keys cannot hold
+   ``/`` and a ``.`` would nest tables.
+2. litellm's *local* price table (``model_prices_and_context_window_backup.json`` shipped inside the litellm
+   package, which is what ``litellm.model_cost`` holds with ``LITELLM_LOCAL_MODEL_COST_MAP=True``: no network).
+   The exact model string is looked up, then, for ``provider/name``, the bare ``name`` when the table lists it
+   under that same provider (``openai/gpt-4o-mini`` -> ``gpt-4o-mini``, provider ``openai``). A self-hosted
+   model (``hosted_vllm/...``, ``local/...``, ``openai/<anything>`` on a private server) is not in the table:
+   its cost is unknown unless the prices file gives it.
+
+Exactness. A price per million ``p`` read from the file becomes the price per token by moving the decimal point
+six places on ``p``'s shortest decimal form (``Decimal(repr(p)).scaleb(-6)``), so 2.50 becomes exactly the float
+``2.5e-6`` and 10.00 exactly ``1e-5`` (``p / 1e6`` differs from the literal in about a quarter of two-decimal
+prices). The cost of a request is then ``tokens_in * in_per_token + tokens_out * out_per_token``, in that order,
+in plain float arithmetic: with 2.50 / 10.00 it is bit for bit ``tokens_in * 2.5e-6 + tokens_out * 1e-5``.
+
+Reading litellm's table does not import litellm when it is not imported yet (that takes seconds, and a run that
+only talks to OpenAI-compatible endpoints never needs it): the bundled JSON file is read directly. If litellm is
+already imported, its ``litellm.model_cost`` is used (it may carry the user's ``litellm.register_model`` entries).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+#: (USD per prompt token, USD per completion token)
+Price = tuple[float, float]
+
+PRICE_KEYS = ("input_per_million", "output_per_million")
+
+
+class PricesError(ValueError):
+    """A prices file that cannot be used; the message names the file, the table and the key."""
+
+    def __init__(self, path: str | os.PathLike[str], message: str, table: str | None = None,
+                 key: str | None = None) -> None:
+        self.path = str(path)
+        self.table = table
+        self.key = key
+        where = f"prices file {self.path}"
+        if table is not None:
+            where += f", table [{json.dumps(table)}]"
+        if key is not None:
+            where += f", key {key}"
+        super().__init__(f"{where}: {message}")
+
+
+def per_token(per_million: float | int) -> float:
+    """USD per million tokens -> USD per token, exactly the float literal with the exponent lowered by 6."""
+    return float(Decimal(repr(per_million)).scaleb(-6))
+
+
+def cost(tokens_in: int | None, tokens_out: int | None, price: Price | None) -> float | None:
+    """USD for one request (or a total of tokens at one price); ``None`` when the price (or a count) is unknown."""
+    if price is None or tokens_in is None or tokens_out is None:
+        return None
+    return tokens_in * price[0] + tokens_out * price[1]
+
+
+def add_costs(costs: Iterable[float | None]) -> float | None:
+    """The sum of several costs (``math.fsum``, correctly rounded), or ``None`` when any one is unknown."""
+    values = []
+    for value in costs:
+        if value is None:
+            return None
+        values.append(value)
+    return math.fsum(values)
+
+
+def import_litellm() -> Any:
+    """litellm, imported so that it never fetches its price table from the internet."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+_TABLE: dict[str, Any] | None = None
+
+
+def litellm_price_table() -> Mapping[str, Any]:
+    """litellm's local price table: ``litellm.model_cost`` if litellm is imported, else its bundled JSON file."""
+    global _TABLE
+    if "litellm" in sys.modules and isinstance(getattr(sys.modules["litellm"], "model_cost", None), dict):
+        return sys.modules["litellm"].model_cost
+    if _TABLE is None:
+        table = None
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec("litellm")
+            if spec is not None and spec.origin:
+                path = Path(spec.origin).parent / "model_prices_and_context_window_backup.json"
+                with open(path, encoding="utf-8") as fh:
+                    table = json.load(fh)
+        except (OSError, ValueError, ImportError):
+            table = None
+        if not isinstance(table, dict):
+            try:
+                table = dict(import_litellm().model_cost)
+            except Exception:  # no litellm at all: every price is unknown unless the file gives it
+                table = {}
+        _TABLE = table
+    return _TABLE
+
+
+def _table_entry_price(entry: Any) -> Price | None:
+    if not isinstance(entry, Mapping):
+        return None
+    p_in, p_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+               for v in (p_in, p_out)):
+        return None
+    return float(p_in), float(p_out)
+
+
+def litellm_price(model: str) -> Price | None:
+    """The price of ``model`` in litellm's local table, or None."""
+    table = litellm_price_table()
+    price = _table_entry_price(table.get(model))
+    if price is not None:
+        return price
+    provider, sep, bare = model.partition("/")
+    if sep and bare:
+        entry = table.get(bare)
+        if isinstance(entry, Mapping) and entry.get("litellm_provider") == provider:
+            return _table_entry_price(entry)
+    return None
+
+
+class Prices:
+    """Prices of a run: the prices file's tables, then litellm's local table."""
+
+    def __init__(self, table: Mapping[str, Price] | None = None, source: str | None = None,
+                 use_litellm: bool = True) -> None:
+        self.table: dict[str, Price] = dict(table or {})
+        self.source = source
+        self.use_litellm = use_litellm
+        self._memo: dict[tuple[str, str | None], tuple[Price | None, str | None]] = {}
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None, use_litellm: bool = True) -> "Prices":
+        """The prices file at ``path`` (None: no file, litellm's table only). Raises :class:`PricesError`."""
+        if path is None:
+            return cls(use_litellm=use_litellm)
+        return cls(parse_prices(path), source=str(path), use_litellm=use_litellm)
+
+    def _lookup(self, model_name: str, litellm_model: str | None) -> tuple[Price | None, str | None]:
+        key = (model_name, litellm_model)
+        if key not in self._memo:
+            found: tuple[Price | None, str | None] = (None, None)
+            for name in (model_name, litellm_model):
+                if name and name in self.table:
+                    found = (self.table[name], "file")
+                    break
+            else:
+                if self.use_litellm:
+                    for name in dict.fromkeys(n for n in (litellm_model, model_name) if n):
+                        price = litellm_price(name)
+                        if price is not None:
+                            found = (price, "litellm")
+                            break
+            self._memo[key] = found
+        return self._memo[key]
+
+    def price_for(self, model_name: str, litellm_model: str | None = None) -> Price | None:
+        """(USD per prompt token, USD per completion token) of a model, or None when unknown."""
+        return self._lookup(model_name, litellm_model)[0]
+
+    def source_of(self, model_name: str, litellm_model: str | None = None) -> str | None:
+        """Where the price came from: "file", "litellm", or None (unknown)."""
+        return self._lookup(model_name, litellm_model)[1]
+
+    def cost(self, model_name: str, litellm_model: str | None, tokens_in: int, tokens_out: int) -> float | None:
+        return cost(tokens_in, tokens_out, self.price_for(model_name, litellm_model))
+
+    def completion_cost(self, model_name: str, litellm_model: str | None, tokens_in: int, tokens_out: int,
+                        reported: float | None = None) -> float | None:
+        """The cost to record for one answer.
+
+        The prices file wins (exact tokens × prices); else the cost the provider path reported (litellm's
+        ``completion_cost``, which knows cached-token discounts and the like); else litellm's table; else None."""
+        price, source = self._lookup(model_name, litellm_model)
+        if source == "file":
+            return cost(tokens_in, tokens_out, price)
+        if reported is not None:
+            return float(reported)
+        return cost(tokens_in, tokens_out, price)
+
+
+def jury_accounting(prices: Prices, verdicts: Mapping[str, Any],
+                    litellm_model_of: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The jury's tokens and cost for one answer, as the record fields the report sums.
+
+    ``verdicts`` maps a judge's name to its Completion (``tokens_in``, ``tokens_out``, ``cost_usd``) or to the
+    exception that stopped it (no tokens, no cost). ``jury_cost_usd`` is None when any judge that answered has no
+    known price."""
+    tokens_in = tokens_out = 0
+    costs: list[float | None] = []
+    for name, verdict in verdicts.items():
+        if isinstance(verdict, BaseException) or verdict is None:
+            continue
+        t_in = int(getattr(verdict, "tokens_in", 0) or 0)
+        t_out = int(getattr(verdict, "tokens_out", 0) or 0)
+        tokens_in += t_in
+        tokens_out += t_out
+        litellm_model = (litellm_model_of or {}).get(name, name)
+        costs.append(prices.completion_cost(name, litellm_model, t_in, t_out, getattr(verdict, "cost_usd", None)))
+    return {"jury_tokens_in": tokens_in, "jury_tokens_out": tokens_out, "jury_cost_usd": add_costs(costs)}
+
+
+def parse_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
+    """Read and validate a prices file: ``{model: (USD per prompt token, USD per completion token)}``."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise PricesError(path, f"cannot be read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PricesError(path, f"is not valid TOML ({exc})") from None
+    expected = ("expected one table per model string with input_per_million and output_per_million in USD, "
+                'e.g. ["openai/gpt-4o"] input_per_million = 2.50, output_per_million = 10.00')
+    table: dict[str, Price] = {}
+    for model, entry in data.items():
+        if not isinstance(entry, dict):
+            raise PricesError(path, f"{model!r} is {_toml_type(entry)}, not a table; {expected}")
+        if not model.strip():
+            raise PricesError(path, f"empty model name; {expected}", table=model)
+        for key, value in entry.items():
+            if key not in PRICE_KEYS:
+                hint = ""
+                if isinstance(value, dict):
+                    hint = (f" (a dotted table name nests: quote the whole model name, "
+                            f"[{json.dumps(model + '.' + key)}])")
+                raise PricesError(path, f"unknown key; expected only {' and '.join(PRICE_KEYS)}{hint}",
+                                  table=model, key=key)
+        values = []
+        for key in PRICE_KEYS:
+            if key not in entry:
+                raise PricesError(path, "missing; expected a number of USD per million tokens", table=model,
+                                  key=key)
+            value = entry[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise PricesError(path, f"expected a number of USD per million tokens, got {_toml_type(value)} "
+                                        f"{value!r}", table=model, key=key)
+            if not math.isfinite(value) or value < 0:
+                raise PricesError(path, f"expected a finite number >= 0 (USD per million tokens), got {value!r}",
+                                  table=model, key=key)
+            values.append(per_token(value))
+        table[model] = (values[0], values[1])
+    return table
+
+
+def _toml_type(value: Any) -> str:
+    return {str: "a string", bool: "a boolean", list: "an array", dict: "a table", int: "an integer",
+            float: "a float"}.get(type(value), type(value).__name__)

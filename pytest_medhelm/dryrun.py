@@ -1,0 +1,254 @@
+"""``--medhelm-dry-run``: what a run would cost, counted offline, without calling any model.
+
+For every benchmark × model of the collected items:
+
+* **requests** and **prompt tokens**, each prompt counted as the one user message it is sent as, with
+  ``litellm.token_counter`` (OpenAI's tokenizers, bundled inside litellm: ``o200k_base`` for the GPT-4o and
+  o-series families, ``cl100k_base`` for everything else). litellm would otherwise download a Hugging Face
+  tokenizer for Llama, Cohere and older Claude models at the first count (tried, with retries, even offline):
+  this module turns that off (``litellm.disable_hf_tokenizer_download``) while it counts, so a dry run never
+  touches the network, and those models are counted with ``cl100k_base``, an approximation (typically within
+  10-20 % of the model's own tokenizer). A provider prefix of OpenAI models is dropped for counting
+  (``openai/gpt-4o`` is counted as ``gpt-4o``: litellm would otherwise use ``cl100k_base``). Where litellm cannot
+  be imported or fails, ``ceil(len(text) / 4)`` characters-per-token is used and the table says so.
+* **max output tokens**: the paper's upper bound, every answer as long as the benchmark's ``max_tokens``.
+* **jury calls** for open-ended benchmarks: each judge grades each answer once (3 judges × n with the paper's
+  jury). A judge's prompt holds the benchmark prompt, the answer (at most ``max_tokens``) and the rubric with the
+  reference (``judge_prompt_tokens_estimate`` tokens, a rough allowance); a judge may write up to
+  ``judge_max_tokens`` (4096).
+* **USD**: prices from the prices file, then litellm's local table (:mod:`pytest_medhelm.cost`); a model without
+  a price shows ``unknown``, and a total that misses some prices shows ``$X + unknown``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from pytest_medhelm.cost import Prices, add_costs, cost
+
+#: what a judge may write per call (the jury's max_tokens)
+JUDGE_MAX_TOKENS = 4096
+#: allowance per jury call for the rubric, the instructions and the reference text around prompt and answer
+JUDGE_PROMPT_TOKENS_ESTIMATE = 1000
+#: providers whose model names litellm's counter only recognises without the prefix
+_OPENAI_PREFIXES = ("openai/", "azure/", "text-completion-openai/")
+
+#: (benchmark slug, model name, prompt text, max_tokens)
+DryItem = tuple[str, str, str, int]
+
+
+@dataclass
+class EstimateRow:
+    benchmark: str
+    model: str
+    requests: int = 0
+    prompt_tokens: int = 0
+    max_output_tokens: int = 0
+    model_cost: float | None = 0.0
+    jury_calls: int = 0
+    jury_prompt_tokens: int = 0
+    jury_max_output_tokens: int = 0
+    #: None when some judge's price is unknown (and jury_calls > 0)
+    jury_cost: float | None = 0.0
+    #: the part of the jury's cost whose prices are known
+    jury_known_cost: float = 0.0
+    #: models and judges of this row without a price
+    unknown_prices: list[str] = field(default_factory=list)
+    #: how the prompt tokens were counted: "litellm" or "chars/4"
+    counting: str = "litellm"
+
+    @property
+    def total_cost(self) -> float | None:
+        return add_costs([self.model_cost, self.jury_cost])
+
+    @property
+    def known_cost(self) -> float:
+        """The part of the total whose prices are known."""
+        return (self.model_cost or 0.0) + self.jury_known_cost
+
+    def to_json(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "model": self.model, "requests": self.requests,
+                "prompt_tokens": self.prompt_tokens, "max_output_tokens": self.max_output_tokens,
+                "model_cost_usd": self.model_cost, "jury_calls": self.jury_calls,
+                "jury_prompt_tokens": self.jury_prompt_tokens, "jury_max_output_tokens": self.jury_max_output_tokens,
+                "jury_cost_usd": self.jury_cost, "total_cost_usd": self.total_cost,
+                "unknown_prices": list(self.unknown_prices), "counting": self.counting}
+
+
+class TokenCounter:
+    """Counts prompt tokens offline, one cached count per (counting model, prompt)."""
+
+    def __init__(self) -> None:
+        self.method = "litellm"
+        self._litellm: Any = None
+        self._cache: dict[tuple[str, str], int] = {}
+        try:
+            from pytest_medhelm.cost import import_litellm
+
+            self._litellm = import_litellm()
+        except Exception:  # pragma: no cover - litellm is a dependency; a broken install still gets an estimate
+            self.method = "chars/4"
+
+    @staticmethod
+    def counting_model(model: str) -> str:
+        for prefix in _OPENAI_PREFIXES:
+            if model.startswith(prefix):
+                return model[len(prefix):]
+        return model
+
+    @staticmethod
+    def approximate(text: str) -> int:
+        return math.ceil(len(text) / 4)
+
+    def __call__(self, model: str, text: str) -> int:
+        key = (self.counting_model(model), text)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        count = None
+        if self._litellm is not None:
+            litellm = self._litellm
+            before = getattr(litellm, "disable_hf_tokenizer_download", False)
+            litellm.disable_hf_tokenizer_download = True  # never fetch a tokenizer from the Hub
+            try:
+                count = int(litellm.token_counter(model=key[0], messages=[{"role": "user", "content": text}]))
+            except Exception:
+                count = None
+            finally:
+                litellm.disable_hf_tokenizer_download = before
+        if count is None:
+            self.method = "chars/4"
+            count = self.approximate(text)
+        self._cache[key] = count
+        return count
+
+
+def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
+             judge_prompt_tokens_estimate: int = JUDGE_PROMPT_TOKENS_ESTIMATE, *,
+             open_benchmarks: Iterable[str] = (), prices: Prices | None = None,
+             litellm_models: Mapping[str, str] | None = None, judge_max_tokens: int = JUDGE_MAX_TOKENS,
+             count_tokens: Callable[[str, str], int] | None = None) -> list[EstimateRow]:
+    """One :class:`EstimateRow` per benchmark × model, in the order first seen.
+
+    ``open_benchmarks``: the slugs whose answers the jury grades (``judges`` each grade every answer once).
+    ``litellm_models``: model or judge name → the litellm model string sent, for price look-ups (default: the
+    name itself). ``count_tokens(model, text)``: the counter (default :class:`TokenCounter`). Sends nothing."""
+    prices = prices if prices is not None else Prices()
+    counter = count_tokens if count_tokens is not None else TokenCounter()
+    open_set = set(open_benchmarks)
+    names = dict(litellm_models or {})
+    rows: dict[tuple[str, str], EstimateRow] = {}
+    judge_prompt: dict[tuple[str, str, str], int] = {}  # (benchmark, model, judge) → prompt tokens
+    for slug, model, prompt, max_tokens in items:
+        row = rows.get((slug, model))
+        if row is None:
+            row = rows[(slug, model)] = EstimateRow(slug, model)
+        tokens = counter(model, prompt)
+        row.requests += 1
+        row.prompt_tokens += tokens
+        row.max_output_tokens += max_tokens
+        if slug in open_set:
+            for judge in judges:
+                row.jury_calls += 1
+                judge_tokens = counter(judge, prompt) + max_tokens + judge_prompt_tokens_estimate
+                row.jury_prompt_tokens += judge_tokens
+                row.jury_max_output_tokens += judge_max_tokens
+                judge_prompt[(slug, model, judge)] = judge_prompt.get((slug, model, judge), 0) + judge_tokens
+    method = getattr(counter, "method", "custom")
+    for (slug, model), row in rows.items():
+        row.counting = method
+        price = prices.price_for(model, names.get(model, model))
+        row.model_cost = cost(row.prompt_tokens, row.max_output_tokens, price)
+        if price is None:
+            row.unknown_prices.append(model)
+        judge_costs: list[float | None] = []
+        for judge in judges:
+            if (slug, model, judge) not in judge_prompt:
+                continue
+            judge_price = prices.price_for(judge, names.get(judge, judge))
+            if judge_price is None:
+                row.unknown_prices.append(judge)
+            calls = row.jury_calls // len(judges)
+            judge_costs.append(cost(judge_prompt[(slug, model, judge)], calls * judge_max_tokens, judge_price))
+        # a known part is kept for the "$X + unknown" display; jury_cost itself is None when any part is unknown
+        row.jury_cost = add_costs(judge_costs) if judge_costs else 0.0
+        row.jury_known_cost = math.fsum(c for c in judge_costs if c is not None)
+    return list(rows.values())
+
+
+def totals(rows: Sequence[EstimateRow]) -> dict[str, Any]:
+    """Sums over rows; ``*_cost`` is None when any price is unknown, ``known_cost`` the priced part."""
+    return {
+        "requests": sum(r.requests for r in rows),
+        "prompt_tokens": sum(r.prompt_tokens for r in rows),
+        "max_output_tokens": sum(r.max_output_tokens for r in rows),
+        "model_cost": add_costs(r.model_cost for r in rows),
+        "jury_calls": sum(r.jury_calls for r in rows),
+        "jury_prompt_tokens": sum(r.jury_prompt_tokens for r in rows),
+        "jury_max_output_tokens": sum(r.jury_max_output_tokens for r in rows),
+        "jury_cost": add_costs(r.jury_cost for r in rows),
+        "total_cost": add_costs(r.total_cost for r in rows),
+        "known_cost": math.fsum(r.known_cost for r in rows),
+        "unknown_prices": sorted({n for r in rows for n in r.unknown_prices}),
+    }
+
+
+def usd(value: float | None, known_part: float | None = None) -> str:
+    """``$1,234.56`` (``$0.0012`` below a dollar), ``unknown``, or ``$X + unknown`` when only part is priced."""
+    if value is None:
+        if known_part:
+            return f"{_money(known_part)} + unknown"
+        return "unknown"
+    return _money(value)
+
+
+def _money(value: float) -> str:
+    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
+
+
+def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_tokens: int = JUDGE_MAX_TOKENS) -> str:
+    """The estimate as a terminal table: one line per benchmark × model, a subtotal per model, the total."""
+    from tabulate import tabulate
+
+    header = ["benchmark", "model", "requests", "prompt tok", "max out tok", "model USD", "jury calls",
+              "jury prompt tok", "jury max out tok", "jury USD", "total USD"]
+
+    def line(label: str, model: str, group: Sequence[EstimateRow]) -> list[str]:
+        t = totals(group)
+        jury_known = math.fsum(r.jury_known_cost for r in group)
+        model_known = math.fsum(r.model_cost or 0.0 for r in group)
+        return [label, model, f"{t['requests']:,}", f"{t['prompt_tokens']:,}", f"{t['max_output_tokens']:,}",
+                usd(t["model_cost"], model_known), f"{t['jury_calls']:,}", f"{t['jury_prompt_tokens']:,}",
+                f"{t['jury_max_output_tokens']:,}", usd(t["jury_cost"], jury_known) if t["jury_calls"] else "-",
+                usd(t["total_cost"], t["known_cost"])]
+
+    table = [line(r.benchmark, r.model, [r]) for r in rows]
+    models = list(dict.fromkeys(r.model for r in rows))
+    if len(rows) > 1:
+        for model in models:
+            group = [r for r in rows if r.model == model]
+            if len(group) > 1:
+                table.append(line("subtotal", model, group))
+        table.append(line("TOTAL", f"{len(models)} model(s)", rows))
+    text = tabulate(table, headers=header, tablefmt="simple", disable_numparse=True,
+                    colalign=("left", "left") + ("right",) * 9)
+    t = totals(rows)
+    counting = {r.counting for r in rows}
+    notes = [
+        f"dry run: nothing was sent. Estimated upper bound: {usd(t['total_cost'], t['known_cost'])} "
+        f"for {t['requests']:,} requests and {t['jury_calls']:,} jury calls.",
+        "Upper bound: every answer is assumed as long as its benchmark's max_tokens, every judgement "
+        f"{judge_max_tokens:,} tokens" + (f" ({len(judges)} judge(s): {', '.join(judges)})." if judges else "."),
+    ]
+    if "chars/4" in counting:
+        notes.append("Prompt tokens approximated as characters / 4 (litellm's tokenizer was not available).")
+    else:
+        notes.append("Prompt tokens counted offline with litellm's bundled OpenAI tokenizers "
+                     "(approximate for non-OpenAI models).")
+    if t["unknown_prices"]:
+        notes.append("No price for: " + ", ".join(t["unknown_prices"]) +
+                     " (add them to a --medhelm-prices TOML file: [\"model\"] input_per_million = ..., "
+                     "output_per_million = ...).")
+    return text + "\n\n" + "\n".join(notes)

@@ -1,0 +1,258 @@
+"""Performance benchmark of pytest-medhelm: measures the targets of DESIGN.md side by side and prints a table.
+
+    python tests/perf/bench.py [--quick] [--markdown]
+
+1. answers ahead of time: N=2000 requests at concurrency 64 against our test server with 100 ms latency: the whole
+   pytest run, a bare aiohttp loop sending the same requests to the same server, and the ideal N x latency / C;
+2. a fully cached re-run of 10,000 items against bare pytest running 10,000 trivial parametrized tests;
+3. the extra wall time of a pytest session that collects no medhelm item: plugin installed vs -p no:medhelm;
+4. peak memory (max RSS) collecting every public benchmark of ../shared/data with no cap;
+5. time to aggregate and report 100,000 instance records (results dict, JSON, Markdown, HTML when present).
+
+Not a test: it takes a minute or two and its numbers depend on the machine. Each pytest run is a subprocess with
+plugin autoloading limited to pytest-medhelm and xdist, so other installed plugins do not blur the comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+TOY_CONFTEST = textwrap.dedent('''
+    import json
+    from pytest_medhelm.catalogue.definition import Benchmark, Instance
+    from pytest_medhelm.data.sources import DataFile
+    from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
+    from pytest_medhelm.prompting import MultipleChoicePrompt
+
+    def build(files):
+        rows = json.loads(files["toy.json"].read_text())
+        return [Instance(id=r["id"], input=r["q"], choices=("yes", "no"), correct=r["correct"]) for r in rows]
+
+    TOY = Benchmark(slug="toy", name="Toy", category="medical_research", subcategory="Conducting Literature Research",
+                    access="public", kind="closed", files=(DataFile("toy.json"),), build_instances=build,
+                    prompt=MultipleChoicePrompt(instructions="Answer A or B.", input_noun="Question"),
+                    metric=MULTIPLE_CHOICE_EXACT_MATCH, max_tokens=1)
+
+    def pytest_medhelm_register_benchmarks(registry):
+        registry.register(TOY)
+''')
+
+TOY_TEST = textwrap.dedent('''
+    import pytest
+    from pytest_medhelm.assertions import assert_metric
+
+    @pytest.mark.medhelm(benchmark="toy")
+    def test_toy(medhelm_instance, medhelm_model):
+        assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
+''')
+
+
+def pytest_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only what we load with -p: ours and xdist
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run_pytest(args: list[str], cwd: Path, plugins=("pytest_medhelm.plugin", "xdist.plugin")) -> tuple[float, int]:
+    """Wall time of one pytest subprocess, and its max RSS in KiB."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    for plugin in plugins:
+        command += ["-p", plugin]
+    wrapper = ("import resource, subprocess, sys, time; t=time.perf_counter(); "
+               "r=subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE); "
+               "w=time.perf_counter()-t; m=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
+               "print(w, m, r.returncode); sys.stderr.write(r.stderr.decode()[-2000:] if r.returncode > 1 else '')")
+    out = subprocess.run([sys.executable, "-c", wrapper, *command, *args], cwd=cwd, env=pytest_env(),
+                         capture_output=True, text=True, check=True)
+    wall, rss, code = out.stdout.split()
+    if int(code) not in (0, 1):
+        raise SystemExit(f"pytest {' '.join(args)} exited {code}: {out.stderr}")
+    return float(wall), int(rss)
+
+
+def toy_project(root: Path, n: int) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "conftest.py").write_text(TOY_CONFTEST)
+    (root / "test_toy.py").write_text(TOY_TEST)
+    (root / "data" / "toy").mkdir(parents=True, exist_ok=True)
+    rows = [{"id": f"q{i:05d}", "q": f"question {i}?", "correct": i % 2} for i in range(n)]
+    (root / "data" / "toy" / "toy.json").write_text(json.dumps(rows))
+    return root / "data"
+
+
+async def bare_aiohttp(url: str, n: int, concurrency: int) -> float:
+    import aiohttp
+
+    bodies = [{"model": "toy", "messages": [{"role": "user", "content": f"Answer A or B.\n\nQuestion: question {i}?"
+                                                                        "\nA. yes\nB. no\nAnswer:"}],
+               "temperature": 0.0, "max_tokens": 1} for i in range(n)]
+    queue: asyncio.Queue = asyncio.Queue()
+    for body in bodies:
+        queue.put_nowait(body)
+    started = time.perf_counter()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+        async def worker():
+            while not queue.empty():
+                body = queue.get_nowait()
+                async with session.post(url + "/chat/completions", json=body) as response:
+                    await response.read()
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def bench_generation(work: Path, n: int, concurrency: int, latency: float, repeats: int) -> dict:
+    from pytest_medhelm.testing.server import start_subprocess_server
+
+    data = toy_project(work / "gen", n)
+    plugin_runs, bare_runs = [], []
+    with start_subprocess_server(answer="A", latency=latency) as server:
+        for _ in range(repeats):
+            bare_runs.append(asyncio.run(bare_aiohttp(server.url, n, concurrency)))
+            wall, _rss = run_pytest(["--medhelm-model", "openai/toy", "--medhelm-api-base", server.url,
+                                     "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
+                                     "--medhelm-concurrency", str(concurrency)], work / "gen")
+            plugin_runs.append(wall)
+    return {"plugin": median(plugin_runs), "bare": median(bare_runs), "ideal": n * latency / concurrency}
+
+
+def bench_cached(work: Path, n: int, repeats: int) -> dict:
+    from pytest_medhelm.testing.server import start_subprocess_server
+
+    data = toy_project(work / "cached", n)
+    bare_dir = work / "bare"
+    bare_dir.mkdir(exist_ok=True)
+    (bare_dir / "test_bare.py").write_text(
+        f"import pytest\n\n@pytest.mark.parametrize('i', range({n}))\ndef test_trivial(i):\n    assert i >= 0\n")
+    args = ["--medhelm-model", "openai/toy", "--medhelm-data-dir", str(data), "--medhelm-cache-dir",
+            str(work / "cached" / "cache")]
+    with start_subprocess_server(answer="A") as server:
+        run_pytest([*args, "--medhelm-api-base", server.url], work / "cached")  # fill the cache
+        before = server.stats()["count"]
+        cached = [run_pytest([*args, "--medhelm-api-base", server.url], work / "cached")[0] for _ in range(repeats)]
+        assert server.stats()["count"] == before, "the cached re-run sent requests"
+    bare = [run_pytest([], bare_dir, plugins=())[0] for _ in range(repeats)]
+    return {"plugin": median(cached), "bare": median(bare)}
+
+
+def bench_idle(work: Path, repeats: int) -> dict:
+    idle = work / "idle"
+    idle.mkdir(exist_ok=True)
+    (idle / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    with_plugin, without = [], []
+    for _ in range(repeats):  # interleaved, so that drift of the machine hits both
+        with_plugin.append(run_pytest([], idle, plugins=("pytest_medhelm.plugin",))[0])
+        without.append(run_pytest([], idle, plugins=())[0])
+    return {"plugin": median(with_plugin), "bare": median(without)}
+
+
+def bench_memory(work: Path) -> dict | None:
+    if not SHARED_DATA.is_dir():
+        return None
+    wall, rss = run_pytest([str(REPO / "benchmarks"), "--collect-only", "--medhelm-model", "openai/x",
+                            "--medhelm-data-dir", str(SHARED_DATA)], work)
+    baseline_wall, baseline_rss = run_pytest([str(REPO / "benchmarks"), "--collect-only"], work)
+    return {"rss_mib": rss / 1024, "baseline_rss_mib": baseline_rss / 1024, "wall": wall}
+
+
+def bench_report(n: int) -> dict:
+    import random
+
+    from pytest_medhelm.catalogue import builtin_benchmarks
+    from pytest_medhelm.report.results import build_results, write_json
+    from pytest_medhelm.report.tables import markdown
+
+    catalogue = {b.slug: b for b in builtin_benchmarks()}
+    slugs = sorted(catalogue)
+    rng = random.Random(0)
+    records = []
+    models = ["openai/a", "openai/b", "openai/c", "openai/d"]
+    for i in range(n):
+        slug = slugs[i % len(slugs)]
+        score = float(rng.random() < 0.6)
+        records.append({"benchmark": slug, "instance_id": f"i{i // len(slugs)}", "model": models[i % 4],
+                        "prompt_sha256": "0" * 64, "answer": "A", "score": score, "raw_score": score,
+                        "tokens_in": 300, "tokens_out": 1, "cost_usd": 0.0001, "latency_s": 0.1, "cached": False,
+                        "error": None})
+    timings = {}
+    started = time.perf_counter()
+    results = build_results(records, catalogue, models=models)
+    timings["aggregate"] = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        write_json(results, Path(tmp) / "r.json")
+        timings["json"] = time.perf_counter() - started
+        started = time.perf_counter()
+        markdown(results)
+        timings["markdown"] = time.perf_counter() - started
+        try:
+            from pytest_medhelm.report.html import render_html
+        except ImportError:
+            timings["html"] = None
+        else:
+            started = time.perf_counter()
+            render_html(results)
+            timings["html"] = time.perf_counter() - started
+    return timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a smoke run)")
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else 3
+    n_gen, n_cached, n_report = (400, 2000, 20_000) if args.quick else (2000, 10_000, 100_000)
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="medhelm-bench-") as tmp:
+        work = Path(tmp)
+        gen = bench_generation(work, n_gen, 64, 0.1, repeats)
+        rows.append((f"answers ahead: {n_gen} req, C=64, 100 ms", f"{gen['plugin']:.2f} s",
+                     f"bare aiohttp {gen['bare']:.2f} s; ideal {gen['ideal']:.2f} s",
+                     f"{gen['plugin'] / gen['bare']:.2f}x bare (target <= 1.25x)"))
+        cached = bench_cached(work, n_cached, repeats)
+        rows.append((f"cached re-run: {n_cached} items", f"{cached['plugin']:.2f} s",
+                     f"bare pytest {n_cached} trivial tests {cached['bare']:.2f} s",
+                     f"{cached['plugin'] / cached['bare']:.2f}x bare (target <= 2x)"))
+        idle = bench_idle(work, max(5, repeats * 3))
+        rows.append(("idle session (no medhelm item)", f"{idle['plugin'] * 1000:.0f} ms",
+                     f"-p no:medhelm {idle['bare'] * 1000:.0f} ms",
+                     f"+{(idle['plugin'] - idle['bare']) * 1000:.0f} ms (target <= 50 ms)"))
+        memory = bench_memory(work)
+        if memory:
+            rows.append(("collect every public benchmark, no cap", f"{memory['rss_mib']:.0f} MiB max RSS",
+                         f"pytest collecting the suite without a model {memory['baseline_rss_mib']:.0f} MiB",
+                         f"collection {memory['wall']:.1f} s"))
+        report = bench_report(n_report)
+        html = "n/a" if report["html"] is None else f"{report['html']:.2f} s"
+        rows.append((f"report {n_report} records", f"{report['aggregate']:.2f} s aggregate",
+                     f"JSON {report['json']:.2f} s, Markdown {report['markdown']:.2f} s, HTML {html}", ""))
+
+    from tabulate import tabulate
+
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(tabulate(rows, headers=["measure", "pytest-medhelm", "reference", "ratio / target"], tablefmt="github"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,167 @@
+"""Prices (the --medhelm-prices TOML file and litellm's local table) and exact cost arithmetic."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from pytest_medhelm.cost import (Prices, PricesError, add_costs, cost, jury_accounting, litellm_price,
+                                 litellm_price_table, parse_prices, per_token)
+from report_fixtures import PRICES_TOML, no_network
+
+
+@pytest.fixture
+def prices_file(tmp_path):
+    def write(text: str):
+        path = tmp_path / "prices.toml"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+def test_prices_file_gives_per_token_prices(prices_file):
+    prices = Prices.load(prices_file(PRICES_TOML))
+    assert prices.price_for("openai/gpt-4o") == (2.5e-6, 1e-5)
+    assert prices.price_for("hosted_vllm/llama-3.3-70b") == (7.1e-7, 7.1e-7)
+    assert prices.source_of("openai/gpt-4o") == "file"
+    # the user's name first, then the litellm model string sent
+    assert prices.price_for("local/mine", "hosted_vllm/llama-3.3-70b") == (7.1e-7, 7.1e-7)
+
+
+def test_empty_prices_file_is_valid(prices_file):
+    assert parse_prices(prices_file("# nothing priced yet\n")) == {}
+
+
+def test_integer_prices_are_accepted(prices_file):
+    path = prices_file('["m"]\ninput_per_million = 3\noutput_per_million = 15\n')
+    assert parse_prices(path) == {"m": (3e-6, 1.5e-5)}
+
+
+def test_cost_with_2_50_and_10_00_is_exactly_tokens_times_prices(prices_file):
+    prices = Prices.load(prices_file(PRICES_TOML))
+    rng = random.Random(0)
+    for _ in range(2000):
+        tokens_in, tokens_out = rng.randrange(0, 200_000), rng.randrange(0, 8192)
+        value = prices.cost("openai/gpt-4o", "openai/gpt-4o", tokens_in, tokens_out)
+        assert value == tokens_in * 2.5e-6 + tokens_out * 1e-5  # bit for bit, not approximately
+        # and so is the cost recorded for an answer, whatever litellm would have said
+        assert prices.completion_cost("openai/gpt-4o", "openai/gpt-4o", tokens_in, tokens_out,
+                                      reported=123.0) == value
+
+
+def test_cost_survives_the_json_round_trip_exactly(prices_file):
+    """The JSON results file holds the same float: json writes the shortest repr, which reads back exactly."""
+    from report_fixtures import sample_records
+
+    prices = Prices.load(prices_file(PRICES_TOML))
+    records = sample_records(prices)
+    back = json.loads(json.dumps(records))
+    for rec in back:
+        if rec["model"] == "openai/gpt-4o" and rec["error"] is None:
+            assert rec["cost_usd"] == rec["tokens_in"] * 2.5e-6 + rec["tokens_out"] * 1e-5
+
+
+def test_per_token_is_the_decimal_literal_shifted_by_six_places():
+    # p / 1e6 is off by one unit in the last place for many two-decimal prices; per_token never is
+    rng = random.Random(1)
+    for _ in range(20_000):
+        text = f"{rng.randrange(0, 100_000) / 100:.2f}"
+        assert per_token(float(text)) == float(text + "e-6")
+    assert per_token(2.50) == 2.5e-6 and per_token(10.00) == 1e-5 and per_token(0) == 0.0
+
+
+@pytest.mark.parametrize("text, table, key, words", [
+    ('["m"]\ninput_per_million = 1.0\n', "m", "output_per_million", "missing"),
+    ('["m"]\ninput_per_million = 1.0\noutput_per_million = 2.0\ncurrency = "USD"\n', "m", "currency",
+     "unknown key"),
+    ('["m"]\ninput_per_million = -1.0\noutput_per_million = 2.0\n', "m", "input_per_million", ">= 0"),
+    ('["m"]\ninput_per_million = "2.50"\noutput_per_million = 2.0\n', "m", "input_per_million", "a string"),
+    ('["m"]\ninput_per_million = true\noutput_per_million = 2.0\n', "m", "input_per_million", "a boolean"),
+    ('["m"]\ninput_per_million = nan\noutput_per_million = 2.0\n', "m", "input_per_million", "finite"),
+    ('["m"]\ninput_per_million = 1.0\noutput_per_million = inf\n', "m", "output_per_million", "finite"),
+    ('[gpt-4o.mini]\ninput_per_million = 1.0\noutput_per_million = 2.0\n', "gpt-4o", "mini", "quote"),
+])
+def test_bad_prices_name_the_file_the_table_and_the_key(prices_file, text, table, key, words):
+    path = prices_file(text)
+    with pytest.raises(PricesError) as info:
+        Prices.load(path)
+    message = str(info.value)
+    assert str(path) in message and f'["{table}"]' in message and f"key {key}" in message and words in message
+    assert (info.value.path, info.value.table, info.value.key) == (str(path), table, key)
+
+
+def test_a_value_that_is_not_a_table_and_invalid_toml_are_errors(prices_file):
+    path = prices_file('"openai/gpt-4o" = 2.5\n')
+    with pytest.raises(PricesError, match="'openai/gpt-4o' is a float, not a table"):
+        Prices.load(path)
+    path = prices_file('["m"\ninput_per_million = 1\n')
+    with pytest.raises(PricesError, match="not valid TOML") as info:
+        Prices.load(path)
+    assert str(path) in str(info.value)
+    with pytest.raises(PricesError, match="cannot be read"):
+        Prices.load(path.parent / "absent.toml")
+
+
+def test_litellm_local_table_knows_gpt_4o_mini_offline():
+    """The bundled table, read without the network, agrees with litellm.model_cost (LITELLM_LOCAL_MODEL_COST_MAP)."""
+    import sys
+
+    had_litellm = "litellm" in sys.modules
+    with no_network() as attempts:
+        price = Prices().price_for("openai/gpt-4o-mini")
+        from pytest_medhelm.cost import import_litellm
+
+        litellm = import_litellm()
+    assert attempts == []
+    entry = litellm.model_cost["gpt-4o-mini"]
+    assert price == (entry["input_cost_per_token"], entry["output_cost_per_token"])
+    assert price is not None and 0 < price[0] < price[1]
+    assert Prices().source_of("openai/gpt-4o-mini") == "litellm"
+    assert litellm_price("gpt-4o-mini") == price  # the bare name too
+    if not had_litellm:
+        assert len(litellm_price_table()) == len(litellm.model_cost)
+
+
+def test_a_prices_file_overrides_litellm(prices_file):
+    prices = Prices.load(prices_file('["openai/gpt-4o-mini"]\ninput_per_million = 1\noutput_per_million = 2\n'))
+    assert prices.price_for("openai/gpt-4o-mini") == (1e-6, 2e-6)
+
+
+def test_unknown_models_cost_unknown_never_zero():
+    prices = Prices()
+    for name in ("hosted_vllm/my-finetune", "local/smollm2", "openai/toy-model"):
+        assert prices.price_for(name) is None
+        assert prices.cost(name, name, 100, 10) is None
+        assert prices.completion_cost(name, name, 100, 10, reported=None) is None
+    # a provider prefix only falls back to the bare name under that same provider
+    assert prices.price_for("hosted_vllm/gpt-4o-mini") is None
+    assert cost(10, 10, None) is None and cost(None, 10, (1.0, 1.0)) is None
+
+
+def test_completion_cost_prefers_file_then_reported_then_table(prices_file):
+    prices = Prices.load(prices_file(PRICES_TOML))
+    assert prices.completion_cost("openai/gpt-4o-mini", "openai/gpt-4o-mini", 1000, 10, reported=0.5) == 0.5
+    table = prices.price_for("openai/gpt-4o-mini")
+    assert prices.completion_cost("openai/gpt-4o-mini", "openai/gpt-4o-mini", 1000, 10) == cost(1000, 10, table)
+
+
+def test_add_costs_and_jury_accounting(prices_file):
+    assert add_costs([0.1, 0.2, 0.3]) == 0.6  # fsum: correctly rounded
+    assert add_costs([0.1, None]) is None
+    assert add_costs([]) == 0.0
+
+    class Verdict:
+        def __init__(self, tokens_in, tokens_out, cost_usd=None):
+            self.tokens_in, self.tokens_out, self.cost_usd = tokens_in, tokens_out, cost_usd
+
+    prices = Prices.load(prices_file(PRICES_TOML))
+    verdicts = {"openai/gpt-4o": Verdict(1000, 200), "hosted_vllm/llama-3.3-70b": Verdict(900, 100),
+                "anthropic/broken": RuntimeError("HTTP 500")}
+    acc = jury_accounting(prices, verdicts)
+    assert acc["jury_tokens_in"] == 1900 and acc["jury_tokens_out"] == 300
+    assert acc["jury_cost_usd"] == add_costs([1000 * 2.5e-6 + 200 * 1e-5, 900 * 7.1e-7 + 100 * 7.1e-7])
+    verdicts["hosted_vllm/unpriced"] = Verdict(10, 10)
+    assert jury_accounting(prices, verdicts)["jury_cost_usd"] is None  # one judge unpriced: unknown

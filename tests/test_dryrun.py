@@ -1,0 +1,128 @@
+"""--medhelm-dry-run's estimate: counted offline, upper bounds, jury calls, prices, and the terminal table."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_medhelm.cost import Prices, per_token
+from pytest_medhelm.dryrun import JUDGE_MAX_TOKENS, TokenCounter, estimate, render, totals, usd
+from report_fixtures import no_network
+
+JUDGES = ["openai/gpt-4o", "anthropic/claude-3-7-sonnet-20250219", "hosted_vllm/llama-3.3-70b"]
+
+
+def fake_count(model: str, text: str) -> int:
+    return len(text.split())
+
+
+def items():
+    out = []
+    for model in ("openai/gpt-4o", "hosted_vllm/mine"):
+        out += [("pubmedqa", model, "Is aspirin protective ? " + "w " * i, 1) for i in range(10)]
+        out += [("mtsamples", model, "Write the plan . " + "w " * i, 512) for i in range(4)]
+    return out
+
+
+def prices() -> Prices:
+    return Prices({"openai/gpt-4o": (per_token(2.50), per_token(10.00)),
+                   "anthropic/claude-3-7-sonnet-20250219": (per_token(3.00), per_token(15.00)),
+                   "hosted_vllm/llama-3.3-70b": (per_token(0.71), per_token(0.71))}, use_litellm=False)
+
+
+def test_estimate_counts_requests_tokens_upper_bounds_and_jury_calls():
+    rows = estimate(items(), JUDGES, 1000, open_benchmarks={"mtsamples"}, prices=prices(), count_tokens=fake_count)
+    assert [(r.benchmark, r.model) for r in rows] == [("pubmedqa", "openai/gpt-4o"), ("mtsamples", "openai/gpt-4o"),
+                                                      ("pubmedqa", "hosted_vllm/mine"),
+                                                      ("mtsamples", "hosted_vllm/mine")]
+    pub, mts = rows[0], rows[1]
+    assert pub.requests == 10 and pub.prompt_tokens == sum(4 + i for i in range(10)) and pub.max_output_tokens == 10
+    assert pub.jury_calls == 0 and pub.jury_cost == 0.0  # closed benchmark: no jury
+    assert mts.requests == 4 and mts.max_output_tokens == 4 * 512
+    assert mts.jury_calls == 3 * 4 and mts.jury_max_output_tokens == 3 * 4 * JUDGE_MAX_TOKENS
+    prompt = sum(4 + i for i in range(4))
+    assert mts.jury_prompt_tokens == 3 * (prompt + 4 * 512 + 4 * 1000)
+    # USD: the upper bound at the given prices, exactly
+    assert pub.model_cost == pub.prompt_tokens * 2.5e-6 + 10 * 1e-5
+    per_judge = prompt + 4 * 512 + 4 * 1000
+    assert mts.jury_cost == math.fsum([per_judge * 2.5e-6 + 4 * 4096 * 1e-5, per_judge * 3e-6 + 4 * 4096 * 1.5e-5,
+                                       per_judge * 7.1e-7 + 4 * 4096 * 7.1e-7])
+    assert mts.total_cost == math.fsum([mts.model_cost, mts.jury_cost])
+
+
+def test_unknown_prices_are_unknown_not_zero():
+    rows = estimate(items(), JUDGES, open_benchmarks={"mtsamples"}, prices=prices(), count_tokens=fake_count)
+    mine = [r for r in rows if r.model == "hosted_vllm/mine"]
+    assert all(r.model_cost is None and r.total_cost is None for r in mine)
+    assert all("hosted_vllm/mine" in r.unknown_prices for r in mine)
+    t = totals(rows)
+    assert t["total_cost"] is None and t["model_cost"] is None
+    assert t["known_cost"] == pytest.approx(sum(r.known_cost for r in rows))
+    assert t["known_cost"] > 0 and t["unknown_prices"] == ["hosted_vllm/mine"]
+    # a judge without a price makes the jury cost unknown
+    rows = estimate(items(), JUDGES + ["hosted_vllm/judge-x"], open_benchmarks={"mtsamples"}, prices=prices(),
+                    count_tokens=fake_count)
+    assert rows[1].jury_cost is None and rows[1].jury_known_cost > 0
+
+
+def test_render_prints_rows_totals_and_dollars():
+    rows = estimate(items(), JUDGES, open_benchmarks={"mtsamples"}, prices=prices(), count_tokens=fake_count)
+    text = render(rows, JUDGES)
+    lines = text.splitlines()
+    assert lines[0].split()[:3] == ["benchmark", "model", "requests"]
+    assert any(line.startswith("pubmedqa") and "openai/gpt-4o" in line for line in lines)
+    assert any(line.startswith("subtotal") for line in lines) and any(line.startswith("TOTAL") for line in lines)
+    assert "unknown" in text and "$" in text
+    assert "dry run: nothing was sent" in text and "+ unknown" in text
+    assert "No price for: hosted_vllm/mine" in text and "--medhelm-prices" in text
+    one = estimate(items()[:3], prices=prices(), count_tokens=fake_count)
+    assert "TOTAL" not in render(one)
+    assert usd(None) == "unknown" and usd(None, 2.5) == "$2.50 + unknown" and usd(1234.5) == "$1,234.50"
+    assert usd(0.00123) == "$0.0012"
+
+
+def test_real_counter_is_offline_and_fetches_no_tokenizer():
+    """litellm's counter, with every socket refused: OpenAI models exactly, Llama and Claude without the Hub."""
+    text = "Le patient présente une douleur thoracique ; 患者胸痛。 " * 10
+    with no_network() as attempts:
+        counter = TokenCounter()
+        gpt4o = counter("openai/gpt-4o", text)
+        llama = counter("hosted_vllm/meta-llama/Llama-3.3-70B-Instruct", text)
+        claude = counter("anthropic/claude-2.1", text)
+        mini = counter("gpt-4o-mini", text)
+    assert attempts == []  # not even a DNS look-up
+    assert counter.method == "litellm"
+    import tiktoken  # the encodings litellm ships (its import set TIKTOKEN_CACHE_DIR to them)
+
+    o200k = len(tiktoken.get_encoding("o200k_base").encode(text))
+    cl100k = len(tiktoken.get_encoding("cl100k_base").encode(text))
+    assert o200k != cl100k
+    # one user message: the text plus the chat format's few tokens
+    assert 0 < gpt4o - o200k <= 8 and gpt4o == mini  # the "openai/" prefix does not demote to cl100k
+    assert 0 < llama - cl100k <= 8 and claude == llama  # approximated with cl100k_base, offline
+
+
+def test_estimate_with_the_real_counter_sends_nothing():
+    with no_network() as attempts:
+        rows = estimate([("pubmedqa", "openai/gpt-4o-mini", "Question: is this a test?", 1)] * 3,
+                        ["openai/gpt-4o"], open_benchmarks=())
+    assert attempts == []
+    assert rows[0].requests == 3 and rows[0].prompt_tokens > 3 * 5 and rows[0].model_cost is not None
+    assert rows[0].counting == "litellm"
+
+
+def test_characters_over_four_when_litellm_is_unavailable():
+    counter = TokenCounter()
+    counter._litellm = None
+    assert counter("openai/gpt-4o", "x" * 41) == 11 and counter.method == "chars/4"
+    rows = estimate([("pubmedqa", "m", "x" * 40, 1)], count_tokens=counter, prices=Prices(use_litellm=False))
+    assert rows[0].prompt_tokens == 10 and rows[0].counting == "chars/4"
+    assert "characters / 4" in render(rows)
+
+
+def test_estimate_to_json():
+    [row] = estimate([("pubmedqa", "openai/gpt-4o", "a b c", 1)], prices=prices(), count_tokens=fake_count)
+    data = row.to_json()
+    assert data["requests"] == 1 and data["prompt_tokens"] == 3 and data["model_cost_usd"] == 3 * 2.5e-6 + 1e-5
+    assert data["total_cost_usd"] == data["model_cost_usd"]
