@@ -163,7 +163,7 @@ def resolve_gguf(name: str | os.PathLike[str], *, check_server: bool = True) -> 
         raise LocalModelUnavailable(f"local model path is not a file: {path} (expected a .gguf file)")
     if check_server:
         require_server()
-    return path.resolve()
+    return Path(os.path.abspath(path))  # not resolve(): keep a symlink as the user named it
 
 
 def served_model_name(name: str | os.PathLike[str]) -> str:
