@@ -61,7 +61,8 @@ def data_status(bench: "Benchmark", data_dir: Path | None, count: bool = True) -
         if not count:
             return DataStatus("yes", "-")
         instances = bench.build_instances(files)
-        return DataStatus("yes", str(len(instances)))
+        removed = sum(getattr(instances, "removed", {}).values())  # what the loader's filters dropped, counted
+        return DataStatus("yes", str(len(instances)) + (f" ({removed} filtered)" if removed else ""))
     except DataMissing as exc:
         return DataStatus("no", "-", str(exc))
     except Exception as exc:  # noqa: BLE001 - a malformed file, a loader bug: this row says so, the list goes on

@@ -70,6 +70,7 @@ class MedhelmSession:
         self._index: dict[str, dict[str, Any]] = {}
         self._instances: dict[str, Any] = {}
         self.records: list[dict[str, Any]] = []
+        self.removed: dict[str, dict[str, int]] = {}  # benchmark -> reason -> source records a filter dropped
         self.misses: list[tuple[str, str]] = []
         self.results: dict[str, Any] | None = None
         self.gate_failed = False
@@ -282,6 +283,8 @@ class MedhelmSession:
             try:
                 files = resolve_files(bench, rc.data_dir)
                 loaded = bench.build_instances(files)
+                # a loader's filters never drop silently: what they removed is reported with the results
+                self.removed[slug] = dict(getattr(loaded, "removed", {}) or {})
                 cap = rc.max_instances if bench.max_instances is None else min(
                     bench.max_instances, rc.max_instances or bench.max_instances)
                 import dataclasses
@@ -604,6 +607,7 @@ class MedhelmSession:
         results = build_results(records, catalogue, models=rc.models, options=rc.public_options(),
                                 started=self.started, finished=_now(), compat=rc.compat,
                                 commit=git_commit(Path(str(self.config.rootpath))))
+        results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
         evaluate_gates(results, rc.thresholds)
         # plugins (comparisons with a baseline, cost, reports) may add sections and gates of their own
         self.config.hook.pytest_medhelm_results(results=results, config=self.config)
