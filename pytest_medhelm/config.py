@@ -124,6 +124,13 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
     prices = values["medhelm_prices"]
     if prices is not None and not Path(prices).is_file():
         raise _usage(f"--medhelm-prices {prices!r}: no such file (expected a TOML file of model prices)")
+    if prices is not None:
+        from pytest_medhelm.cost import PricesError, parse_prices
+
+        try:
+            parse_prices(prices)
+        except PricesError as exc:
+            raise _usage(str(exc)) from None
 
     data_dir = values["medhelm_data_dir"]
     if data_dir is not None:

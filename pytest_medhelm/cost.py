@@ -97,24 +97,29 @@ def import_litellm() -> Any:
 _TABLE: dict[str, Any] | None = None
 
 
+def bundled_price_table() -> dict[str, Any] | None:
+    """The price table shipped inside the litellm package, read without importing litellm (None if absent)."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("litellm")
+        if spec is None or not spec.origin:
+            return None
+        with open(Path(spec.origin).parent / "model_prices_and_context_window_backup.json", encoding="utf-8") as fh:
+            table = json.load(fh)
+    except (OSError, ValueError, ImportError):
+        return None
+    return table if isinstance(table, dict) else None
+
+
 def litellm_price_table() -> Mapping[str, Any]:
     """litellm's local price table: ``litellm.model_cost`` if litellm is imported, else its bundled JSON file."""
     global _TABLE
     if "litellm" in sys.modules and isinstance(getattr(sys.modules["litellm"], "model_cost", None), dict):
         return sys.modules["litellm"].model_cost
     if _TABLE is None:
-        table = None
-        try:
-            import importlib.util
-
-            spec = importlib.util.find_spec("litellm")
-            if spec is not None and spec.origin:
-                path = Path(spec.origin).parent / "model_prices_and_context_window_backup.json"
-                with open(path, encoding="utf-8") as fh:
-                    table = json.load(fh)
-        except (OSError, ValueError, ImportError):
-            table = None
-        if not isinstance(table, dict):
+        table = bundled_price_table()
+        if table is None:
             try:
                 table = dict(import_litellm().model_cost)
             except Exception:  # no litellm at all: every price is unknown unless the file gives it
@@ -226,6 +231,22 @@ def jury_accounting(prices: Prices, verdicts: Mapping[str, Any],
         litellm_model = (litellm_model_of or {}).get(name, name)
         costs.append(prices.completion_cost(name, litellm_model, t_in, t_out, getattr(verdict, "cost_usd", None)))
     return {"jury_tokens_in": tokens_in, "jury_tokens_out": tokens_out, "jury_cost_usd": add_costs(costs)}
+
+
+def apply_file_prices(results: Mapping[str, Any], prices: Prices,
+                      litellm_models: Mapping[str, str] | None = None) -> None:
+    """Per model priced by the prices file, set ``cost_usd`` in ``results["models"]`` to exactly its total tokens ×
+    the file's prices (the plain sum of the per-instance costs can differ from it in the last bits).
+
+    Models priced by litellm (or not at all) keep the sum of their instances' costs (or None)."""
+    for row in results.get("models") or []:
+        name = row.get("model")
+        if not name:
+            continue
+        litellm_model = (litellm_models or {}).get(name, name)
+        if prices.source_of(name, litellm_model) == "file":
+            row["cost_usd"] = prices.cost(name, litellm_model, int(row.get("tokens_in") or 0),
+                                          int(row.get("tokens_out") or 0))
 
 
 def parse_prices(path: str | os.PathLike[str]) -> dict[str, Price]:

@@ -36,6 +36,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config):
+    if config.getoption("medhelm_dry_run") and getattr(config.option, "numprocesses", None):
+        # a dry run sends nothing and prints one estimate: no worker processes for that
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+        config.option.tx = []
     if config.getoption("medhelm_list") or config.getoption("medhelm_tree"):
         from pytest_medhelm.listing import show_list
 

@@ -85,6 +85,7 @@ class MedhelmSession:
             self.run_id = os.urandom(16).hex()
             self._run_cache_dir = None
         self._ahead_done = False
+        self._prices = None
         self._local = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
         _ACTIVE.append(self)
 
@@ -142,6 +143,15 @@ class MedhelmSession:
             self._scheduler = Scheduler(self.cache, Settings(concurrency=rc.concurrency, timeout=rc.timeout,
                                                              retries=rc.retries))
         return self._scheduler
+
+    @property
+    def prices(self):
+        """Prices per token: the --medhelm-prices file first, then litellm's bundled table (unknown: None)."""
+        if self._prices is None:
+            from pytest_medhelm.cost import Prices
+
+            self._prices = Prices.load(self.run_config.prices)
+        return self._prices
 
     def model_spec(self, name: str) -> "ModelSpec":
         spec = self._specs.get(name)
@@ -463,6 +473,8 @@ class MedhelmSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
         if not self.is_worker and not self.is_controller and not self.config.option.collectonly:
+            if self._run_config is not None and self.run_config.dry_run:
+                self._dry_run(session)  # exits
             if self._has_medhelm_items(session.items):
                 self._ahead(self._triples(session.items))
         result = yield
@@ -473,6 +485,29 @@ class MedhelmSession:
                 if session.testsfailed == 0:
                     session.testsfailed = 1
         return result
+
+    def _dry_run(self, session: pytest.Session) -> None:
+        """--medhelm-dry-run: count the prompt tokens offline, add the maximum output tokens and the jury's calls,
+        print the estimate, and exit without sending anything."""
+        from pytest_medhelm.dryrun import JUDGE_MAX_TOKENS, estimate, render
+        from pytest_medhelm.jury import DEFAULT_JUDGES, JURY_BENCHMARKS
+
+        rc = self.run_config
+        requests = self._answer_requests(self._triples(session.items))
+        judges = list(rc.judges or DEFAULT_JUDGES)
+        items = [(i.benchmark, m, r.prompt_text, r.max_tokens) for m, i, r in requests]
+        open_benchmarks = {i.benchmark for _m, i, _r in requests
+                           if getattr(self.registry.get(i.benchmark).metric, "needs_judges", False)
+                           or i.benchmark in JURY_BENCHMARKS}
+        litellm_models = {m: self.model_spec(m).litellm_model for m in rc.models}
+        litellm_models.update({j: self.judge_spec(j).litellm_model for j in judges})
+        rows = estimate(items, judges, open_benchmarks=open_benchmarks, prices=self.prices,
+                        litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        text = render(rows, judges)
+        for line in text.splitlines():
+            reporter.write_line(line)
+        pytest.exit("medhelm dry run: nothing was sent", returncode=0)
 
     def _errored(self) -> bool:
         return False  # errored items already count as failed tests
@@ -500,12 +535,15 @@ class MedhelmSession:
 
         key = request.cache_key()
         completion = self.cache.get(key)
-        if completion is not None:
-            return completion
-        error = self.cache.get_error(key)
-        if error is not None:  # the answers-ahead phase already tried (with retries) and failed
-            raise ModelError(spec.name, error.split(": ", 1)[-1] if error.startswith(spec.name) else error)
-        return self.scheduler.complete(Job(self.endpoint(spec), request))
+        if completion is None:
+            error = self.cache.get_error(key)
+            if error is not None:  # the answers-ahead phase already tried (with retries) and failed
+                raise ModelError(spec.name, error.split(": ", 1)[-1] if error.startswith(spec.name) else error)
+            completion = self.scheduler.complete(Job(self.endpoint(spec), request))
+        # priced here, for the model under test and the judges alike: a prices file wins over litellm's table
+        completion.cost_usd = self.prices.completion_cost(spec.name, spec.litellm_model, completion.tokens_in,
+                                                          completion.tokens_out, completion.cost_usd)
+        return completion
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -559,6 +597,9 @@ class MedhelmSession:
             elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
                 rec.setdefault("error", f"{excinfo.typename}: {excinfo.value}")
                 rec["score"] = None
+            for key in ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd"):
+                if key in (rec.get("metrics") or {}):
+                    rec[key] = rec["metrics"][key]
             if report.when == "call" or "error" in rec:
                 report.medhelm = rec
                 if rec.get("score") is not None:
@@ -604,15 +645,30 @@ class MedhelmSession:
 
         rc = self.run_config
         catalogue = {b.slug: b for b in self.registry}
-        results = build_results(records, catalogue, models=rc.models, options=rc.public_options(),
+        judges = self._judges_of_run()
+        results = build_results(records, catalogue, models=rc.models, judges=judges, options=rc.public_options(),
                                 started=self.started, finished=_now(), compat=rc.compat,
                                 commit=git_commit(Path(str(self.config.rootpath))))
+        if rc.prices is not None:
+            from pytest_medhelm.cost import apply_file_prices
+
+            apply_file_prices(results, self.prices, {m: self.model_spec(m).litellm_model for m in rc.models})
         results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
         evaluate_gates(results, rc.thresholds)
         # plugins (comparisons with a baseline, cost, reports) may add sections and gates of their own
         self.config.hook.pytest_medhelm_results(results=results, config=self.config)
         self.gate_failed = any(not g["passed"] for g in results["gates"])
         self.results = results
+
+    def _judges_of_run(self) -> list[str]:
+        """The judges, when the run has open-ended benchmarks scored by the jury (else none)."""
+        slugs = {r["benchmark"] for r in self.records}
+        if not any(getattr(self.registry.get(slug).metric, "needs_judges", False) for slug in slugs
+                   if slug in self.registry):
+            return []
+        from pytest_medhelm.jury import DEFAULT_JUDGES
+
+        return list(self.run_config.judges or DEFAULT_JUDGES)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.is_worker or self.results is None:
@@ -656,6 +712,10 @@ class MedhelmSession:
 
                 if rc.json_path:
                     write_json(self.results, rc.json_path)
+                if rc.html_path:
+                    from pytest_medhelm.report.html import write_html
+
+                    write_html(self.results, rc.html_path)
                 if rc.markdown_path:
                     Path(rc.markdown_path).parent.mkdir(parents=True, exist_ok=True)
                     Path(rc.markdown_path).write_text(markdown(self.results), encoding="utf-8")

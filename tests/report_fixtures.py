@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import socket
 from typing import Any, Iterator
+
+# As tests/conftest.py does for numpy and pydantic: pytester's in-process runs drop the modules an inner session
+# imported, and litellm (with the pydantic models of its dependencies) breaks when imported a second time in one
+# process. Imported here, at collection, it is in sys.modules before any inner session, which then reuse it.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import litellm  # noqa: E402,F401
 
 #: two models priced by a prices file (the issue's 2.50 / 10.00 and a local model's 0.71 / 0.71)
 PRICES_TOML = """
@@ -61,14 +68,19 @@ def sample_records(prices: Any = None) -> list[dict[str, Any]]:
                     rec.update(answer=f"Plan {i}: start aspirin 81 mg daily; follow up in 2 weeks.",
                                expected=f"Reference plan {i}", score=score, raw_score=1 + 4 * score,
                                metric="medhelm_jury", missed=score < 0.5)
-                    rec["jury"] = {
-                        judge: {"accuracy": {"score": 4 - (j + i) % 3, "explanation": f"{judge} on {i}: accurate <b>dose</b>"},
-                                "completeness": {"score": 3, "explanation": "misses the follow-up imaging"}}
-                        for j, judge in enumerate(JUDGES)}
-                    rec["metrics"] = {"rouge_l": 0.31 + 0.01 * i}
-                    rec["jury_tokens_in"] = 3 * (600 + tokens_out)
-                    rec["jury_tokens_out"] = 3 * 150
-                    rec["jury_cost_usd"] = 0.0123
+                    # as assert_metric records the jury metric's Score.extra (pytest_medhelm.metrics.jury)
+                    per_judge = {
+                        judge: {"accuracy": {"score": 4 - (j + i) % 3,
+                                             "explanation": f"{judge} on {i}: accurate <b>dose</b>"},
+                                "completeness": {"score": 3, "explanation": "misses the follow-up imaging"},
+                                "clarity": {"score": 5, "explanation": "clear"}}
+                        for j, judge in enumerate(JUDGES[:2])}
+                    jury = {"raw": 1 + 4 * score, "per_judge": per_judge,
+                            "failures": {JUDGES[2]: "malformed JSON"}, "flagged": None}
+                    rec["metrics"] = {"jury": jury, "jury_tokens_in": 3 * (600 + tokens_out), "jury_tokens_out": 450,
+                                      "jury_cost_usd": 0.0123, "rouge_1": 0.4, "rouge_2": 0.2, "rouge_l": 0.31 + 0.01 * i}
+                    # the per-model sums read these at the top of the record
+                    rec.update({k: rec["metrics"][k] for k in ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd")})
                 else:
                     right = (i + m + len(slug)) % 3 != 0
                     answer = "A" if right else "B"

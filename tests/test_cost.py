@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
 
-from pytest_medhelm.cost import (Prices, PricesError, add_costs, cost, jury_accounting, litellm_price,
-                                 litellm_price_table, parse_prices, per_token)
+from pytest_medhelm.cost import (Prices, PricesError, add_costs, apply_file_prices, cost, jury_accounting,
+                                 litellm_price, parse_prices, per_token)
 from report_fixtures import PRICES_TOML, no_network
 
 
@@ -106,23 +107,31 @@ def test_a_value_that_is_not_a_table_and_invalid_toml_are_errors(prices_file):
 
 
 def test_litellm_local_table_knows_gpt_4o_mini_offline():
-    """The bundled table, read without the network, agrees with litellm.model_cost (LITELLM_LOCAL_MODEL_COST_MAP)."""
-    import sys
+    """litellm's own table (LITELLM_LOCAL_MODEL_COST_MAP: the copy it ships) prices gpt-4o-mini, offline."""
+    from pytest_medhelm.cost import import_litellm
 
-    had_litellm = "litellm" in sys.modules
+    litellm = import_litellm()
+    entry = litellm.model_cost["gpt-4o-mini"]
     with no_network() as attempts:
         price = Prices().price_for("openai/gpt-4o-mini")
-        from pytest_medhelm.cost import import_litellm
-
-        litellm = import_litellm()
     assert attempts == []
-    entry = litellm.model_cost["gpt-4o-mini"]
     assert price == (entry["input_cost_per_token"], entry["output_cost_per_token"])
     assert price is not None and 0 < price[0] < price[1]
     assert Prices().source_of("openai/gpt-4o-mini") == "litellm"
     assert litellm_price("gpt-4o-mini") == price  # the bare name too
-    if not had_litellm:
-        assert len(litellm_price_table()) == len(litellm.model_cost)
+
+
+def test_the_bundled_file_read_without_litellm_is_litellms_table():
+    """Without litellm imported, the same table is read from the JSON file litellm ships (no seconds-long import)."""
+    from pytest_medhelm.cost import bundled_price_table, import_litellm
+
+    with no_network() as attempts:
+        table = bundled_price_table()
+    assert attempts == [] and table is not None
+    model_cost = import_litellm().model_cost
+    for name in ("gpt-4o-mini", "gpt-4o", "together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo"):
+        assert table[name]["input_cost_per_token"] == model_cost[name]["input_cost_per_token"]
+        assert table[name]["output_cost_per_token"] == model_cost[name]["output_cost_per_token"]
 
 
 def test_a_prices_file_overrides_litellm(prices_file):
@@ -165,3 +174,35 @@ def test_add_costs_and_jury_accounting(prices_file):
     assert acc["jury_cost_usd"] == add_costs([1000 * 2.5e-6 + 200 * 1e-5, 900 * 7.1e-7 + 100 * 7.1e-7])
     verdicts["hosted_vllm/unpriced"] = Verdict(10, 10)
     assert jury_accounting(prices, verdicts)["jury_cost_usd"] is None  # one judge unpriced: unknown
+
+
+def test_model_totals_equal_total_tokens_times_file_prices(prices_file):
+    from report_fixtures import sample_results
+
+    prices = Prices.load(prices_file(PRICES_TOML))
+    results = sample_results(prices)
+    rows = {r["model"]: r for r in results["models"]}
+    gpt = rows["openai/gpt-4o"]
+    instance_sum = math.fsum(i["cost_usd"] for i in results["instances"] if i["model"] == "openai/gpt-4o")
+    assert gpt["cost_usd"] == pytest.approx(instance_sum, rel=1e-12)
+    apply_file_prices(results, prices)
+    assert gpt["cost_usd"] == gpt["tokens_in"] * 2.5e-6 + gpt["tokens_out"] * 1e-5  # exactly
+    llama = rows["hosted_vllm/llama-3.3-70b"]
+    assert llama["cost_usd"] == llama["tokens_in"] * 7.1e-7 + llama["tokens_out"] * 7.1e-7
+    # a model priced by litellm only keeps the sum of its instances
+    other = {"models": [{"model": "openai/gpt-4o-mini", "tokens_in": 10, "tokens_out": 1, "cost_usd": 0.5}]}
+    apply_file_prices(other, prices)
+    assert other["models"][0]["cost_usd"] == 0.5
+
+
+def test_the_example_prices_file_holds_the_papers_prices():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "prices-medhelm-paper.toml"
+    table = parse_prices(path)
+    assert table["openai/gpt-4o-2024-05-13"] == (2.5e-6, 1e-5)
+    assert table["anthropic/claude-3-7-sonnet-20250219"] == (3e-6, 1.5e-5)
+    assert table["together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo"] == (7.1e-7, 7.1e-7)
+    from pytest_medhelm.jury import DEFAULT_JUDGES
+
+    assert set(DEFAULT_JUDGES) <= set(table)  # the default jury is priced

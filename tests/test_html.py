@@ -86,8 +86,10 @@ def test_instance_rows_carry_hash_answer_expected_score_and_jury(page, results):
     assert model in MODELS and len(sha) == 64 and answer.startswith("Plan") and expected.startswith("Reference")
     assert 0 <= score <= 1 and 1 <= raw <= 5 and error is None
     labels = {j[0] for j in jury}
-    assert {f"{judge} / accuracy" for judge in JUDGES} <= labels
+    assert {f"{judge} / {c}" for judge in JUDGES[:2] for c in ("accuracy", "completeness", "clarity")} <= labels
     assert any(j[2].endswith("accurate <b>dose</b>") for j in jury)
+    assert [JUDGES[2], None, "excluded: malformed JSON"] in jury
+    assert ["jury mean (1-5)", raw, ""] in jury and len(jury) == 2 * 3 + 2
     misses = {slug: sum(r[7] for r in rows) for slug, rows in blocks.items()}
     expected_misses = {slug: sum(1 for i in results["instances"] if i["benchmark"] == slug and i.get("missed"))
                        for slug in BENCHMARKS}
@@ -113,6 +115,10 @@ def test_jury_entries_accept_the_usual_shapes():
     nested = {"jury": {"gpt": {"accuracy": {"score": 5, "explanation": "fine"}}}}
     assert jury_entries(nested) == [["gpt / accuracy", 5, "fine"]]
     assert jury_entries({"answer": "x"}) == []
+    # pytest_medhelm.jury's record, under "metrics" as assert_metric stores a Score's extra
+    record = {"raw": 1.0, "per_judge": {}, "failures": {"j": "request failed: HTTP 500"}, "flagged": "no_valid_judge"}
+    assert jury_entries({"metrics": {"jury": record}}) == [["j", None, "excluded: request failed: HTTP 500"],
+                                                            ["jury mean (1-5)", 1.0, "flagged: no_valid_judge"]]
 
 
 def test_viridis_runs_dark_to_light():
@@ -269,7 +275,8 @@ def test_chromium_search_and_misses_filter(opened, results):
     select.select_by_visible_text(next(o.text for o in select.options if o.text.startswith("mtsamples ")))
     wait_rows(driver, count("mtsamples", lambda i: i.get("missed")))
     verdicts = driver.execute_script("return document.querySelectorAll('#instances-table details li').length")
-    assert verdicts == count("mtsamples", lambda i: i.get("missed")) * len(JUDGES) * 2
+    assert verdicts == count("mtsamples", lambda i: i.get("missed")) * (2 * 3 + 2)  # 2 judges × 3 criteria, 1
+    # excluded judge, the mean
     driver.find_element(By.ID, "misses-only").click()
     wait_rows(driver, count("mtsamples"))
     counter = driver.find_element(By.ID, "row-count").text

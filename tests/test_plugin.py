@@ -294,3 +294,45 @@ def test_a_session_without_medhelm_items_imports_nothing_heavy(pytester):
     finally:
         del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
     result.assert_outcomes(passed=2)
+
+
+def test_prices_file_gives_exact_costs(pytester, toy, server):
+    data = toy(4)
+    prices = pytester.path / "prices.toml"
+    prices.write_text('["openai/toy-model"]\ninput_per_million = 2.50\noutput_per_million = 10.00\n')
+    out = pytester.path / "r.json"
+    result = run(pytester, *model_args(server, data, "--medhelm-prices", str(prices), "--medhelm-json", str(out)))
+    assert result.ret == 0
+    report = json.loads(out.read_text())
+    for inst in report["instances"]:
+        assert inst["cost_usd"] == inst["tokens_in"] * 2.5e-6 + inst["tokens_out"] * 1e-5
+    [model] = report["models"]
+    assert model["cost_usd"] == model["tokens_in"] * 2.5e-6 + model["tokens_out"] * 1e-5
+
+
+def test_bad_prices_file_is_a_usage_error(pytester, server):
+    pytester.makepyfile("def test_nothing(): pass")
+    prices = pytester.path / "prices.toml"
+    prices.write_text('["openai/x"]\ninput_per_million = "cheap"\n')
+    result = run(pytester, "--medhelm-model", "openai/x", "--medhelm-prices", str(prices))
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*prices.toml*input_per_million*"])
+
+
+def test_dry_run_prints_an_estimate_and_sends_nothing(pytester, toy, server):
+    data = toy(6)
+    prices = pytester.path / "prices.toml"
+    prices.write_text('["openai/toy-model"]\ninput_per_million = 2.50\noutput_per_million = 10.00\n')
+    result = run(pytester, *model_args(server, data, "--medhelm-prices", str(prices), "--medhelm-dry-run"))
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*toy*openai/toy-model*$*", "*dry run: nothing was sent*"])
+    assert server.count == 0
+
+
+def test_html_report_is_written(pytester, toy, server):
+    data = toy(4)
+    html = pytester.path / "r.html"
+    assert run(pytester, *model_args(server, data, "--medhelm-html", str(html))).ret == 0
+    text = html.read_text()
+    assert "<svg" in text and "toy" in text
+    assert "<script src" not in text and "<link" not in text  # self-contained (the browser test checks it live)

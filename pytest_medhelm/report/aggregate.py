@@ -154,7 +154,7 @@ def model_summaries(results: Sequence[BenchmarkResult], records: Iterable[Mappin
         by_model[r.model][r.slug] = r.mean
     rates = win_rates(by_model) if len(by_model) >= 2 else {m: (None, None) for m in by_model}
     totals: dict[str, dict[str, Any]] = defaultdict(lambda: {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
-                                                             "cost_known": True, "jury_tokens_in": 0,
+                                                             "cost_known": True, "jury_cost_known": True, "jury_tokens_in": 0,
                                                              "jury_tokens_out": 0, "jury_cost_usd": 0.0})
     for rec in records:
         t = totals[rec["model"]]
@@ -167,7 +167,11 @@ def model_summaries(results: Sequence[BenchmarkResult], records: Iterable[Mappin
             t["cost_usd"] += float(rec["cost_usd"])
         t["jury_tokens_in"] += int(rec.get("jury_tokens_in") or 0)
         t["jury_tokens_out"] += int(rec.get("jury_tokens_out") or 0)
-        t["jury_cost_usd"] += float(rec.get("jury_cost_usd") or 0.0)
+        if rec.get("jury_cost_usd") is None:
+            if rec.get("jury_tokens_in") and not rec.get("error"):
+                t["jury_cost_known"] = False  # judges were called at a price nobody knows
+        else:
+            t["jury_cost_usd"] += float(rec["jury_cost_usd"])
     summaries = []
     for model in sorted(by_model):
         means = [v for v in by_model[model].values() if v is not None]
@@ -179,6 +183,6 @@ def model_summaries(results: Sequence[BenchmarkResult], records: Iterable[Mappin
             # an unknown price is reported as unknown (null), never as 0
             "cost_usd": t["cost_usd"] if t["cost_known"] else None,
             "jury_tokens_in": t["jury_tokens_in"], "jury_tokens_out": t["jury_tokens_out"],
-            "jury_cost_usd": t["jury_cost_usd"],
+            "jury_cost_usd": t["jury_cost_usd"] if t["jury_cost_known"] else None,
         })
     return summaries

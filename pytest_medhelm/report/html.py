@@ -30,7 +30,7 @@ import math
 import os
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 #: matplotlib's viridis at 9 evenly spaced stops (interpolated linearly in between)
 VIRIDIS = ("#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725")
@@ -173,8 +173,33 @@ def jury_entries(inst: Mapping[str, Any], limit: int = MAX_TEXT) -> list[list[An
         sources.append(metrics["jury"])
     out: list[list[Any]] = []
     for source in sources:
-        _walk_jury(source, [], out, limit)
+        if isinstance(source, Mapping) and isinstance(source.get("per_judge"), Mapping):
+            _jury_record(source, out, limit)  # pytest_medhelm.jury's JuryResult.to_record()
+        else:
+            _walk_jury(source, [], out, limit)
     return out[:200]
+
+
+def _jury_record(record: Mapping[str, Any], out: list[list[Any]], limit: int) -> None:
+    for judge, criteria in record["per_judge"].items():
+        if isinstance(criteria, Mapping):
+            for criterion, verdict in criteria.items():
+                if isinstance(verdict, Mapping):
+                    out.append([f"{judge} / {criterion}", _score_value(verdict.get("score")),
+                                _clip(verdict.get("explanation") or "", limit)])
+                else:
+                    out.append([f"{judge} / {criterion}", _score_value(verdict), ""])
+    for judge, reason in (record.get("failures") or {}).items():
+        out.append([str(judge), None, _clip(f"excluded: {reason}", limit)])
+    if record.get("raw") is not None or record.get("flagged"):
+        out.append(["jury mean (1-5)", _score_value(record.get("raw")),
+                    _clip(f"flagged: {record['flagged']}" if record.get("flagged") else "", limit)])
+
+
+def _score_value(score: Any) -> Any:
+    if score is None or _finite(score) is not None or isinstance(score, str):
+        return score
+    return json.dumps(score, default=str)
 
 
 _LEAF_KEYS = ("explanation", "score", "rating", "reason", "reasoning", "rationale")
@@ -188,9 +213,7 @@ def _walk_jury(node: Any, path: list[str], out: list[list[Any]], limit: int) -> 
         if any(k in node for k in _LEAF_KEYS):
             score = next((node[k] for k in ("score", "rating") if k in node), None)
             expl = next((node[k] for k in ("explanation", "reason", "reasoning", "rationale") if k in node), "")
-            score = score if _finite(score) is not None or isinstance(score, str) else (
-                None if score is None else json.dumps(score, default=str))
-            out.append([" / ".join(here) or "jury", score, _clip(expl, limit)])
+            out.append([" / ".join(here) or "jury", _score_value(score), _clip(expl, limit)])
             for key, value in node.items():
                 if isinstance(value, (Mapping, list)) and key not in _LEAF_KEYS:
                     _walk_jury(value, here + [str(key)], out, limit)
@@ -324,7 +347,7 @@ def _pattern_defs(models: Sequence[str], prefix: str) -> str:
     defs = []
     for i, _model in enumerate(models):
         colour = OKABE_ITO[i % len(OKABE_ITO)]
-        kind = PATTERNS[(i // 1) % len(PATTERNS)]
+        kind = PATTERNS[i % len(PATTERNS)]
         ink = "#ffffff" if colour in ("#000000", "#0072B2", "#D55E00", "#009E73") else "#000000"
         marks = {
             "solid": "",
@@ -525,7 +548,7 @@ table.data { border-collapse: collapse; font-variant-numeric: tabular-nums; marg
 table.data th, table.data td { border: 1px solid var(--line); padding: .25rem .5rem; text-align: right;
                                vertical-align: top; }
 table.data th { background: #f1f1f1; } table.data td.name { text-align: left; font-weight: 600; }
-table.instances td { text-align: left; max-width: 32rem; }
+table.instances td, table.instances th { text-align: left; max-width: 32rem; }
 table.instances td .text { white-space: pre-wrap; word-break: break-word; max-height: 14rem; overflow: auto; }
 table.instances td.hash { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
 table.instances tr.miss td { background: var(--miss); } table.instances tr.error td { background: var(--err); }
