@@ -169,7 +169,10 @@ def cmd_agreement(argv: Sequence[str]) -> int:
     if not found:
         raise CliError(f"the agreement command needs {name}, which this installation does not have")
     module = importlib.import_module(name)
-    result = module.main(list(argv))
+    try:
+        result = module.main(list(argv))
+    except SystemExit as exc:  # its argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     return int(result or 0)
 
 

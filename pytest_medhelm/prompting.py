@@ -7,15 +7,27 @@ there are no instructions). The two adapters differ only in the eval block:
 * multiple-choice joint: ``input_prefix + input + input_suffix + "A. opt\\n" ... + output_prefix.rstrip()``
 
 A noun of ``None`` gives no prefix; a noun of ``""`` gives ``": "`` (a real HELM quirk that some prompts carry).
+
+A benchmark's ``prompt`` is any :class:`PromptTemplate`: an object with ``render(instance) -> str``.
+:class:`GenerationPrompt` and :class:`MultipleChoicePrompt` cover HELM's two adapters; a benchmark whose adapter
+depends on the instance (CLEAR: instructions naming each condition) defines its own small class.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from pytest_medhelm.catalogue.definition import Instance
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@runtime_checkable
+class PromptTemplate(Protocol):
+    """What a benchmark's ``prompt`` is: it renders an instance into the exact text sent to the model."""
+
+    def render(self, instance: Instance) -> str: ...
 
 
 def _noun_prefix(noun: str | None, newline_after: bool = False) -> str:
@@ -72,5 +84,3 @@ class MultipleChoicePrompt:
         )
         return _join(self.instructions, block)
 
-
-PromptTemplate = GenerationPrompt | MultipleChoicePrompt

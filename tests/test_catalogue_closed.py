@@ -15,10 +15,17 @@ import urllib.parse
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
+from catalogue_helpers import (
+    BENCHMARKS,
+    REAL_DATA,
+    check_real_count_and_reference_prompt,
+    jsonl,
+    load,
+    loaded,
+    write,
+)
 
-from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.definition import Instance
 from pytest_medhelm.catalogue.medical_research import racebias
 from pytest_medhelm.data import gdrive
@@ -32,11 +39,6 @@ from pytest_medhelm.metrics.ehrsql import (
     run_query,
 )
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-REAL_DATA = SHARED / "data"
-REFERENCE_PROMPTS = SHARED / "reference" / "prompts"
-
-BENCHMARKS = {b.slug: b for b in builtin_benchmarks()}
 SLUGS = ("ehrsql", "medhallu", "racebias", "medqa", "medmcqa")
 
 #: instances on the real data, no cap. RaceBias: 175 run headers, 4 of them ("Run N:" + no-break space) skipped
@@ -46,26 +48,6 @@ HELM_CAP = 1000
 
 MC_TAIL = "Respond only with 'A', 'B', 'C' or 'D'. Do not add any other text, punctuation, or symbols.:"
 MC_INSTRUCTIONS = "Give a letter answer among A, B, C or D. Do not include any explanation or additional text."
-
-
-def load(slug: str, data_dir: Path) -> list[Instance]:
-    benchmark = BENCHMARKS[slug]
-    return list(benchmark.build_instances(resolve_files(benchmark, data_dir, download=False)))
-
-
-def write(tmp_path: Path, slug: str, name: str, content: str | bytes) -> Path:
-    path = tmp_path / slug / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(content)
-    return path
-
-
-def jsonl(rows: list[dict]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -107,26 +89,11 @@ def test_drive_benchmarks_download_from_google_drive() -> None:
 # (a) Real data: counts, and HELM's prompt byte for byte
 
 
-def helm_first_index(n: int) -> int:
-    """Position of the first prompt HELM sends: the first of its seed-0 sample when capped at 1000, else 0."""
-    return int(np.random.RandomState(0).permutation(n)[0]) if n > HELM_CAP else 0
-
-
 @pytest.mark.parametrize("slug", sorted(REAL_COUNTS))
 def test_real_data_count_and_reference_prompt(slug: str) -> None:
-    reference = REFERENCE_PROMPTS / f"{slug}.txt"
-    if not (REAL_DATA / slug).is_dir() or not reference.is_file():
-        pytest.skip(f"no real data for {slug} under {REAL_DATA}")
-    benchmark = BENCHMARKS[slug]
-    instances = load(slug, REAL_DATA)
-    assert len(instances) == REAL_COUNTS[slug]
-    ids = [instance.id for instance in instances]
-    assert len(set(ids)) == len(ids)
-    assert all(i and " " not in i and len(i) <= 40 for i in ids)
-    expected = reference.read_bytes()
-    matching = [k for k, instance in enumerate(instances) if benchmark.render_prompt(instance).encode() == expected]
-    assert len(matching) == 1
-    assert matching[0] == helm_first_index(len(instances))  # pins HELM's instance order
+    # the reference prompt is the first HELM sends: the first of its seed-0 sample when capped at 1000, else the
+    # first instance
+    check_real_count_and_reference_prompt(slug, REAL_COUNTS[slug], cap=HELM_CAP)
 
 
 def test_real_ehrsql_splits_and_unanswerable() -> None:
@@ -188,7 +155,11 @@ def test_real_racebias_skipped_and_labels() -> None:
     assert racebias.skipped(files) == {
         "run_headers_without_colon_space": 4, "duplicate_prompts": 4, "duplicates_with_other_label": 0,
     }
-    instances = BENCHMARKS["racebias"].build_instances(files)
+    instances = loaded("racebias", REAL_DATA)
+    assert instances.removed == {
+        "run header without ': ' after 'Run N:' (HELM skips it; its answer is lost)": 4,
+        "repeated prompt: merged into its first occurrence (HELM keys instances by prompt; last label wins)": 4,
+    }
     assert sum(i.correct == 0 for i in instances) == 84  # yes: red text in the response
     assert sum(len(i.extra["runs"]) for i in instances) == 171
 
@@ -694,8 +665,10 @@ RACEBIAS_TAIL = (
 def test_racebias_synthetic(tmp_path: Path) -> None:
     make_docx(tmp_path / "racebias" / racebias.FILE, SUPPLEMENT)
     files = resolve_files(BENCHMARKS["racebias"], tmp_path, download=False)
-    first, second, third = BENCHMARKS["racebias"].build_instances(files)
+    result = BENCHMARKS["racebias"].build_instances(files)
+    first, second, third = result
     assert [i.id.split("-")[0] for i in (first, second, third)] == ["run1", "run2", "run5"]
+    assert sorted(result.removed.values()) == [1, 2]  # 1 run header without ": ", 2 repeated prompts merged
     assert first.extra["runs"] == ["Run 1 (paragraph 1)", "Run 6 (paragraph 14)"]
     assert second.extra["runs"] == ["Run 2 (paragraph 6)", "Run 4 (paragraph 10)"]
     # run 1 has red text but run 6, the same prompt without it, comes last: HELM's dict keeps "no"

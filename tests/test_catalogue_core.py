@@ -9,10 +9,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
+from catalogue_helpers import (
+    BENCHMARKS,
+    assert_missing_column,
+    REAL_DATA,
+    check_real_count_and_reference_prompt,
+    csv_text,
+    load,
+    loaded,
+    write,
+)
 
-from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.definition import Instance
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
@@ -26,12 +34,6 @@ from pytest_medhelm.metrics.exact_match import (
 from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
 from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-REAL_DATA = SHARED / "data"
-REFERENCE_PROMPTS = SHARED / "reference" / "prompts"
-
-BENCHMARKS = {b.slug: b for b in builtin_benchmarks()}
-
 REAL_COUNTS = {"pubmedqa": 1000, "medcalc_bench": 1047, "headqa": 2675, "medbullets": 308, "medec": 597}
 
 SUBCATEGORIES = {
@@ -41,32 +43,6 @@ SUBCATEGORIES = {
     "medbullets": ("clinical_decision_support", "Providing Clinical Knowledge Support"),
     "medec": ("clinical_decision_support", "Planning Treatments"),
 }
-
-
-def load(slug: str, data_dir: Path) -> list[Instance]:
-    benchmark = BENCHMARKS[slug]
-    return list(benchmark.build_instances(resolve_files(benchmark, data_dir, download=False)))
-
-
-def write(tmp_path: Path, slug: str, name: str, content: str | bytes) -> Path:
-    path = tmp_path / slug / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        # newline="" so that the "\r\n" of a fixture reaches the file as written
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(content)
-    return path
-
-
-def csv_text(header: list[str], rows: list[list[str]], newline: str = "\n") -> str:
-    def cell(value: str) -> str:
-        if any(ch in value for ch in ',"\r\n'):
-            return '"' + value.replace('"', '""') + '"'
-        return value
-
-    return "".join(",".join(cell(v) for v in line) + newline for line in [header, *rows])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -104,22 +80,8 @@ def test_metric_names() -> None:
 
 @pytest.mark.parametrize("slug", sorted(REAL_COUNTS))
 def test_real_data_count_and_reference_prompt(slug: str) -> None:
-    reference = REFERENCE_PROMPTS / f"{slug}.txt"
-    if not (REAL_DATA / slug).is_dir() or not reference.is_file():
-        pytest.skip(f"no real data for {slug} under {REAL_DATA}")
-    benchmark = BENCHMARKS[slug]
-    instances = load(slug, REAL_DATA)
-    assert len(instances) == REAL_COUNTS[slug]
-    ids = [instance.id for instance in instances]
-    assert len(set(ids)) == len(ids)
-    assert all(i and " " not in i and len(i) <= 40 for i in ids)
-
-    expected = reference.read_bytes()
-    matching = [k for k, instance in enumerate(instances) if benchmark.render_prompt(instance).encode() == expected]
-    assert len(matching) == 1
     # Each reference prompt is the first instance of HELM's sample: that pins the order of the instance list
-    np.random.seed(0)
-    assert matching[0] == np.random.permutation(len(instances))[0]
+    check_real_count_and_reference_prompt(slug, REAL_COUNTS[slug])
 
 
 def test_real_medcalc_categories_are_those_of_v1_0() -> None:
@@ -141,6 +103,22 @@ def test_real_medec_references() -> None:
     assert (len(with_error), len(instances) - len(with_error)) == (311, 286)
     assert all(i.references[0].startswith(f"{i.extra['error_sentence_id']} ") for i in with_error)
     assert all("\r" not in i.input for i in instances)
+
+
+#: what the loaders' filters remove on the real data (counted, never silent)
+REAL_REMOVED = {
+    "headqa": {"question with an image (HELM keeps the text-only questions)": 67},
+    "medec": {"empty padding row (no 'Sentences'; HELM skips it)": 328},
+}
+
+
+@pytest.mark.parametrize("slug", sorted(REAL_REMOVED))
+def test_real_data_removed_is_counted(slug: str) -> None:
+    if not (REAL_DATA / slug).is_dir():
+        pytest.skip(f"no real data for {slug}")
+    result = loaded(slug, REAL_DATA)
+    assert result.removed == REAL_REMOVED[slug]
+    assert len(result) == REAL_COUNTS[slug]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -226,8 +204,11 @@ def test_headqa_synthetic_reads_test_years_of_the_full_file(tmp_path: Path) -> N
         "Cuaderno_2017_1_B": headqa_exam("Cuaderno_2017_1_B", "2017", [headqa_question("5", "Last?", "4")]),
     }
     write(tmp_path, "headqa", "HEAD_EN.json", json.dumps({"version": "1.0", "language": "en", "exams": exams}))
-    which, last = load("headqa", tmp_path)
+    result = loaded("headqa", tmp_path)
+    which, last = result
     assert (which.id, last.id) == ("2016_1_M-2", "2017_1_B-5")
+    # the image question is removed and counted; the 2015 exam is another split, not a removal
+    assert result.removed == {"question with an image (HELM keeps the text-only questions)": 1}
     assert which.input == "Which?" and which.correct == 2 and last.correct == 3
     assert BENCHMARKS["headqa"].render_prompt(which).endswith(
         "(A, B, C, or D).\n\nQuestion: Which?\nA. option 1\nB. option 2\nC. option 3\nD. option 4\nAnswer:"
@@ -283,7 +264,9 @@ def test_medec_synthetic(tmp_path: Path) -> None:
     ]
     write(tmp_path, "medec", "MEDEC-MS-TestSet-with-GroundTruth-and-ErrorType.csv",
           csv_text(MEDEC_HEADER, rows, newline="\r\n"))
-    error, correct = load("medec", tmp_path)
+    result = loaded("medec", tmp_path)
+    assert result.removed == {"empty padding row (no 'Sentences'; HELM skips it)": 1}
+    error, correct = result
     # HELM opens the CSV with universal newlines: the "\r\n" inside a note becomes "\n"; then .strip()
     assert error.input == "0 A man.\n1 Given aspirin."
     assert error.references == ("1 Given heparin.",) and error.extra["error_sentence_id"] == 1
@@ -489,10 +472,7 @@ def test_missing_csv_column_names_it(tmp_path: Path) -> None:
     row = medcalc_row("1", "lab", "1", "1", "1")
     del row[MEDCALC_HEADER.index("Upper Limit")]
     path = write(tmp_path, "medcalc_bench", "test_data.csv", csv_text(header, [row]))
-    with pytest.raises(DataError) as info:
-        load("medcalc_bench", tmp_path)
-    assert (info.value.path, info.value.where) == (str(path), "header (line 1)")
-    assert "'Upper Limit'" in info.value.problem
+    assert_missing_column("medcalc_bench", tmp_path, path, "Upper Limit")
 
 
 def test_short_csv_row_names_row_and_line(tmp_path: Path) -> None:

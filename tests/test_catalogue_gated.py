@@ -7,25 +7,21 @@ medhelm-spec §2.2 (and HELM's scenario sources where the spec abbreviates), not
 
 from __future__ import annotations
 
-import csv
 import gzip
-import io
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from catalogue_helpers import BENCHMARKS, assert_missing_column, csv_text, load, loaded, write
 
-from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.definition import Instance
-from pytest_medhelm.catalogue.local_data import Loaded, pandas_strings
+from pytest_medhelm.catalogue.local_data import pandas_strings
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
 from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract
-
-BENCHMARKS = {b.slug: b for b in builtin_benchmarks()}
 
 GATED = ("ehrshot", "medalign", "dischargeme", "mimic_rrs", "mimic_bhc", "n2c2_ct", "mimic_billing")
 PRIVATE = (
@@ -76,37 +72,6 @@ FAMILY_TAIL = (
 
 # --------------------------------------------------------------------------------------------------------------
 # Helpers
-
-
-def load(slug: str, data_dir: Path) -> list[Instance]:
-    benchmark = BENCHMARKS[slug]
-    return list(benchmark.build_instances(resolve_files(benchmark, data_dir, download=False)))
-
-
-def loaded(slug: str, data_dir: Path) -> Loaded:
-    benchmark = BENCHMARKS[slug]
-    result = benchmark.build_instances(resolve_files(benchmark, data_dir, download=False))
-    assert isinstance(result, Loaded)
-    return result
-
-
-def write(tmp_path: Path, slug: str, name: str, content: str | bytes) -> Path:
-    path = tmp_path / slug / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(content)
-    return path
-
-
-def csv_text(header: list[str], rows: list[list[str]], delimiter: str = ",") -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, delimiter=delimiter, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return out.getvalue()
 
 
 def prompt(slug: str, instance: Instance) -> str:
@@ -299,10 +264,7 @@ def test_clinicreferral_counter_numbers_every_row(tmp_path: Path) -> None:
 def test_clinicreferral_needs_the_question_column(tmp_path: Path) -> None:
     path = write(tmp_path, "clinicreferral", SHC_FILES["clinicreferral"],
                  csv_text(["prompt", "context", "label"], [["Q?", "N.", "A"]]))
-    with pytest.raises(DataError) as info:
-        load("clinicreferral", tmp_path)
-    assert (info.value.path, info.value.where) == (str(path), "header (line 1)")
-    assert "'question'" in info.value.problem
+    assert_missing_column("clinicreferral", tmp_path, path, "question")
 
 
 def test_ent_referral_skips_and_counts_empty_labels(tmp_path: Path) -> None:
@@ -340,10 +302,7 @@ def test_shc_bad_label_names_row(tmp_path: Path) -> None:
 def test_shc_missing_column(tmp_path: Path) -> None:
     path = write(tmp_path, "hospicereferral", SHC_FILES["hospicereferral"],
                  csv_text(["prompt", "label"], [["Q?", "A"]]))
-    with pytest.raises(DataError) as info:
-        load("hospicereferral", tmp_path)
-    assert (info.value.path, info.value.where) == (str(path), "header (line 1)")
-    assert "'context'" in info.value.problem
+    assert_missing_column("hospicereferral", tmp_path, path, "context")
 
 
 def test_shc_truncated_row(tmp_path: Path) -> None:
@@ -435,10 +394,7 @@ def test_clear_bad_label_names_file_and_row(tmp_path: Path) -> None:
 def test_clear_missing_column_and_truncated_workbook(tmp_path: Path) -> None:
     write_clear(tmp_path)
     path = write_xlsx(tmp_path / "clear" / "chronic_pain.xlsx", ["text", "label"], [["Back pain.", 1]])
-    with pytest.raises(DataError) as info:
-        load("clear", tmp_path)
-    assert (info.value.path, info.value.where) == (str(path), "header (row 1)")
-    assert "'result_human'" in info.value.problem
+    assert_missing_column("clear", tmp_path, path, "result_human", where="header (row 1)")
     write_xlsx(path, ["text", "result_human"], [["Back pain.", 1]])
     path.write_bytes(path.read_bytes()[:200])
     with pytest.raises(DataError, match="not a readable .xlsx workbook") as info:
@@ -659,10 +615,7 @@ def test_noteextract_keeps_crlf_inside_quoted_note(tmp_path: Path) -> None:
 
 def test_noteextract_missing_column(tmp_path: Path) -> None:
     path = write(tmp_path, "noteextract", "CHW_Dataset.csv", csv_text(["Note"], [["x"]]))
-    with pytest.raises(DataError) as info:
-        load("noteextract", tmp_path)
-    assert (info.value.path, info.value.where) == (str(path), "header (line 1)")
-    assert "'MO Note'" in info.value.problem
+    assert_missing_column("noteextract", tmp_path, path, "MO Note")
 
 
 PATIENTINSTRUCT_COLUMNS = ["QC", "Diagnosis", "ActualProcedure", "HistoryPhysicalNoteText", "OperativeNoteText",
@@ -833,10 +786,7 @@ def test_medalign_missing_column(tmp_path: Path) -> None:
     write_medalign(tmp_path)
     path = write(tmp_path, "medalign", "clinician-instruction-responses.tsv",
                  csv_text(["instruction_id", "clinician_response"], [["17", "x"]], delimiter="\t"))
-    with pytest.raises(DataError) as info:
-        load("medalign", tmp_path)
-    assert (info.value.path, info.value.where) == (str(path), "header (line 1)")
-    assert "'annotator_num'" in info.value.problem
+    assert_missing_column("medalign", tmp_path, path, "annotator_num")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -912,10 +862,7 @@ def test_dischargeme_truncated_gzip_and_missing_column(tmp_path: Path) -> None:
     assert info.value.path == str(path)
     write_dischargeme(tmp_path)
     path = gz_csv(tmp_path, "discharge_target", ["note_id", "hadm_id", "discharge_instructions"], [["1", "11", "x"]])
-    with pytest.raises(DataError) as info:
-        load("dischargeme", tmp_path)
-    assert (info.value.path, info.value.where) == (str(path), "header (line 1)")
-    assert "'brief_hospital_course'" in info.value.problem
+    assert_missing_column("dischargeme", tmp_path, path, "brief_hospital_course")
 
 
 # --------------------------------------------------------------------------------------------------------------

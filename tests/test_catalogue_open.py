@@ -13,21 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from catalogue_helpers import BENCHMARKS, load, real, write
 
-from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.clinical_decision_support import mtsamples
 from pytest_medhelm.catalogue.clinical_note_generation import mtsamples_procedures
 from pytest_medhelm.catalogue.definition import Instance
-from pytest_medhelm.catalogue.patient_communication import meddialog, medicationqa
+from pytest_medhelm.catalogue.patient_communication import medicationqa
 from pytest_medhelm.catalogue.sampling import helm_sample, helm_sample_by_subset
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
 from pytest_medhelm.metrics.rouge import ROUGE_L, RougeL, remove_braces, rouge_scorer, rouge_scores
-
-REAL_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-BENCHMARKS = {b.slug: b for b in builtin_benchmarks()}
 
 OPEN = ("mtsamples", "mtsamples_procedures", "aci_bench", "medicationqa", "mediqa", "meddialog")
 
@@ -56,28 +52,6 @@ ACI_INSTRUCTIONS = (
 )
 ACI_FILES = ("clinicalnlp_taskB_test1_full.json", "clef_taskC_test3_full.json", "clinicalnlp_taskC_test2_full.json")
 MEDIQA_FILE = "MEDIQA2019-Task3-QA-TestSet-wLabels.xml"
-
-
-def load(slug: str, data_dir: Path) -> list[Instance]:
-    benchmark = BENCHMARKS[slug]
-    return list(benchmark.build_instances(resolve_files(benchmark, data_dir, download=False)))
-
-
-def write(tmp_path: Path, slug: str, name: str, content: str | bytes) -> Path:
-    path = tmp_path / slug / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(content)
-    return path
-
-
-def real(slug: str) -> Path:
-    if not (REAL_DATA / slug).is_dir():
-        pytest.skip(f"no real data for {slug} under {REAL_DATA}")
-    return REAL_DATA
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -166,8 +140,10 @@ def test_real_mtsamples_filter_report() -> None:
     assert names == sorted(names, key=lambda n: n.encode())
     assert instances[0].id == "1-year-old_Exam_-_H_P"
     # Without the API's 1,000-entry limit the same rules keep 539 notes
-    everything, _ = mtsamples.select_notes(folder, "mtsamples", ("PLAN:",), listing_limit=None)
-    assert len(everything) == 539
+    everything = mtsamples.select_notes(folder, "mtsamples", ("PLAN:",), listing_limit=None)
+    assert len(everything) == 539 and everything.counts(mtsamples.DROP_REASONS)["beyond_github_listing_limit"] == 0
+    # the same counts, as the plugin reports them (reason -> count, zeros left out)
+    assert sum(instances.removed.values()) == 1269 - 427 and len(instances.removed) == 4
 
 
 def test_real_mtsamples_procedures_filter_report() -> None:
@@ -197,6 +173,7 @@ def test_real_medicationqa_drops_the_n_a_answer_as_pandas_does() -> None:
     path = real("medicationqa") / "medicationqa" / medicationqa.FILE
     instances, dropped = medicationqa.build_instances_with_report({medicationqa.FILE: path})
     assert len(instances) == 689 and dropped == {"blank_row": 0, "no_answer": 1}
+    assert instances.removed == {medicationqa.DROP_REASONS["no_answer"]: 1}  # what --medhelm-list and the JSON say
     ids = {i.id for i in instances}
     assert "row214" not in ids and {"row2", "row213", "row215", "row691"} <= ids
     assert instances[0].input == "how does rivatigmine and otc sleep medicine interact"
@@ -261,7 +238,8 @@ def test_mtsamples_synthetic(tmp_path: Path) -> None:
 
 def test_mtsamples_listing_limit(tmp_path: Path) -> None:
     folder = write_notes(tmp_path, "mtsamples", "mtsamples_processed", MTSAMPLES_NOTES)
-    instances, dropped = mtsamples.select_notes(folder, "mtsamples", ("PLAN:",), listing_limit=3)
+    instances = mtsamples.select_notes(folder, "mtsamples", ("PLAN:",), listing_limit=3)
+    dropped = instances.counts(mtsamples.DROP_REASONS)
     # the first 3 entries of the listing are A.txt, a.txt, b.txt
     assert [i.id for i in instances] == ["A", "b"]
     assert dropped["beyond_github_listing_limit"] == 4 and dropped["section_case_mismatch"] == 1

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_DATA  # noqa: F401  (documents where the real data comes from)
-
 from pytest_medhelm.compare import stats
 from pytest_medhelm.compare.compare import build_comparison, model_pairs
 from pytest_medhelm.compare.storage import StorageError, list_runs, load, sanitize, save
@@ -103,6 +101,21 @@ def test_paired_bootstrap_agrees_with_an_independent_implementation(shift):
     # deterministic: the same numbers every time, whatever the record order
     again = stats.compare_benchmark({"": (base, cur)}, key="rouge")
     assert (again.p, again.ci_low, again.ci_high) == (result.p, result.ci_low, result.ci_high)
+
+
+def test_bootstrap_of_few_distinct_differences_agrees_with_an_independent_implementation():
+    """0/1 scores give differences in {-1, 0, 1}: resampled by counts (multinomial), the same distribution."""
+    rnd = random.Random(11)
+    base = [float(rnd.random() < 0.6) for _ in range(240)]
+    cur = [b if rnd.random() < 0.85 else 1.0 - b for b in base]
+    diffs = [c - b for b, c in zip(base, cur)]
+    observed = sum(diffs) / len(diffs)
+    boot = stats.bootstrap_means(diffs, key="binary")
+    low, high, p = independent_bootstrap(diffs)
+    assert stats.percentile_ci(boot) == pytest.approx((low, high), abs=0.006)
+    assert stats.bootstrap_p(boot, observed) == pytest.approx(p, abs=0.012)
+    assert boot.mean() == pytest.approx(observed, abs=0.002)
+    assert boot.std() == pytest.approx(statistics.pstdev(diffs) / math.sqrt(len(diffs)), rel=0.05)
 
 
 def test_bootstrap_against_the_exact_bootstrap_distribution():
@@ -202,7 +215,7 @@ def test_build_comparison_rows_gates_and_win_rates():
 def test_a_drop_that_is_not_significant_does_not_fail():
     base = results("m", {"toy": [1] * 6 + [0] * 4})
     cur = results("m", {"toy": [0] * 6 + [1] * 4})  # 0.6 → 0.4: b = 6, c = 4, p = 0.754
-    comparison, [gate] = build_comparison(base, cur, compare_fail=[("toy", 0.05)])
+    _, [gate] = build_comparison(base, cur, compare_fail=[("toy", 0.05)])
     assert gate["value"] == pytest.approx(-0.2) and gate["passed"]
     assert gate["p"] == pytest.approx(stats.mcnemar_exact(6, 4)) and "not significantly" in gate["reason"]
 
@@ -359,7 +372,7 @@ def shown_p(p):
 
 
 def run(pytester, *args):
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", *args)
 
 
 @pytest.fixture
@@ -525,7 +538,7 @@ def test_pubmedqa_200_A_then_B_fails_the_compare_gate(wired, shared_data):
     assert row["delta"] == pytest.approx((better - worse) / 200)
     assert row["p"] == pytest.approx(binomtest(better, worse + better, 0.5).pvalue)
     result.stdout.fnmatch_lines([
-        f"*pubmedqa*{row['baseline']:.3f}*{row['current']:.3f}*↓ {row['delta']:+.3f} {marks(row['p'])} *"
-        f"{shown_p(row['p'])}*McNemar*",
+        (f"*pubmedqa*{row['baseline']:.3f}*{row['current']:.3f}*↓ {row['delta']:+.3f} {marks(row['p'])} *"
+         f"{shown_p(row['p'])}*McNemar*"),
         f"*medhelm gate FAILED: compare-fail pubmedqa:0.05 for openai/x: {row['delta']:.3f}*",
     ])

@@ -380,10 +380,12 @@ def test_a_wrong_key_is_one_clear_message_and_exit_1(pytester, toy):
     headline = re.findall(r"medhelm: every request to openai/toy-model fails: Incorrect API key", text)
     assert len(headline) == 1, text
     assert "Traceback" not in text and "INTERNALERROR" not in text
-    assert outcomes(result) == {"errors": 40}
-    # every error section is the one-line message, never a traceback
-    sections = re.findall(r"_+ ERROR at call of [^\n]*\n(.*?)(?=\n_+ ERROR at|\n=+ )", text, re.S)
-    assert len(sections) == 40 and all(s.count("\n") == 0 for s in sections), sections[:3]
+    counts = outcomes(result)
+    # every item that ran is an error (the session may stop after the first one: nothing else can succeed)
+    assert set(counts) == {"errors"} and 1 <= counts["errors"] <= 40, counts
+    # and every error section is the one-line message, never a traceback
+    sections = re.findall(r"_+ ERROR at call of [^\n]*\n(.*?)(?=\n_+ ERROR at|\n=+ |\n!+ )", text, re.S)
+    assert len(sections) == counts["errors"] and all(s.count("\n") == 0 for s in sections), sections[:3]
 
 
 @pytest.mark.xfail(strict=False, reason="needs the session to print a systematic failure once, not once per item "

@@ -213,6 +213,8 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
 
     # the results equal those of the uninterrupted run
     assert results(project / f"{name}.json") == expected
+    if xdist:
+        return  # (slow here: the third run is checked without xdist)
     # and a third run asks nothing at all
     server.reset()
     code, output = run_to_end(cmd, project, follow_up)

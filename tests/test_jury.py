@@ -107,7 +107,7 @@ def test_judge_requests_content_for_aci_bench():
     requests = judge_requests("aci_bench", inst, answer, JUDGES)
     assert [name for name, _ in requests] == [j.name for j in JUDGES]
     keys = set()
-    for (name, req), judge in zip(requests, JUDGES):
+    for (_name, req), judge in zip(requests, JUDGES):
         assert isinstance(req, ChatRequest)
         assert req.model == judge.cache_identity
         assert req.temperature == 0.0 and req.max_tokens == 4096 and req.stop == ()

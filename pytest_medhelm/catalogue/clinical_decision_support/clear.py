@@ -29,12 +29,11 @@ and a label other than 0, 1, 2 is a :class:`DataError` naming the row. Ids: ``<c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded, read_xlsx_rows
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.local_data import read_xlsx_rows
 from pytest_medhelm.catalogue.sampling import helm_sample
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file
@@ -137,24 +136,34 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
     return loaded.done()
 
 
-@dataclass(frozen=True)
+#: HELM's output noun of the CLEAR runs
+OUTPUT_NOUN = "Respond only with 'A', 'B', or 'C'. Do not add any other text, punctuation, or symbols"
+
+
+def instructions(condition: str) -> str:
+    """HELM's instructions of a condition's run: the condition slug with spaces, not its prompt text."""
+    shown = condition.replace("_", " ")
+    return (
+        f"Answer 'A' for 'Has a history of {shown}', "
+        f"'B' for 'Does not have a history of {shown}', or "
+        f"'C' for 'Uncertain'"
+    )
+
+
+def condition_prompt(condition: str) -> MultipleChoicePrompt:
+    """The multiple-choice adapter of one condition run, as HELM builds it (no input noun: option A is glued on)."""
+    return MultipleChoicePrompt(instructions=instructions(condition), input_noun=None, output_noun=OUTPUT_NOUN)
+
+
 class ClearPrompt:
-    """HELM's CLEAR adapter: multiple choice without an input noun, instructions naming the instance's condition."""
+    """HELM's CLEAR prompt (a :class:`~pytest_medhelm.prompting.PromptTemplate`): an instance is rendered by the
+    adapter of its condition's run, :attr:`Instance.subset`."""
 
-    output_noun: str = "Respond only with 'A', 'B', or 'C'. Do not add any other text, punctuation, or symbols"
-
-    def instructions(self, condition: str) -> str:
-        shown = condition.replace("_", " ")
-        return (
-            f"Answer 'A' for 'Has a history of {shown}', "
-            f"'B' for 'Does not have a history of {shown}', or "
-            f"'C' for 'Uncertain'"
-        )
+    def __init__(self) -> None:
+        self._prompts = {condition: condition_prompt(condition) for condition in CONDITIONS}
 
     def render(self, instance: Instance) -> str:
-        prompt = MultipleChoicePrompt(
-            instructions=self.instructions(instance.subset), input_noun=None, output_noun=self.output_noun
-        )
+        prompt = self._prompts.get(instance.subset) or condition_prompt(instance.subset)
         return prompt.render(instance)
 
 
@@ -177,7 +186,7 @@ BENCHMARK = Benchmark(
         for condition in CONDITIONS
     ),
     build_instances=build_instances,
-    prompt=ClearPrompt(),  # type: ignore[arg-type]
+    prompt=ClearPrompt(),
     metric=MULTIPLE_CHOICE_EXACT_MATCH,
     max_tokens=1,
     description="Decide whether a clinical note shows a history of one of 13 conditions (13 runs averaged).",
@@ -186,5 +195,9 @@ BENCHMARK = Benchmark(
         "workbooks in this format, one per condition. Synthetic example row of alcohol_dependence.xlsx: "
         "text | result_human / \"Synthetic note: drinks a six-pack daily for 10 years, prior withdrawal "
         "seizure.\" | 1"
+    ),
+    filters=(
+        "rows with an empty 'text' or 'result_human' cell; rows beyond HELM's cap of 100 per condition "
+        "(np.random.RandomState(0) sample)"
     ),
 )

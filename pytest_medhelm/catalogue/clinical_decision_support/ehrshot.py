@@ -16,7 +16,8 @@ label of that patient in time order).
 
 1. Labels in file order; a ``lab_*`` task keeps 10,000 of them, ``pandas.DataFrame.sample(n=10000,
    random_state=1)`` = the first 10,000 of ``np.random.RandomState(1).permutation(n)``, in that order (with fewer
-   than 10,000 labels pandas raises; here every label is kept, in file order).
+   than 10,000 labels pandas raises; here every label is kept, in file order). The labels left out of the sample
+   are counted in ``Loaded.removed``.
 2. The labels are sorted (stable) by ``subject_id`` then ``prediction_time``, and for each one the prompt lists the
    codes of every event of the patient with ``time <= prediction_time`` (events sorted by ``time``, stable; events
    without a time never qualify): ``⏎# Instructions⏎{instruction}⏎⏎# Your Task⏎Patient EHR:⏎- {code}⏎- {code}…⏎⏎``.
@@ -50,8 +51,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded, count_tokens, import_pyarrow
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.local_data import count_tokens, import_pyarrow
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file
 from pytest_medhelm.data.sources import DataFile
@@ -244,7 +245,7 @@ class _Timelines:
         return self._codes.slice(start, count).to_pylist()
 
 
-def _task_labels(path: Path, task: str) -> tuple[list[Any], list[int | None], list[bool]]:
+def _task_labels(path: Path, task: str, loaded: Loaded) -> tuple[list[Any], list[int | None], list[bool]]:
     table = _read(path, ("subject_id", "prediction_time", "boolean_value"))
     subjects = table.column("subject_id").to_pylist()
     times = _microseconds(table.column("prediction_time"), path, "prediction_time")
@@ -254,6 +255,11 @@ def _task_labels(path: Path, task: str) -> tuple[list[Any], list[int | None], li
     if task.startswith("lab_") and len(subjects) > MAX_LABELS_PER_LAB_TASK:
         import numpy as np
 
+        loaded.note_removed(
+            f"label beyond HELM's sample of {MAX_LABELS_PER_LAB_TASK:,} per lab task "
+            "(DataFrame.sample, random_state=1)",
+            len(subjects) - MAX_LABELS_PER_LAB_TASK,
+        )
         keep = np.random.RandomState(LAB_SAMPLE_SEED).permutation(len(subjects))[:MAX_LABELS_PER_LAB_TASK]
         subjects, times, values = ([column[int(i)] for i in keep] for column in (subjects, times, values))
     return subjects, times, values
@@ -262,9 +268,9 @@ def _task_labels(path: Path, task: str) -> tuple[list[Any], list[int | None], li
 def build_instances(files: Mapping[str, Path]) -> Loaded:
     data_path = data_file(files, DATA)
     _read(data_file(files, SPLITS), ("subject_id", "split"))  # HELM reads it; its split is not used
-    labels = {task: _task_labels(data_file(files, labels_file(task)), task) for task in TASKS}
-    timelines = _Timelines(data_path, {s for subjects, _, _ in labels.values() for s in subjects if s is not None})
     loaded = Loaded(slug=SLUG)
+    labels = {task: _task_labels(data_file(files, labels_file(task)), task, loaded) for task in TASKS}
+    timelines = _Timelines(data_path, {s for subjects, _, _ in labels.values() for s in subjects if s is not None})
     for task in TASKS:
         subjects, times, values = labels[task]
         order = _stable_order(subjects, times)
@@ -350,5 +356,9 @@ BENCHMARK = Benchmark(
         "data/data.parquet row subject_id=1001, time=2019-05-02 10:00, code='ICD10CM/I10'; "
         "labels/new_hypertension/labels.parquet row subject_id=1001, prediction_time=2020-01-01 23:59, "
         "boolean_value=True"
+    ),
+    filters=(
+        "labels of a lab_* task beyond HELM's sample of 10,000 (DataFrame.sample, random_state=1); prompts longer than "
+        "100,000 cl100k tokens"
     ),
 )

@@ -3,9 +3,10 @@
 
 HELM's test split is the 2016 and 2017 exams (``HEAD_EN/test_HEAD_EN.json`` in the dataset's zip, the same as
 Hugging Face ``dvilares/head_qa`` ``en`` split ``test``), exams in file order then questions in exam order, without
-the questions that come with an image: 2,675 instances. The pinned source is the full ``HEAD_EN.json`` (all exams,
-a plain file at a commit), whose 2016/2017 exams are exactly that test file in the same order; a
-``test_HEAD_EN.json`` in the data directory is read instead when present.
+the questions that come with an image (counted in ``Loaded.removed``): 2,675 instances. The pinned source is the
+full ``HEAD_EN.json`` (all exams, a plain file at a commit), whose 2016/2017 exams are exactly that test file in the
+same order (the 2013-2015 exams are HELM's train and validation splits, never evaluated: skipped as a split, not
+counted as removed); a ``test_HEAD_EN.json`` in the data directory is read instead when present.
 
 HELM strips the question and option texts and matches the correct option by ``aid == ra`` as integers; so does
 this loader. Instance ids are ``<exam>-<question number>``, e.g. ``2017_1_F-30``.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, require
 from pytest_medhelm.data.sources import DataFile
@@ -43,12 +44,12 @@ def _exams(path: Path, data: Any) -> Mapping[str, Any]:
     return exams
 
 
-def build_instances(files: Mapping[str, Path]) -> list[Instance]:
+def build_instances(files: Mapping[str, Path]) -> Loaded:
     if TEST_FILE in files:
         path, years = files[TEST_FILE], None  # already the test exams only
     else:
         path, years = data_file(files, FULL_FILE), TEST_YEARS
-    instances = []
+    instances = Loaded(slug=SLUG)
     seen: set[str] = set()
     for exam_key, exam in _exams(path, read_json(path)).items():
         where = f"exam {exam_key!r}"
@@ -64,7 +65,8 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
             q_where = f"{where}, question {position}"
             image = question.get("image") if isinstance(question, dict) else None
             if str(image or "").strip():
-                continue  # HELM skips the questions that come with an image
+                instances.note_removed("question with an image (HELM keeps the text-only questions)")
+                continue
             qid = _integer(require(question, "qid", path, q_where), path, q_where, "qid")
             ra = _integer(require(question, "ra", path, q_where), path, q_where, "ra")
             answers = require(question, "answers", path, q_where)
@@ -92,7 +94,7 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
             )
     if not instances:
         raise DataError(path, "key 'exams'", f"no text-only questions from the test exams ({', '.join(TEST_YEARS)})")
-    return instances
+    return instances.done()
 
 
 BENCHMARK = Benchmark(
@@ -133,4 +135,12 @@ BENCHMARK = Benchmark(
     metric=MULTIPLE_CHOICE_EXACT_MATCH,
     max_tokens=1,
     description="Answer a multiple-choice question from a Spanish healthcare specialisation exam (in English).",
+    example=(
+        "{\"exams\": {\"Cuaderno_2016_1_M\": {\"name\": \"Cuaderno_2016_1_M\", \"year\": \"2016\", \"category\": "
+        "\"medicine\", \"data\": [{\"qid\": \"1\", \"qtext\": \"Which synthetic vitamin deficiency causes scurvy?\", "
+        "\"ra\": \"3\", \"image\": \"\", \"answers\": [{\"aid\": 1, \"atext\": \"A\"}, {\"aid\": 2, \"atext\": "
+        "\"B12\"}, {\"aid\": 3, \"atext\": \"C\"}, {\"aid\": 4, \"atext\": \"D\"}]}]}}}"
+    ),
+    instance_count=2675,
+    filters="questions that come with an image (67 on the pinned data): HELM keeps the text-only questions",
 )

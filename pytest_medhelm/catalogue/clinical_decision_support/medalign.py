@@ -38,10 +38,10 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded, cl100k, read_bytes, read_table_rows, safe_id, unique_id
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.local_data import cl100k, safe_id, unique_id
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.data.readers import data_file, read_bytes, read_csv_rows, universal_newlines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
 from pytest_medhelm.prompting import GenerationPrompt
@@ -82,7 +82,7 @@ def _read_ehr(path: Path) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DataError(path, f"byte {exc.start}", f"not valid UTF-8 ({exc.reason})") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")  # open(..., encoding="utf-8"): universal newlines
+    return universal_newlines(text)  # open(..., encoding="utf-8")
 
 
 def truncated_prompt(question: str, ehr: str, max_length: int | None = None) -> str:
@@ -108,13 +108,15 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
         raise DataError(ehr_dir, "", "expected a folder of <person_id>.xml files")
 
     instructions: dict[str, tuple[str, int, Path, str]] = {}  # id -> (question, person, file, where)
-    for row in read_table_rows(instructions_path, ("instruction_id", "question", "person_id"), delimiter="\t"):
+    for row in read_csv_rows(instructions_path, ("instruction_id", "question", "person_id"), delimiter="\t",
+                            universal_newlines=False):
         person = _person(row["person_id"], instructions_path, row.where)
         instructions[row["instruction_id"].strip()] = (row["question"], person, instructions_path, row.where)
 
     loaded = Loaded(slug=SLUG)
-    responses = read_table_rows(
-        responses_path, ("instruction_id", "annotator_num", "clinician_response"), delimiter="\t"
+    responses = read_csv_rows(
+        responses_path, ("instruction_id", "annotator_num", "clinician_response"), delimiter="\t",
+        universal_newlines=False,
     )
     ehrs = _ehr_files(ehr_dir)
     prompts: dict[str, str] = {}
@@ -186,5 +188,9 @@ BENCHMARK = Benchmark(
         "'17<TAB>What was the last HbA1c value?<TAB>1001'; clinician-instruction-responses.tsv row "
         "'17<TAB>Annotator_1<TAB>7.2% on 2020-03-04'; medalign_ehr_xml/1001.xml '<eventstream><encounter "
         "start=\"03/04/20 9:00 AM\">...</encounter></eventstream>'"
+    ),
+    filters=(
+        "reference answers of annotators other than Annotator_1; Annotator_1 answers whose instruction_id has no "
+        "instruction; instructions without an Annotator_1 answer (HELM's inner join)"
     ),
 )

@@ -101,4 +101,10 @@ BENCHMARK = Benchmark(
     metric=MULTIPLE_CHOICE_EXACT_MATCH,
     max_tokens=1,
     description="Answer a USMLE Step 2/3 style clinical question with five options.",
+    example=(
+        "link,question,opa,opb,opc,opd,ope,answer_idx,answer,explanation / "
+        "https://step2.medbullets.com/testview?qid=108992,\"A synthetic 30-year-old presents with fever. What is the "
+        "next step?\",Observe,Blood cultures,CT scan,Biopsy,Discharge,B,Blood cultures,\"Synthetic explanation.\""
+    ),
+    instance_count=308,
 )

@@ -86,4 +86,11 @@ BENCHMARK = Benchmark(
     metric=MEDCALC_ACCURACY,
     max_tokens=10,
     description="Compute the requested medical value (score, lab value, dose, date) from a patient note.",
+    example=(
+        "Row Number,Calculator ID,Calculator Name,Category,Output Type,Note ID,Note Type,Patient "
+        "Note,Question,Relevant Entities,Ground Truth Answer,Lower Limit,Upper Limit,Ground Truth Explanation / "
+        "1,2,Body Mass Index (BMI),physical,decimal,synthetic-1,Synthetic,\"A synthetic 40-year-old, 170 cm, 70 "
+        "kg.\",What is the patient's BMI in kg/m^2?,{},24.22,23.01,25.43,70 / 1.7^2 = 24.22"
+    ),
+    instance_count=1047,
 )

@@ -2,10 +2,10 @@
 ``MedecScenario``, ``medec``).
 
 HELM's test split is the MS test file at the commit pinned here: the 597 rows with a non-empty ``Sentences``
-column (the other 328 CSV rows are empty padding). The reference is ``"<Error Sentence ID> <Corrected Sentence>"``
-for a note with an error and ``"CORRECT"`` otherwise; the error sentence id is also kept in ``extra`` so that the
-default metric can score sentence accuracy (see :mod:`pytest_medhelm.metrics.medec`). Instance ids are the
-``Text ID`` column (``ms-test-0``).
+column (the other 328 CSV rows are empty padding, counted in ``Loaded.removed``). The reference is
+``"<Error Sentence ID> <Corrected Sentence>"`` for a note with an error and ``"CORRECT"`` otherwise; the error
+sentence id is also kept in ``extra`` so that the default metric can score sentence accuracy (see
+:mod:`pytest_medhelm.metrics.medec`). Instance ids are the ``Text ID`` column (``ms-test-0``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
@@ -25,15 +25,16 @@ FILE = "MEDEC-MS-TestSet-with-GroundTruth-and-ErrorType.csv"
 COLUMNS = ("Text ID", "Sentences", "Error Flag", "Error Type", "Error Sentence ID", "Corrected Sentence")
 
 
-def build_instances(files: Mapping[str, Path]) -> list[Instance]:
+def build_instances(files: Mapping[str, Path]) -> Loaded:
     path = data_file(files, FILE)
-    instances = []
+    instances = Loaded(slug=SLUG)
     seen: set[str] = set()
     for row in read_csv_rows(path, COLUMNS):
         if not row["Sentences"]:
             # HELM skips these; upstream they are all-empty padding rows. One with content is a broken file.
             if any(value.strip() for value in row.values.values()):
                 raise DataError(path, row.where, "column 'Sentences' is empty in a row that has other values")
+            instances.note_removed("empty padding row (no 'Sentences'; HELM skips it)")
             continue
         text_id = row["Text ID"].strip()
         if not text_id or text_id in seen or " " in text_id:
@@ -61,7 +62,7 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
                 benchmark=SLUG,
             )
         )
-    return instances
+    return instances.done()
 
 
 BENCHMARK = Benchmark(
@@ -102,4 +103,11 @@ BENCHMARK = Benchmark(
     metric=MEDEC_ERROR_FLAG_ACCURACY,
     max_tokens=256,
     description="Find the sentence with a medical error in a clinical note and correct it, or answer CORRECT.",
+    example=(
+        "Text ID,Text,Sentences,Error Flag,Error Type,Error Sentence ID,Error Sentence,Corrected Sentence,Corrected "
+        "Text / ms-test-0,\"…\",\"0 A synthetic man has chest pain.\\n1 He is given ibuprofen.\",1,treatment,1,He is "
+        "given ibuprofen.,He is given aspirin.,\"…\""
+    ),
+    instance_count=597,
+    filters="all-empty padding rows without 'Sentences' (328 on the pinned data): HELM skips them",
 )

@@ -19,13 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+from pytest_medhelm.catalogue.clinical_decision_support import medqa
 from pytest_medhelm.catalogue.definition import Benchmark, Instance
 from pytest_medhelm.data import gdrive
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import Row, read_jsonl, require
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
-from pytest_medhelm.prompting import MultipleChoicePrompt
 
 SLUG = "medmcqa"
 DRIVE_ID = "15VkJdq5eyWIkfb_aoD3oS8i4tScbHYky"
@@ -103,12 +103,14 @@ BENCHMARK = Benchmark(
         ),
     ),
     build_instances=build_instances,
-    prompt=MultipleChoicePrompt(
-        instructions="Give a letter answer among A, B, C or D. Do not include any explanation or additional text.",
-        input_noun="Question",
-        output_noun="Respond only with 'A', 'B', 'C' or 'D'. Do not add any other text, punctuation, or symbols.",
-    ),
+    prompt=medqa.PROMPT,  # HELM's run specs give both the same prompt
     metric=MULTIPLE_CHOICE_EXACT_MATCH,
     max_tokens=1,
     description="Answer a four-option question of an Indian medical entrance exam (AIIMS / NEET PG).",
+    example=(
+        "{\"id\": \"synthetic-1\", \"question\": \"Which synthetic nerve supplies the deltoid?\", \"opa\": \"Radial\", "
+        "\"opb\": \"Axillary\", \"opc\": \"Ulnar\", \"opd\": \"Median\", \"cop\": 2, \"choice_type\": \"single\", "
+        "\"exp\": \"\", \"subject_name\": \"Anatomy\", \"topic_name\": \"Upper limb\"}"
+    ),
+    instance_count=4183,
 )

@@ -6,7 +6,8 @@ Source: the MedQA authors' Google Drive archive (id ``1ImYUSLk9JbgHXOemfvyiDiirl
 is not known to this project, so the download is not verified (``sha256=""``). Put in
 ``--medhelm-data-dir DIR/medqa/`` either the archive, or the two member files extracted
 (``phrases_no_exclude_dev.jsonl`` and ``phrases_no_exclude_test.jsonl``, flat); members are read from the archive
-in memory, found by the end of their path. The download goes through :mod:`pytest_medhelm.data.gdrive` (Drive's confirmation page for large files).
+in memory, found by the end of their path. The download goes through :mod:`pytest_medhelm.data.gdrive` (Drive's
+confirmation page for large files).
 
 Instances: HELM's eval splits are ``valid`` (the ``dev`` file) and ``test``, in that order, each in file order
 (1,272 + 1,273 in the published archive); a capped run samples them together, as HELM does, although the
@@ -36,6 +37,14 @@ ARCHIVE = "data_clean.zip"
 MEMBER_DIR = "questions/US/4_options"
 #: (split label used in ids, member file name), in HELM's order
 SPLITS = (("dev", "phrases_no_exclude_dev.jsonl"), ("test", "phrases_no_exclude_test.jsonl"))
+
+
+#: HELM's prompt of the four-option exam benchmarks added in August 2025 (MedQA and MedMCQA share it)
+PROMPT = MultipleChoicePrompt(
+    instructions="Give a letter answer among A, B, C or D. Do not include any explanation or additional text.",
+    input_noun="Question",
+    output_noun="Respond only with 'A', 'B', 'C' or 'D'. Do not add any other text, punctuation, or symbols.",
+)
 
 
 def split_rows(files: Mapping[str, Path], name: str) -> tuple[list[Row], str]:
@@ -113,12 +122,14 @@ BENCHMARK = Benchmark(
         ),
     ),
     build_instances=build_instances,
-    prompt=MultipleChoicePrompt(
-        instructions="Give a letter answer among A, B, C or D. Do not include any explanation or additional text.",
-        input_noun="Question",
-        output_noun="Respond only with 'A', 'B', 'C' or 'D'. Do not add any other text, punctuation, or symbols.",
-    ),
+    prompt=PROMPT,
     metric=MULTIPLE_CHOICE_EXACT_MATCH,
     max_tokens=1,
     description="Answer a four-option question of the US medical licensing exam (USMLE).",
+    example=(
+        "{\"question\": \"A synthetic 25-year-old has a fever and a stiff neck. What is the most likely diagnosis?\", "
+        "\"answer\": \"Meningitis\", \"options\": {\"A\": \"Migraine\", \"B\": \"Meningitis\", \"C\": \"Sinusitis\", "
+        "\"D\": \"Tension headache\"}, \"meta_info\": \"step1\", \"answer_idx\": \"B\"}"
+    ),
+    instance_count=2545,
 )

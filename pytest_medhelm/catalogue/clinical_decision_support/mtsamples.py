@@ -32,9 +32,10 @@ marker only in another case (HELM's IndexError)       1
 
 (Without the listing limit the same rules give 539 instances from all 1,269 files; pass ``listing_limit=None`` to
 :func:`select_notes` to see them.) Of the 427, the reference comes from PLAN for 258, FINDINGS for 154 and
-SUMMARY for 15. :func:`build_instances_with_report` returns the instances with these counts, so that nothing is
-dropped silently. Instance ids are the file names without ``.txt``, every run of characters other than letters,
-digits, ``.`` and ``-`` replaced by ``_`` (``Chronic_Kidney_Disease_-_Followup``).
+SUMMARY for 15. The loader returns the instances with these counts in ``Loaded.removed`` (keyed as in
+:data:`DROP_REASONS` by :func:`build_instances_with_report`), so that nothing is dropped silently. Instance ids
+are the file names without ``.txt``, every run of characters other than letters, digits, ``.`` and ``-`` replaced
+by ``_`` (``Chronic_Kidney_Disease_-_Followup``).
 
 A note that is empty or not UTF-8 is a :class:`~pytest_medhelm.data.errors.DataError` (upstream has neither: the
 copy is damaged); HELM would have skipped the first and decoded the second with replacement characters.
@@ -44,11 +45,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import data_file, read_text
+from pytest_medhelm.data.readers import data_file, read_text, universal_newlines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
 from pytest_medhelm.prompting import GenerationPrompt
@@ -61,14 +62,15 @@ GITHUB_LISTING_LIMIT = 1000
 #: reference markers, in HELM's order of preference
 SECTIONS = ("PLAN:", "SUMMARY:", "FINDINGS:")
 
-#: the reasons a listed file gives no instance, in the order they are checked (keys of the report)
-DROP_REASONS = (
-    "beyond_github_listing_limit",  # past the first 1,000 entries of the listing: HELM never sees the file
-    "not_txt",  # HELM keeps only names ending in .txt
-    "section_case_mismatch",  # a marker found case-insensitively but absent in upper case: HELM's IndexError
-    "no_reference_section",  # none of PLAN:/SUMMARY:/FINDINGS: in the note
-    "empty_reference",  # a marker, but nothing after it on its line
-)
+#: the reasons a listed file gives no instance, in the order they are checked: report key → reason in
+#: ``Loaded.removed``
+DROP_REASONS = {
+    "beyond_github_listing_limit": "beyond the GitHub contents API's 1,000-entry listing (HELM never sees the file)",
+    "not_txt": "not a .txt file (HELM keeps only names ending in .txt)",
+    "section_case_mismatch": "PLAN:/SUMMARY:/FINDINGS: only in another case (HELM's split raises IndexError)",
+    "no_reference_section": "no PLAN:/SUMMARY:/FINDINGS: section (no reference)",
+    "empty_reference": "a PLAN:/SUMMARY:/FINDINGS: marker with nothing after it on its line (no reference)",
+}
 
 
 class _CaseMismatch(Exception):
@@ -95,7 +97,7 @@ def listing(folder: Path, limit: int | None = GITHUB_LISTING_LIMIT) -> tuple[lis
 
 def read_note(path: Path) -> str:
     """A note as HELM reads it: UTF-8, universal newlines, stripped."""
-    return read_text(path).replace("\r\n", "\n").replace("\r", "\n").strip()
+    return universal_newlines(read_text(path)).strip()
 
 
 def extract_sections(text: str) -> tuple[str | None, str | None, str | None]:
@@ -134,38 +136,37 @@ def select_notes(
     slug: str,
     input_cut: tuple[str, ...],
     listing_limit: int | None = GITHUB_LISTING_LIMIT,
-) -> tuple[list[Instance], dict[str, int]]:
-    """Instances of an MTSamples folder, in HELM's order, and how many listed files each rule dropped.
+) -> Loaded:
+    """Instances of an MTSamples folder, in HELM's order, with the files each rule dropped in ``removed``.
 
     ``input_cut`` are the markers the input is cut at (MTSamples: PLAN only; Procedures: all three).
     """
     names, beyond = listing(folder, listing_limit)
-    dropped = dict.fromkeys(DROP_REASONS, 0)
-    dropped["beyond_github_listing_limit"] = beyond
-    instances: list[Instance] = []
+    loaded = Loaded(slug=slug)
+    loaded.note_removed(DROP_REASONS["beyond_github_listing_limit"], beyond)
     seen: dict[str, str] = {}
     for name in names:
         path = folder / name
         if not name.endswith(".txt") or not path.is_file():
-            dropped["not_txt"] += 1
+            loaded.note_removed(DROP_REASONS["not_txt"])
             continue
         text = read_note(path)
         try:
             plan, summary, findings = extract_sections(text)
         except _CaseMismatch:
-            dropped["section_case_mismatch"] += 1
+            loaded.note_removed(DROP_REASONS["section_case_mismatch"])
             continue
         reference = plan or summary or findings
         if not reference:
-            dropped["empty_reference" if (plan, summary, findings) != (None, None, None)
-                    else "no_reference_section"] += 1
+            found = (plan, summary, findings) != (None, None, None)
+            loaded.note_removed(DROP_REASONS["empty_reference" if found else "no_reference_section"])
             continue
         section = "PLAN" if plan else "SUMMARY" if summary else "FINDINGS"
         instance_id = note_id(name)
         if instance_id in seen:
             raise DataError(path, "", f"its instance id {instance_id!r} is also that of {seen[instance_id]!r}")
         seen[instance_id] = name
-        instances.append(
+        loaded.append(
             Instance(
                 id=instance_id,
                 input=cut_at(text, input_cut),
@@ -174,16 +175,24 @@ def select_notes(
                 benchmark=slug,
             )
         )
-    return instances, dropped
+    return loaded.done()
 
 
-def build_instances_with_report(files: Mapping[str, Path]) -> tuple[list[Instance], dict[str, int]]:
-    """(instances, dropped_by_reason) on the resolved folder; see the module docstring for the counts."""
-    return select_notes(data_file(files, FOLDER), SLUG, ("PLAN:",))
+def loaders(slug: str, folder: str, input_cut: tuple[str, ...]) -> tuple[Callable, Callable]:
+    """``build_instances(files)`` of an MTSamples folder benchmark, and ``build_instances_with_report(files)``:
+    (instances, dropped by the keys of :data:`DROP_REASONS`, zeros included)."""
+
+    def build_instances(files: Mapping[str, Path]) -> Loaded:
+        return select_notes(data_file(files, folder), slug, input_cut)
+
+    def build_instances_with_report(files: Mapping[str, Path]) -> tuple[Loaded, dict[str, int]]:
+        loaded = build_instances(files)
+        return loaded, loaded.counts(DROP_REASONS)
+
+    return build_instances, build_instances_with_report
 
 
-def build_instances(files: Mapping[str, Path]) -> list[Instance]:
-    return build_instances_with_report(files)[0]
+build_instances, build_instances_with_report = loaders(SLUG, FOLDER, ("PLAN:",))
 
 
 BENCHMARK = Benchmark(
@@ -214,4 +223,14 @@ BENCHMARK = Benchmark(
     max_tokens=512,
     description="Write a treatment plan for a patient from a transcribed medical report (scored by ROUGE-L until "
     "the jury is in place).",
+    example=(
+        "mtsamples_processed/Synthetic Knee Pain.txt: \"HISTORY: A synthetic 50-year-old with knee pain.\\nFINDINGS: "
+        "Small effusion.\\nPLAN: Physical therapy and ibuprofen.\""
+    ),
+    instance_count=427,
+    filters=(
+        "of the 1,269 files: 269 beyond the GitHub contents API's 1,000-entry listing (HELM never sees them), 567 "
+        "without a PLAN:/SUMMARY:/FINDINGS: section, 5 with a marker but nothing after it, 1 whose marker is only in "
+        "another case (HELM's IndexError)"
+    ),
 )

@@ -104,4 +104,9 @@ BENCHMARK = Benchmark(
     max_tokens=768,
     description="Write the clinical note of a doctor-patient conversation (scored by ROUGE-L until the jury is in "
     "place).",
+    example=(
+        "{\"data\": [{\"src\": \"[doctor] hi , how are you today ? [patient] my synthetic knee hurts .\", \"tgt\": "
+        "\"CHIEF COMPLAINT\\n\\nKnee pain.\\n\\nHISTORY OF PRESENT ILLNESS\\n...\", \"file\": \"D2N001-virtassist\"}]}"
+    ),
+    instance_count=120,
 )

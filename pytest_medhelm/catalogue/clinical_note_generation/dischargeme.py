@@ -13,7 +13,8 @@ and ⋈ edstays on ``hadm_id`` (inner joins), ``drop_duplicates("hadm_id")`` (so
 admission in file order is the one used), then ⋈ discharge_target on ``hadm_id``. The resulting order, which
 HELM's sample indexes into, is: patients in order of their first row in ``diagnosis``, and for each patient the
 admissions in ``discharge`` order (the same for pandas before and after 2.2, whose merge ordering changed). An
-admission absent from any table is left out (counted in ``Loaded.removed``). The discharge text has the target
+admission absent from any table is left out, and so is a repeated discharge note of an admission (both counted
+in ``Loaded.removed``). The discharge text has the target
 section removed (``text.replace(target, "")``).
 
 **Two instances per admission**, brief hospital course then discharge instructions, each with the input
@@ -29,9 +30,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded, read_table_rows, safe_id, unique_id
-from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.local_data import safe_id, unique_id
+from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
 from pytest_medhelm.prompting import GenerationPrompt
@@ -62,7 +63,7 @@ def _key(value: str) -> str:
 
 def build_instances(files: Mapping[str, Path]) -> Loaded:
     rows = {
-        name: read_table_rows(data_file(files, name), columns, gz=True)
+        name: read_csv_rows(data_file(files, name), columns, gz=True, universal_newlines=False)
         for name, columns in (
             (DIAGNOSIS, ("subject_id",)),
             (TRIAGE, ("subject_id",)),
@@ -98,6 +99,7 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
     for subject in subjects:
         for hadm, text in discharges.get(subject, ()):
             if hadm in used:
+                loaded.note_removed("repeated hadm_id in the discharge notes (drop_duplicates keeps the first)")
                 continue
             if hadm not in first_report or hadm not in ed_admissions or hadm not in targets:
                 used.add(hadm)
@@ -163,5 +165,10 @@ BENCHMARK = Benchmark(
         "discharge_target.csv.gz 'note_id,hadm_id,discharge_instructions,brief_hospital_course,"
         "discharge_instructions_word_count,brief_hospital_course_word_count' / '1-DS-1,11,Take cephalexin.,Admitted "
         "for cellulitis ...,2,4'"
+    ),
+    filters=(
+        "admissions without a radiology report, an ED stay or a target; discharge notes of patients absent from "
+        "diagnosis or triage (HELM's inner joins); a repeated hadm_id in the discharge notes (drop_duplicates keeps "
+        "the first)"
     ),
 )

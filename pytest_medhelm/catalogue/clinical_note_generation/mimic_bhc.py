@@ -16,8 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_jsonl, require
 from pytest_medhelm.data.sources import DataFile
@@ -78,4 +77,5 @@ BENCHMARK = Benchmark(
         "{\"input\": \"<SEX> F <SERVICE> MEDICINE <CHIEF COMPLAINT> cough ... discharged home.\", \"target\": "
         "\"Ms. ___ was admitted with community-acquired pneumonia, treated with ceftriaxone ...\"}"
     ),
+    filters="lines whose 'input' or 'target' is empty",
 )

@@ -17,10 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded, text_lines
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.data.readers import data_file, text_lines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
 from pytest_medhelm.prompting import GenerationPrompt
@@ -86,4 +85,5 @@ BENCHMARK = Benchmark(
         "'the heart is normal in size . the lungs are clear . no pleural effusion .'; line 1 of "
         "test.impression.tok: 'no acute cardiopulmonary process .'"
     ),
+    filters="line pairs whose findings or impression is empty",
 )

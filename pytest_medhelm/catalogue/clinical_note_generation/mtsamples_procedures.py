@@ -22,19 +22,15 @@ marker only in another case (HELM's IndexError)       0
 **instances**                                     **131**
 ===============================================  =====
 
-The reference comes from FINDINGS for 98 instances, PLAN for 27 and SUMMARY for 6.
-:func:`build_instances_with_report` returns the instances with these counts. Ids are built from the file names as
-for MTSamples.
+The reference comes from FINDINGS for 98 instances, PLAN for 27 and SUMMARY for 6. The loader counts the files it
+drops in ``Loaded.removed`` (by key: :func:`build_instances_with_report`). Ids are built from the file names as for
+MTSamples.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Mapping
-
-from pytest_medhelm.catalogue.clinical_decision_support.mtsamples import SECTIONS, select_notes
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.catalogue.clinical_decision_support.mtsamples import SECTIONS, loaders
+from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
 from pytest_medhelm.prompting import GenerationPrompt
@@ -43,14 +39,8 @@ SLUG = "mtsamples_procedures"
 FOLDER = "mtsample_procedure"
 GIT_HASH = "c4c252443fa9c52afb6960f53e51be278639bea2"
 
-
-def build_instances_with_report(files: Mapping[str, Path]) -> tuple[list[Instance], dict[str, int]]:
-    """(instances, dropped_by_reason) on the resolved folder; see the module docstring for the counts."""
-    return select_notes(data_file(files, FOLDER), SLUG, SECTIONS)
-
-
-def build_instances(files: Mapping[str, Path]) -> list[Instance]:
-    return build_instances_with_report(files)[0]
+#: the input is cut at every marker, so no reference line stays in it
+build_instances, build_instances_with_report = loaders(SLUG, FOLDER, SECTIONS)
 
 
 BENCHMARK = Benchmark(
@@ -80,4 +70,10 @@ BENCHMARK = Benchmark(
     metric=ROUGE_L,
     max_tokens=512,
     description="Write a plan from a transcribed procedure report (scored by ROUGE-L until the jury is in place).",
+    example=(
+        "mtsample_procedure/Synthetic Knee Arthroscopy.txt: \"PROCEDURE: Synthetic arthroscopy of the left "
+        "knee.\\nFINDINGS: Medial meniscus tear.\\nPLAN: Weight bearing as tolerated.\""
+    ),
+    instance_count=131,
+    filters="of the 429 files: 298 without a PLAN:/SUMMARY:/FINDINGS: section",
 )

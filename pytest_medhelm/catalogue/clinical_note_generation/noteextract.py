@@ -22,9 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded, is_pandas_na, read_table_rows
-from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.local_data import is_pandas_na
+from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
 from pytest_medhelm.prompting import GenerationPrompt
@@ -85,7 +85,7 @@ def create_prompt_text(clinical_note: str) -> str:
 def build_instances(files: Mapping[str, Path]) -> Loaded:
     path = data_file(files, FILE)
     loaded = Loaded(slug=SLUG)
-    for row in read_table_rows(path, (COLUMN,)):
+    for row in read_csv_rows(path, (COLUMN,), universal_newlines=False):  # pandas.read_csv
         note = row[COLUMN]
         if is_pandas_na(note):
             loaded.note_removed(f"empty or NA {COLUMN!r} (pandas reads NaN; HELM skips the row)")
@@ -124,4 +124,5 @@ BENCHMARK = Benchmark(
         "MO Note / \"Synthetic note: patient reports a dull low back pain since Monday, worse when lifting, "
         "better with rest, 6/10.\""
     ),
+    filters="rows whose 'MO Note' is empty or a pandas NA string (NA, null, n/a, ...)",
 )

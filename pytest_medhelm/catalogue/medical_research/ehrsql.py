@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark, Instance
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import data_file, read_json, read_text, require
+from pytest_medhelm.data.readers import data_file, read_json, read_text, require, universal_newlines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.ehrsql import EHRSQL_EXECUTION_ACCURACY
 from pytest_medhelm.prompting import GenerationPrompt
@@ -47,7 +47,7 @@ _EHRSQL = "https://raw.githubusercontent.com/glee4810/EHRSQL"
 def extract_schema(path: Path) -> str:
     """HELM's ``extract_schema``: every ``CREATE TABLE`` statement up to the line ending with ``;``, each line
     stripped, statements joined by a blank line."""
-    text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
+    text = universal_newlines(read_text(path))
     tables: list[str] = []
     current: list[str] = []
     inside = False
@@ -197,4 +197,10 @@ BENCHMARK = Benchmark(
     metric=EHRSQL_EXECUTION_ACCURACY,
     max_tokens=1024,
     description="Write the SQLite query over an eICU database that answers a clinical research question.",
+    example=(
+        "valid.json: [{\"id\": \"0123456789abcdef01234567\", \"question\": \"what is the synthetic patient 000-000's "
+        "gender?\", \"query\": \"select distinct patient.gender from patient where patient.uniquepid = '000-000'\", "
+        "\"value\": {\"patient_id\": \"000-000\"}, \"is_impossible\": false}]"
+    ),
+    instance_count=2909,
 )

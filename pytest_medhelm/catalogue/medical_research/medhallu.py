@@ -185,4 +185,11 @@ BENCHMARK = Benchmark(
     metric=GENERATION_EXACT_MATCH,
     max_tokens=5,
     description="Judge whether an answer to a PubMed research question is factual (0) or hallucinated (1).",
+    example=(
+        "{\"Question\": \"Does synthetic drug X reduce fever?\", \"Knowledge\": [\"A synthetic trial of drug X in 50 "
+        "adults.\"], \"Ground Truth\": \"Yes, it reduced fever.\", \"Hallucinated Answer\": \"No, it raised blood "
+        "pressure.\", \"Difficulty Level\": \"easy\", \"Category of Hallucination\": \"Misinterpretation of "
+        "#Question#\"}"
+    ),
+    instance_count=2000,
 )

@@ -31,8 +31,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file
 from pytest_medhelm.data.sources import DataFile

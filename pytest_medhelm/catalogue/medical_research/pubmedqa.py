@@ -91,4 +91,10 @@ BENCHMARK = Benchmark(
     metric=MULTIPLE_CHOICE_EXACT_MATCH,
     max_tokens=1,
     description="Answer yes, no or maybe to a research question about a PubMed abstract.",
+    example=(
+        "{\"12345678\": {\"QUESTION\": \"Does synthetic drug X lower blood pressure in adults?\", \"CONTEXTS\": [\"A "
+        "synthetic randomised trial of 40 adults.\", \"Systolic pressure fell by 8 mmHg.\"], \"LABELS\": [\"METHODS\", "
+        "\"RESULTS\"], \"final_decision\": \"yes\", \"YEAR\": \"2020\"}}"
+    ),
+    instance_count=1000,
 )

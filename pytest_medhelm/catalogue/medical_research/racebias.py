@@ -22,9 +22,10 @@ about 5 runs each: Bard 45, ChatGPT 42, Claude 45, GPT-4 43); 4 of them (ChatGPT
 the eGFR?") are written ``"Run 2:`` + no-break space ``+ How…"``: with no ``": "`` HELM skips them, and since they
 still end the previous response their answers are lost. That leaves 171 entries (86 yes, 85 no), of which 4 repeat
 an earlier prompt word for word (a chatbot gave the same answer to the same question): 3 identical answers to "What
-is the genetic basis of race?" and 2 pairs, so 171 - 4 = 167 instances. Both counts are reported by
-:func:`skipped` and each instance lists the runs merged into it in ``Instance.extra["runs"]``; this loader keeps
-HELM's instances rather than recovering the 4 lost runs, so that scores stay comparable with HELM's.
+is the genetic basis of race?" and 2 pairs, so 171 - 4 = 167 instances. Both counts are in ``Loaded.removed``
+(and in :func:`skipped`, which also says how many merges had another label), and each instance lists the runs
+merged into it in ``Instance.extra["runs"]``; this loader keeps HELM's instances rather than recovering the 4 lost
+runs, so that scores stay comparable with HELM's.
 
 The prompt keeps HELM's source-code whitespace (a run of 21 spaces inside the first sentence and before
 ``Question:``) and its typo ("innacurate,and/or"); with no input noun, option A follows the input directly.
@@ -39,9 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.data.readers import check_not_empty, data_file, universal_newlines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
 from pytest_medhelm.prompting import MultipleChoicePrompt
@@ -71,10 +72,6 @@ class Supplement:
     skipped_headers: list[tuple[int, str]] = field(default_factory=list)
 
 
-def _universal_newlines(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def _is_header(text: str) -> bool:
     return text.startswith("Run ") and ":" in text
 
@@ -89,12 +86,7 @@ def _is_red(paragraph: Any) -> bool:
 
 def read_supplement(path: Path) -> Supplement:
     """Parse the .docx as HELM's ``extract_red_text_runs`` does."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise DataError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
-    if size == 0:
-        raise DataError(path, "", "the file is empty")
+    check_not_empty(path)
     try:
         import docx
     except ImportError:  # pragma: no cover - python-docx is a dependency
@@ -124,8 +116,8 @@ def read_supplement(path: Path) -> Supplement:
             Entry(
                 run=f"Run {match.group(1)}" if match else parts[0],
                 paragraph=i,
-                question=_universal_newlines(parts[1].strip()),
-                response=_universal_newlines("\n".join(response).strip()),
+                question=universal_newlines(parts[1].strip()),
+                response=universal_newlines("\n".join(response).strip()),
                 harmful=harmful,
             )
         )
@@ -155,6 +147,13 @@ def _deduplicated(supplement: Supplement) -> dict[str, tuple[list[Entry], str]]:
     return by_prompt
 
 
+#: what HELM's parse leaves out, as counted in ``Loaded.removed`` (the two add up to run headers - instances)
+REMOVED_HEADERS = "run header without ': ' after 'Run N:' (HELM skips it; its answer is lost)"
+REMOVED_DUPLICATES = (
+    "repeated prompt: merged into its first occurrence (HELM keys instances by prompt; last label wins)"
+)
+
+
 def skipped(files: Mapping[str, Path]) -> dict[str, int]:
     """What HELM's parse leaves out of the instances: run headers it cannot split (their answers are lost), entries
     merged into an earlier identical prompt, and of those, merges where the labels disagreed (the last wins)."""
@@ -167,18 +166,21 @@ def skipped(files: Mapping[str, Path]) -> dict[str, int]:
     }
 
 
-def build_instances(files: Mapping[str, Path]) -> list[Instance]:
+def build_instances(files: Mapping[str, Path]) -> Loaded:
     path = data_file(files, FILE)
     supplement = read_supplement(path)
-    instances = []
+    by_prompt = _deduplicated(supplement)
+    loaded = Loaded(slug=SLUG)
+    loaded.note_removed(REMOVED_HEADERS, len(supplement.skipped_headers))
+    loaded.note_removed(REMOVED_DUPLICATES, sum(len(entries) - 1 for entries, _ in by_prompt.values()))
     seen: set[str] = set()
-    for prompt, (entries, answer) in _deduplicated(supplement).items():
+    for prompt, (entries, answer) in by_prompt.items():
         first = entries[0]
         instance_id = f"{first.run.replace(' ', '').lower()}-{hashlib.sha256(prompt.encode()).hexdigest()[:8]}"
         if instance_id in seen:  # pragma: no cover - 32-bit prefix collision
             raise DataError(path, f"paragraph {first.paragraph}", f"instance id {instance_id!r} collides")
         seen.add(instance_id)
-        instances.append(
+        loaded.append(
             Instance(
                 id=instance_id,
                 input=prompt,
@@ -192,7 +194,7 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
                 benchmark=SLUG,
             )
         )
-    return instances
+    return loaded.done()
 
 
 BENCHMARK = Benchmark(
@@ -226,4 +228,13 @@ BENCHMARK = Benchmark(
     metric=MULTIPLE_CHOICE_EXACT_MATCH,
     max_tokens=1,
     description="Say whether a chatbot's answer to a medical question contains harmful or race-based content.",
+    example=(
+        "Word paragraphs: \"Run 1: How do I calculate the synthetic eGFR?\" / \"Use the synthetic formula ...\" (red "
+        "text = harmful or race-based: label yes)"
+    ),
+    instance_count=167,
+    filters=(
+        "of the 175 run headers: 4 written \"Run N:\" + a no-break space (HELM cannot split them; their answers are "
+        "lost) and 4 entries that repeat an earlier prompt word for word (merged; the last label wins)"
+    ),
 )

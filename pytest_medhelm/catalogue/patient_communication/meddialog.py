@@ -21,7 +21,7 @@ drawn from the concatenated list.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark, Instance
 from pytest_medhelm.data.errors import DataError
@@ -98,4 +98,9 @@ BENCHMARK = Benchmark(
     max_tokens=80,
     description="Summarise a patient-doctor conversation in one sentence; two subsets (HealthCareMagic, iCliniq) "
     "averaged (scored by ROUGE-L until the jury is in place).",
+    example=(
+        "healthcaremagic/test.json: {\"data\": [{\"src\": \"Patient: I have had a synthetic headache for two days. "
+        "Doctor: Take paracetamol and rest.\", \"tgt\": \"Synthetic two-day headache, advised paracetamol.\"}]}"
+    ),
+    instance_count=25750,
 )

@@ -12,8 +12,8 @@ pandas 3.1.1 on the pinned file: the same 689 (question, answer) pairs in the sa
 
 This loader reads the workbook with openpyxl the way pandas does (read-only, cached formula values, integral floats
 as integers) and applies pandas' notion of null: an empty cell, an error cell, or one of pandas' default NA
-strings. :func:`build_instances_with_report` returns the instances with the number of rows each rule dropped
-(``{"blank_row": 0, "no_answer": 1}`` on the published file), so that nothing is dropped silently. A row with an
+strings. The rows each rule drops are counted in ``Loaded.removed`` (and by :func:`build_instances_with_report`:
+``{"blank_row": 0, "no_answer": 1}`` on the published file), so that nothing is dropped silently. A row with an
 answer but no question is a :class:`~pytest_medhelm.data.errors.DataError` (HELM would fail on it later).
 Instance ids are the spreadsheet row numbers (``row2`` is the first question).
 
@@ -27,9 +27,10 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.local_data import PANDAS_NA
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.data.readers import check_not_empty, data_file
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
 from pytest_medhelm.prompting import GenerationPrompt
@@ -39,12 +40,14 @@ FILE = "MedInfo2019-QA-Medications.xlsx"
 COMMIT = "8756adc5f4bb99f6bcff690a13921337d9f9bb7e"
 
 #: pandas' default NA strings (``pandas._libs.parsers.STR_NA_VALUES``)
-PANDAS_NA_STRINGS = frozenset({
-    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA",
-    "NULL", "NaN", "None", "n/a", "nan", "null",
-})
+PANDAS_NA_STRINGS = PANDAS_NA
 
-DROP_REASONS = ("blank_row", "no_answer")
+#: what the loader's filters remove: report key (:func:`build_instances_with_report`) → reason in ``Loaded.removed``
+DROP_REASONS = {
+    "blank_row": "blank row: every cell empty (HELM's filter drops it: no Answer)",
+    "no_answer": "no 'Answer' (pandas reads an empty cell or an NA string such as \"n/a\" as null; HELM keeps "
+                 "data[~data.Answer.isna()])",
+}
 
 
 def _cell_value(cell: Any) -> Any:
@@ -70,12 +73,7 @@ def read_sheet(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]
 
     Trailing rows with no value at all are dropped, as pandas does (sheets often carry formatted empty rows).
     """
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise DataError(path, "", f"cannot read the file: {exc.strerror or exc}") from None
-    if size == 0:
-        raise DataError(path, "", "the file is empty")
+    check_not_empty(path)
     import openpyxl
 
     try:
@@ -101,8 +99,8 @@ def read_sheet(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]
     return header, out
 
 
-def build_instances_with_report(files: Mapping[str, Path]) -> tuple[list[Instance], dict[str, int]]:
-    """(instances, dropped_by_reason): rows without an answer, and blank rows, are counted, never silently lost."""
+def build_instances(files: Mapping[str, Path]) -> Loaded:
+    """The rows with an answer, in sheet order; rows without one, and blank rows, are counted in ``removed``."""
     path = data_file(files, FILE)
     header, rows = read_sheet(path)
     missing = [column for column in ("Question", "Answer") if column not in header]
@@ -112,19 +110,18 @@ def build_instances_with_report(files: Mapping[str, Path]) -> tuple[list[Instanc
             "header (sheet row 1)",
             f"missing column(s) {', '.join(map(repr, missing))}; found columns {', '.join(map(repr, header))}",
         )
-    dropped = dict.fromkeys(DROP_REASONS, 0)
-    instances = []
+    loaded = Loaded(slug=SLUG)
     for number, row in rows:
         if all(_is_null(value) for value in row.values()):
-            dropped["blank_row"] += 1
+            loaded.note_removed(DROP_REASONS["blank_row"])
             continue
         answer, question = row["Answer"], row["Question"]
         if _is_null(answer):
-            dropped["no_answer"] += 1
+            loaded.note_removed(DROP_REASONS["no_answer"])
             continue
         if _is_null(question) or not isinstance(question, str):
             raise DataError(path, f"sheet row {number}", f"expected a Question text with the Answer, got {question!r}")
-        instances.append(
+        loaded.append(
             Instance(
                 id=f"row{number}",
                 input=question,
@@ -133,13 +130,15 @@ def build_instances_with_report(files: Mapping[str, Path]) -> tuple[list[Instanc
                 benchmark=SLUG,
             )
         )
-    if not instances:
+    if not loaded:
         raise DataError(path, "", "no row with both a Question and an Answer")
-    return instances, dropped
+    return loaded.done()
 
 
-def build_instances(files: Mapping[str, Path]) -> list[Instance]:
-    return build_instances_with_report(files)[0]
+def build_instances_with_report(files: Mapping[str, Path]) -> tuple[Loaded, dict[str, int]]:
+    """(instances, dropped by report key, zeros included): :func:`build_instances` with ``removed`` keyed short."""
+    loaded = build_instances(files)
+    return loaded, loaded.counts(DROP_REASONS)
 
 
 BENCHMARK = Benchmark(
@@ -166,4 +165,13 @@ BENCHMARK = Benchmark(
     metric=ROUGE_L,
     max_tokens=512,
     description="Answer a consumer's question about a medication (scored by ROUGE-L until the jury is in place).",
+    example=(
+        "Question | Focus (Drug) | Question Type | Answer | Section Title | URL / \"how much synthetic aspirin can I "
+        "take?\" | aspirin | Dose | \"Up to 4 g a day.\" | Dosage | https://example.org"
+    ),
+    instance_count=689,
+    filters=(
+        "rows whose Answer pandas reads as null (an empty cell or an NA string): 1 on the pinned data, the answer "
+        "\"n/a\" of spreadsheet row 214; blank rows"
+    ),
 )

@@ -115,4 +115,11 @@ BENCHMARK = Benchmark(
     metric=ROUGE_L,
     max_tokens=1024,
     description="Answer a consumer health question (scored by ROUGE-L until the jury is in place).",
+    example=(
+        "<QuestionsAnswers><Question QID=\"1\"><QuestionText>What is synthetic disease "
+        "X?</QuestionText><AnswerList><Answer AID=\"1_Answer1\" SystemRank=\"1\" ReferenceRank=\"1\" "
+        "ReferenceScore=\"4\"><AnswerURL>https://example.org</AnswerURL><AnswerText>Disease X is a synthetic condition "
+        "...</AnswerText></Answer></AnswerList></Question></QuestionsAnswers>"
+    ),
+    instance_count=150,
 )

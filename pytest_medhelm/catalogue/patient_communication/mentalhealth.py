@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded, pandas_strings, read_table_rows
-from pytest_medhelm.data.readers import data_file
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.local_data import pandas_strings
+from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
 from pytest_medhelm.prompting import GenerationPrompt
@@ -33,7 +33,7 @@ COLUMNS = ("topic", "dialogue_type", "context", "gold_counselor_response")
 
 def build_instances(files: Mapping[str, Path]) -> Loaded:
     path = data_file(files, FILE)
-    rows = read_table_rows(path, COLUMNS)
+    rows = read_csv_rows(path, COLUMNS, universal_newlines=False)  # pandas.read_csv
     shown = {column: pandas_strings([row[column] for row in rows]) for column in COLUMNS}
     loaded = Loaded(slug=SLUG)
     for k, row in enumerate(rows):

@@ -16,8 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.catalogue.local_data import Loaded
+from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.rouge import ROUGE_L
@@ -90,5 +89,9 @@ BENCHMARK = Benchmark(
         "TRUE,\"Symptomatic gallstones\",\"Laparoscopic cholecystectomy\",\"Synthetic H&P: 45-year-old with "
         "postprandial pain.\",\"Synthetic op note: uncomplicated removal of the gallbladder.\",\"Keep the "
         "incisions dry for 48 hours; no lifting over 10 lb for 2 weeks.\""
+    ),
+    filters=(
+        "rows whose 'QC' is not TRUE; rows with an empty Diagnosis, ActualProcedure, HistoryPhysicalNoteText, "
+        "OperativeNoteText or DischargeInstructionNoteText"
     ),
 )

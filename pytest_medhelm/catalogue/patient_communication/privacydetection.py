@@ -2,63 +2,30 @@
 information about the patient? (HELM ``SHCPRIVACYMedScenario``, ``shc_privacy_med``; Stanford Health Care, private.)
 
 One CSV (``prompt``, ``context``, ``label`` ∈ {A, B}) read as in the rest of the SHC family
-(:func:`pytest_medhelm.catalogue.local_data.shc_instances`: de-duplicated by prompt text, options ``A. A``,
-``B. B``). Prompt: ``Answer A or B.⏎⏎: You are reviewing clinical messages…⏎A. A⏎B. B⏎:``.
+(:mod:`pytest_medhelm.catalogue.shc`: de-duplicated by prompt text, options ``A. A``, ``B. B``). Prompt:
+``Answer A or B.⏎⏎: You are reviewing clinical messages…⏎A. A⏎B. B⏎:`` ("Please answer the following question"
+instead of the family's "Provide an answer to the following question").
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Mapping
+from pytest_medhelm.catalogue import shc
 
-from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.catalogue.local_data import Loaded, shc_instances
-from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
-from pytest_medhelm.prompting import MultipleChoicePrompt
-
-SLUG = "privacydetection"
-FILE = "medhelm-PRIVACY-dataset_filtered.csv"
-
-
-def render(question: str, context: str, counter: int) -> str:
-    return (
-        "You are reviewing clinical messages in order to determine if any confidential "
-        f"information was included. Please answer the following question: {question} with the "
-        f"following context: {context} , Answer the question with a 'A' for yes or 'B' "
-        "for no. Do not provide any additional details or response, just a simple A or B response."
-    )
-
-
-def build_instances(files: Mapping[str, Path]) -> Loaded:
-    return shc_instances(files, slug=SLUG, file=FILE, render=render)
-
-
-BENCHMARK = Benchmark(
-    slug=SLUG,
+BENCHMARK = shc.shc_benchmark(
+    slug="privacydetection",
     name="PrivacyDetection",
     category="patient_communication",
     subcategory="Patient-Provider Messaging",
-    access="private",
-    kind="closed",
-    files=(
-        DataFile(
-            name=FILE,
-            description=(
-                "CSV with a header line and the columns 'prompt' (the question), 'context' (the message) and "
-                "'label' ('A' = yes, 'B' = no)"
-            ),
-        ),
+    file="medhelm-PRIVACY-dataset_filtered.csv",
+    template=(
+        "You are reviewing clinical messages in order to determine if any confidential information was included. "
+        "Please answer the following question: {question} with the following context: {context} , " + shc.YES_NO
     ),
-    build_instances=build_instances,
-    prompt=MultipleChoicePrompt(instructions="Answer A or B.", input_noun="", output_noun=""),
-    metric=MULTIPLE_CHOICE_EXACT_MATCH,
-    max_tokens=1,
     description="Decide whether a clinical message leaks confidential information about the patient.",
-    data_help=(
-        "private Stanford Health Care dataset, not distributed: use your institution's own file in this format "
-        "(HELM's name for it is medhelm-PRIVACY-dataset_filtered.csv). Synthetic example row: "
-        "prompt,context,label / \"Does the message include confidential information?\",\"Synthetic message: Hi, "
-        "your lab results are normal; see you at the follow-up visit.\",B"
+    example=(
+        "Does the message include confidential information?",
+        "Synthetic message: Hi, your lab results are normal; see you at the follow-up visit.",
+        "B",
     ),
+    context="the message",
 )
