@@ -61,3 +61,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "medhelm-session")
     if option_given(config):
         session.run_config  # validate now: a bad value is a usage error before anything runs
+        from pytest_medhelm.compare.plugin import register
+
+        register(config)  # saved runs, comparisons, shards: only when one of their options is set

@@ -69,6 +69,8 @@ def _session_judge_completions(instance: "Instance", answer_text: str) -> Mappin
 
 
 class JuryMetric:
+    #: the plugin sends this metric's judge requests ahead of time, after the answers
+    needs_judges = True
     binary = False
     #: normalized 0.5 = a raw jury mean of 3 ("acceptable") on the 1-5 scale
     pass_mark = 0.5

@@ -43,7 +43,7 @@ from pytest_medhelm.catalogue.local_data import cl100k, safe_id, unique_id
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_bytes, read_csv_rows, universal_newlines
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "medalign"
@@ -179,7 +179,7 @@ BENCHMARK = Benchmark(
     ),
     build_instances=build_instances,
     prompt=GenerationPrompt(instructions="", input_noun=None, output_noun=None),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=256,
     description="Follow a clinician's instruction over a patient's longitudinal EHR.",
     data_help=(

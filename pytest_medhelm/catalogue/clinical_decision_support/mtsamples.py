@@ -51,7 +51,7 @@ from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_text, universal_newlines
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "mtsamples"
@@ -219,7 +219,7 @@ BENCHMARK = Benchmark(
         input_noun=None,
         output_noun="Answer",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=512,
     description="Write a treatment plan for a patient from a transcribed medical report (scored by ROUGE-L until "
     "the jury is in place).",

@@ -16,7 +16,7 @@ from pytest_medhelm.catalogue.definition import Benchmark, Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, require
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "aci_bench"
@@ -100,7 +100,7 @@ BENCHMARK = Benchmark(
         input_noun="Conversation",
         output_noun="Clinical Note",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=768,
     description="Write the clinical note of a doctor-patient conversation (scored by ROUGE-L until the jury is in "
     "place).",

@@ -34,7 +34,7 @@ from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.catalogue.local_data import safe_id, unique_id
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "dischargeme"
@@ -153,7 +153,7 @@ BENCHMARK = Benchmark(
         input_noun=None,
         output_noun="Answer",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=300,
     description="Write the brief hospital course and the discharge instructions of an admission.",
     data_help=(

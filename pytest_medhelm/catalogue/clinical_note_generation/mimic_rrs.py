@@ -21,7 +21,7 @@ from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, text_lines
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "mimic_rrs"
@@ -74,7 +74,7 @@ BENCHMARK = Benchmark(
         newline_after_input_noun=True,
         newline_after_output_noun=True,
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=128,
     description="Write the impression of a radiology report from its findings.",
     data_help=(

@@ -32,7 +32,7 @@ from __future__ import annotations
 from pytest_medhelm.catalogue.clinical_decision_support.mtsamples import SECTIONS, loaders
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "mtsamples_procedures"
@@ -67,7 +67,7 @@ BENCHMARK = Benchmark(
         input_noun="Patient Notes",
         output_noun="Answer",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=512,
     description="Write a plan from a transcribed procedure report (scored by ROUGE-L until the jury is in place).",
     example=(

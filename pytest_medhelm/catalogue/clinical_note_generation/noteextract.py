@@ -26,7 +26,7 @@ from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.catalogue.local_data import is_pandas_na
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "noteextract"
@@ -115,7 +115,7 @@ BENCHMARK = Benchmark(
         input_noun="",
         output_noun="",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=768,
     description="Extract a chief complaint and history of present illness from a free-text care-plan note.",
     data_help=(

@@ -27,7 +27,7 @@ from pytest_medhelm.catalogue.definition import Benchmark, Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, require
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "meddialog"
@@ -94,7 +94,7 @@ BENCHMARK = Benchmark(
         input_noun="Patient-Doctor",
         output_noun="Summary",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=80,
     description="Summarise a patient-doctor conversation in one sentence; two subsets (HealthCareMagic, iCliniq) "
     "averaged (scored by ROUGE-L until the jury is in place).",

@@ -32,7 +32,7 @@ from pytest_medhelm.catalogue.local_data import PANDAS_NA
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import check_not_empty, data_file
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "medicationqa"
@@ -162,7 +162,7 @@ BENCHMARK = Benchmark(
         input_noun="Question",
         output_noun="Answer",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=512,
     description="Answer a consumer's question about a medication (scored by ROUGE-L until the jury is in place).",
     example=(

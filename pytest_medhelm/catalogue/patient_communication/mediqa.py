@@ -23,7 +23,7 @@ from pytest_medhelm.catalogue.definition import Benchmark, Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_text
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "mediqa"
@@ -112,7 +112,7 @@ BENCHMARK = Benchmark(
         input_noun="Question",
         output_noun="Answer",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=1024,
     description="Answer a consumer health question (scored by ROUGE-L until the jury is in place).",
     example=(

@@ -23,7 +23,7 @@ from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.catalogue.local_data import pandas_strings
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "mentalhealth"
@@ -75,7 +75,7 @@ BENCHMARK = Benchmark(
         input_noun=None,
         output_noun="Counselor response",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=512,
     description="Write the next counselor turn of a mental-health counseling conversation.",
     data_help=(

@@ -19,7 +19,7 @@ from typing import Mapping
 from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.rouge import ROUGE_L
+from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
 
 SLUG = "patientinstruct"
@@ -79,7 +79,7 @@ BENCHMARK = Benchmark(
         input_noun="Case Details",
         output_noun="Patient Instructions",
     ),
-    metric=ROUGE_L,
+    metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=256,
     description="Write personalised post-procedure instructions for a patient from the case details.",
     data_help=(
