@@ -209,6 +209,31 @@ class MedhelmSession:
         return dataclasses.replace(spec, api_base=entry["url"])
 
     # ---------------------------------------------------------------- xdist plumbing
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """--medhelm-local-only: refuse, before any request, to send gated or private data off the network."""
+        if self.is_worker or self._run_config is None or not self.run_config.local_only:
+            return
+        from pytest_medhelm.data.errors import DataMissing
+        from pytest_medhelm.data.sources import resolve_files
+        from pytest_medhelm.governance import local_only_message, local_only_violations
+        from pytest_medhelm.jury import DEFAULT_JUDGES
+
+        rc = self.run_config
+        benchmarks = []
+        for bench in self.registry:
+            if bench.access not in ("gated", "private") or (rc.benchmarks and bench.slug not in rc.benchmarks):
+                continue
+            try:
+                resolve_files(bench, rc.data_dir, download=False)
+            except DataMissing:
+                continue  # skipped for want of data: nothing of it can be sent
+            benchmarks.append((bench.slug, bench.access, bench.kind))
+        judges = [(name, rc.jury_api_base) for name in (rc.judges or DEFAULT_JUDGES)]
+        violations = local_only_violations([self.model_spec(m) for m in rc.models], judges, benchmarks)
+        if violations:
+            raise pytest.UsageError(local_only_message(violations))
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["medhelm_run_id"] = self.run_id
@@ -405,6 +430,9 @@ class MedhelmSession:
                                 bool(getattr(reporter, "isatty", False)), label=label)
         failures = self.scheduler.run_sync(jobs, progress)
         self.ahead_failures += len(failures)
+        summary = self.scheduler.summary() if hasattr(self.scheduler, "summary") else ""
+        if summary and reporter is not None:
+            reporter.write_line(f"medhelm: {summary}")
         if failures and reporter is not None:
             broken = self.scheduler.broken
             for model, message in broken.items():
@@ -422,10 +450,13 @@ class MedhelmSession:
             return
         # the controller sends for these items before xdist schedules any (pytest_xdist_node_collection_finished)
         triples = self._triples(session.items) if self._has_medhelm_items(session.items) else []
+        from pytest_medhelm.models.cache import make_private_dir
+
         path = self._plan_path(self.config.workerinput["workerid"])
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(triples), encoding="utf-8")
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(triples))
         os.replace(tmp, path)
 
     @pytest.hookimpl(optionalhook=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -100,6 +99,8 @@ def test_a_429_burst_halves_concurrency_once_then_it_grows_back(tmp_path):
     # ... and the window grew back to the configured 8
     assert max(seen[-20:]) == 8, seen
     assert sched.stats["answers"] == 80 and sched.stats["retries"] == 8
+    assert sched.retried == 8  # the old attribute still counts
+    assert sched.summary() == "8 retries, 8 rate-limit response(s) (concurrency lowered to 4 of 8)"
 
 
 def test_repeated_429s_bring_concurrency_down_to_one_never_zero(tmp_path):
@@ -179,6 +180,22 @@ def test_connection_refused_fails_fast_after_bounded_retries(tmp_path):
     messages = {str(e) for e in failures.values()}
     assert all(re.search(r"Cannot connect to host|Connect call failed|refused", m) for m in messages), messages
     assert url in sched.down and "unreachable" in sched.down[url]
+
+
+def test_a_down_endpoint_is_tried_again_later(tmp_path, monkeypatch):
+    from pytest_medhelm.models import scheduler as scheduler_module
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    sched = scheduler(tmp_path, concurrency=2, retries=1)
+    assert len(sched.run_sync(jobs_for(url, 6))) == 6 and url in sched.down
+    with start_subprocess_server(answer="A", port=port) as srv:
+        assert len(sched.run_sync(jobs_for(url, 6))) == 6  # still marked down: fails at once ...
+        assert srv.count == 0  # ... without a request
+        monkeypatch.setattr(scheduler_module, "DOWN_RECHECK_S", 0.0)  # (as if DOWN_RECHECK_S had passed)
+        assert sched.run_sync(jobs_for(url, 6)) == {}  # the mark expired: the endpoint is back
+        assert srv.count == 6
+    assert url not in sched.down
 
 
 def test_a_server_that_dies_mid_run(tmp_path):

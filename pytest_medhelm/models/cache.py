@@ -44,6 +44,8 @@ class AnswerCache:
         try:
             # eviction off: a size-limited cache would silently drop answers someone paid for
             self._cache = diskcache.Cache(str(self.directory), eviction_policy="none", size_limit=2**62,
+                                          # every value in the 0600 SQLite file, never in separate files
+                                          disk_min_file_size=2**40,
                                           timeout=60)
         finally:
             os.umask(old_umask)

@@ -112,10 +112,10 @@ class OpenAIWire:
                     text = data["choices"][0]["message"].get("content") or ""
                 except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                     raise RequestFailed(f"malformed response body: {raw[:200]!r}", response.status) from None
+        except TimeoutError:  # before OSError: TimeoutError is one, and its message is empty
+            raise RequestFailed(f"no answer within {timeout:g} s (--medhelm-timeout)") from None
         except (aiohttp.ClientError, OSError) as exc:
             raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
-        except TimeoutError:
-            raise RequestFailed(f"no answer within {timeout:g} s (--medhelm-timeout)") from None
         usage = data.get("usage") or {}
         return Completion(text=text, tokens_in=int(usage.get("prompt_tokens") or 0),
                           tokens_out=int(usage.get("completion_tokens") or 0),
