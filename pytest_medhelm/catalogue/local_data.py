@@ -5,10 +5,11 @@ reproduces what those readers hand to HELM's scenario code, without importing pa
 :class:`~pytest_medhelm.data.errors.DataError` that names the file, the row and the problem. The generic readers
 (bytes, text, CSV, JSON) are in :mod:`pytest_medhelm.data.readers`.
 
-* :func:`read_table_rows`: a delimited file as pandas' C parser splits it (``newline=""``: a ``\\r\\n`` inside a
-  quoted field is kept), optionally gzip-compressed: :func:`pytest_medhelm.data.readers.read_csv_rows` with
-  ``universal_newlines=False``. :func:`pandas_strings` gives the text pandas would print for a column (its type
-  inference: ``"1"`` → ``1``, a column of ints with an empty cell → floats ``"1.0"``, empty → ``"nan"``).
+* :func:`pandas_strings` gives the text pandas would print for a column (its type inference: ``"1"`` → ``1``, a
+  column of ints with an empty cell → floats ``"1.0"``, empty → ``"nan"``); :data:`PANDAS_NA` / :func:`is_pandas_na`
+  pandas' default NA strings. Files HELM reads with ``pandas.read_csv`` are split by
+  :func:`pytest_medhelm.data.readers.read_csv_rows` with ``universal_newlines=False`` (``read_table_rows`` here is
+  the same, kept for compatibility).
 * :func:`read_xlsx_rows`: the first sheet of an .xlsx file, header on row 1 (``pandas.read_excel`` defaults).
 * :func:`import_pyarrow`, :func:`cl100k`: optional dependencies; when absent the benchmark is skipped with a
   :class:`~pytest_medhelm.data.errors.DataMissing` that says what to install.

@@ -161,6 +161,8 @@ def read_jsonl(path: Path | str) -> list[Row]:
 # --------------------------------------------------------------------------------------------------------------
 # Delimited files
 
+_universal_newlines = universal_newlines  # read_csv_rows' parameter of the same name shadows the function
+
 
 def read_csv_rows(
     path: Path | str,
@@ -216,9 +218,6 @@ def read_csv_rows(
     if not rows:
         raise DataError(path, "after the header", "no data rows")
     return rows
-
-
-_universal_newlines = universal_newlines  # read_csv_rows' parameter of the same name shadows the function
 
 
 def require(record: Mapping[str, Any] | Row, key: str, path: Path | str, where: str) -> Any:

@@ -29,6 +29,7 @@ and a label other than 0, 1, 2 is a :class:`DataError` naming the row. Ids: ``<c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -155,15 +156,17 @@ def condition_prompt(condition: str) -> MultipleChoicePrompt:
     return MultipleChoicePrompt(instructions=instructions(condition), input_noun=None, output_noun=OUTPUT_NOUN)
 
 
+#: the adapter of each condition run
+RUN_PROMPTS = {condition: condition_prompt(condition) for condition in CONDITIONS}
+
+
+@dataclass(frozen=True)
 class ClearPrompt:
     """HELM's CLEAR prompt (a :class:`~pytest_medhelm.prompting.PromptTemplate`): an instance is rendered by the
     adapter of its condition's run, :attr:`Instance.subset`."""
 
-    def __init__(self) -> None:
-        self._prompts = {condition: condition_prompt(condition) for condition in CONDITIONS}
-
     def render(self, instance: Instance) -> str:
-        prompt = self._prompts.get(instance.subset) or condition_prompt(instance.subset)
+        prompt = RUN_PROMPTS.get(instance.subset) or condition_prompt(instance.subset)
         return prompt.render(instance)
 
 
