@@ -33,15 +33,20 @@ MARKER = "medhelm"
 _ACTIVE: list["MedhelmSession"] = []
 
 
-def registry_for_current_run() -> "Registry":
-    if _ACTIVE:
-        return _ACTIVE[-1].registry
+def build_registry(hook: Any = None) -> "Registry":
+    """The built-in benchmarks, plus those other plugins register through ``hook`` (a pytest hook relay)."""
     from pytest_medhelm.catalogue import Registry, builtin_benchmarks
 
     registry = Registry()
     for bench in builtin_benchmarks():
         registry.register(bench)
+    if hook is not None:
+        hook.pytest_medhelm_register_benchmarks(registry=registry)
     return registry
+
+
+def registry_for_current_run() -> "Registry":
+    return _ACTIVE[-1].registry if _ACTIVE else build_registry()
 
 
 def judge_completions(instance: Any, answer_text: str) -> dict[str, Any]:
@@ -75,7 +80,6 @@ class MedhelmSession:
         self.results: dict[str, Any] | None = None
         self.gate_failed = False
         self.started = _now()
-        self.ahead_failures = 0
         workerinput = getattr(config, "workerinput", None)
         self.is_worker = workerinput is not None
         if workerinput is not None:
@@ -93,13 +97,7 @@ class MedhelmSession:
     @property
     def registry(self) -> "Registry":
         if self._registry is None:
-            from pytest_medhelm.catalogue import Registry, builtin_benchmarks
-
-            registry = Registry()
-            for bench in builtin_benchmarks():
-                registry.register(bench)
-            self.config.hook.pytest_medhelm_register_benchmarks(registry=registry)
-            self._registry = registry
+            self._registry = build_registry(self.config.hook)
         return self._registry
 
     @property
@@ -429,7 +427,6 @@ class MedhelmSession:
             progress = Progress(lambda text: (reporter.write(text), reporter.flush()),
                                 bool(getattr(reporter, "isatty", False)), label=label)
         failures = self.scheduler.run_sync(jobs, progress)
-        self.ahead_failures += len(failures)
         summary = self.scheduler.summary() if hasattr(self.scheduler, "summary") else ""
         if summary and reporter is not None:
             reporter.write_line(f"medhelm: {summary}")
@@ -511,7 +508,7 @@ class MedhelmSession:
         result = yield
         if not self.is_worker:
             self._finish_results()
-            if self.gate_failed or (self.results is not None and self._errored()):
+            if self.gate_failed:  # (errored items already count as failed tests)
                 # as pytest-cov's --cov-fail-under: the loop is over, so this still decides the exit status
                 if session.testsfailed == 0:
                     session.testsfailed = 1
@@ -539,9 +536,6 @@ class MedhelmSession:
         for line in text.splitlines():
             reporter.write_line(line)
         pytest.exit("medhelm dry run: nothing was sent", returncode=0)
-
-    def _errored(self) -> bool:
-        return False  # errored items already count as failed tests
 
     # ---------------------------------------------------------------- items
     @pytest.hookimpl(wrapper=True)

@@ -33,14 +33,19 @@ def _compat() -> str:
     return session.run_config.compat if session is not None else "default"
 
 
+def _metric_for(instance: "Instance", metric: "Metric | None") -> "Metric":
+    """``metric``, or the benchmark's own when none is given."""
+    if metric is not None:
+        return metric
+    from pytest_medhelm.session import registry_for_current_run
+
+    return registry_for_current_run().get(instance.benchmark).metric
+
+
 def score_answer(answer: "Completion | str", instance: "Instance", metric: "Metric | None" = None,
                  compat: str | None = None) -> "Score":
     """Score without asserting: the benchmark's own metric unless another is given."""
-    if metric is None:
-        from pytest_medhelm.session import registry_for_current_run
-
-        metric = registry_for_current_run().get(instance.benchmark).metric
-    return metric.score(_text(answer), instance, compat or _compat())
+    return _metric_for(instance, metric).score(_text(answer), instance, compat or _compat())
 
 
 def assert_metric(answer: "Completion | str", instance: "Instance", metric: "Metric | None" = None,
@@ -49,10 +54,7 @@ def assert_metric(answer: "Completion | str", instance: "Instance", metric: "Met
 
     The pass mark is 1 for 0/1 metrics (only a right answer passes) and the metric's own ``pass_mark`` for
     continuous ones, unless given here."""
-    if metric is None:
-        from pytest_medhelm.session import registry_for_current_run
-
-        metric = registry_for_current_run().get(instance.benchmark).metric
+    metric = _metric_for(instance, metric)
     score = score_answer(answer, instance, metric)
     mark = pass_mark if pass_mark is not None else (1.0 if metric.binary else metric.pass_mark)
     missed = score.value < mark
