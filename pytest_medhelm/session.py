@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.models.request import ChatRequest, Completion, ModelSpec
 
 MARKER = "medhelm"
+#: from this many collected items on, the collected objects are frozen out of the garbage collector's scans
+FREEZE_MIN_ITEMS = 1000
 _ACTIVE: list["MedhelmSession"] = []
 
 
@@ -89,8 +91,19 @@ class MedhelmSession:
             self.run_id = os.urandom(16).hex()
             self._run_cache_dir = None
         self._ahead_done = False
+        #: the benchmark requests built for the answers-ahead phase: (benchmark, instance id, model) -> (instance,
+        #: request), so an item reuses its request (and its computed cache key) instead of building it again
+        self._planned: dict[tuple[str, str, str], tuple[Any, ChatRequest]] = {}
+        self._answers: dict[str, Completion] = {}  # answers of this run, in memory (central role)
+        self._sender = None  # models.background.Sender: answers sent while the items run (central role)
+        self._sender_lines: list[tuple[str, dict[str, bool]]] = []  # its summary, for the terminal summary
         self._prices = None
+        self._budget = None
         self._local = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
+        self._frozen = False
+        # registered now, before pytest's own plugins register theirs, so that it runs after them: the session's
+        # last full garbage collections (pytest's unraisable-exception check) still skip the frozen items
+        config.add_cleanup(self._unfreeze)
         _ACTIVE.append(self)
 
     # ---------------------------------------------------------------- configuration, lazily
@@ -139,8 +152,33 @@ class MedhelmSession:
 
             rc = self.run_config
             self._scheduler = Scheduler(self.cache, Settings(concurrency=rc.concurrency, timeout=rc.timeout,
-                                                             retries=rc.retries))
+                                                             retries=rc.retries), budget=self.budget)
         return self._scheduler
+
+    @property
+    def budget(self):
+        """The --medhelm-budget spending cap (budget.Budget), kept by the process that sends; None without one."""
+        if self._budget is None and self.run_config.budget is not None and not self.is_worker:
+            from pytest_medhelm.budget import Budget
+
+            self._budget = Budget(self.run_config.budget, self._price_of)
+        return self._budget
+
+    def _price_of(self, spec: "ModelSpec"):
+        return self.prices.price_for(spec.name, spec.litellm_model)
+
+    def _check_budget(self, specs: list["ModelSpec"], first: "ChatRequest | None") -> None:
+        """A budget needs a price for every model it may pay for: refuse the run up front rather than skip all."""
+        if self.budget is None:
+            return
+        from pytest_medhelm.budget import unpriced
+
+        missing = unpriced(specs, self._price_of)
+        if missing:
+            raise pytest.UsageError(f"--medhelm-budget needs a price for {', '.join(missing)}: give it in "
+                                    "--medhelm-prices FILE (input_per_million, output_per_million)")
+        if first is not None and specs:
+            self.budget.prompt_tokens(specs[0], first)  # the token counter loads here, not on the sending loop
 
     @property
     def prices(self):
@@ -370,20 +408,32 @@ class MedhelmSession:
             if inst is None:
                 continue
             bench = self.registry.get(slug)
-            out.append((model, inst, ChatRequest.for_prompt(self.model_spec(model), bench.render_prompt(inst),
-                                                            bench.max_tokens, bench.stop)))
+            request = ChatRequest.for_prompt(self.model_spec(model), bench.render_prompt(inst), bench.max_tokens,
+                                             bench.stop)
+            self._planned[(slug, instance_id, model)] = (inst, request)
+            out.append((model, inst, request))
         return out
 
+    def planned_request(self, instance: Any, model: str) -> "ChatRequest | None":
+        """The request the answers-ahead phase built for ``instance`` (that very object) and ``model``, if any."""
+        planned = self._planned.get((instance.benchmark, instance.id, model))
+        return planned[1] if planned is not None and planned[0] is instance else None
+
+    def _needs_judges(self, slug: str) -> bool:
+        return getattr(self.registry.get(slug).metric, "needs_judges", False)
+
     def _ahead(self, triples: list[tuple[str, str, str]]) -> None:
-        """Phase 1: every item's answer; phase 2: the jury's judgements of the open-ended answers."""
+        """The controller's blocking phase (xdist): every answer, then the jury's judgements, into the shared cache
+        before any worker runs an item."""
         if not triples:
             return
         requests = self._answer_requests(triples)
+        self._check_budget_for(requests)
         unique = {r.cache_key(): (self.model_spec(m), r) for m, _i, r in requests}
         missing = self.cache.missing(unique)
         self._send_ahead([unique[k] for k in missing], "answers")
 
-        judged = [(i, r) for _m, i, r in requests if getattr(self.registry.get(i.benchmark).metric, "needs_judges", False)]
+        judged = [(i, r) for _m, i, r in requests if self._needs_judges(i.benchmark)]
         if not judged:
             return
         from pytest_medhelm.jury import judge_requests
@@ -398,6 +448,117 @@ class MedhelmSession:
                 plan.setdefault(judge_request.cache_key(), (self.judge_spec(judge_name), judge_request))
         missing = self.cache.missing(plan)
         self._send_ahead([plan[k] for k in missing], "jury")
+
+    def _check_budget_for(self, requests: list[tuple[str, Any, "ChatRequest"]]) -> None:
+        if self.budget is None or not requests:
+            return
+        specs = list({m: self.model_spec(m) for m, _i, _r in requests}.values())
+        if any(self._needs_judges(i.benchmark) for _m, i, _r in requests):
+            specs += self.judge_specs()
+        self._check_budget(specs, requests[0][2])
+
+    def _start_background(self, triples: list[tuple[str, str, str]]) -> None:
+        """The central role's answers: what the cache holds is read into memory; the rest is sent in item order on
+        a background thread while the items run, each item waiting only for its own answer. An open-ended answer's
+        judge requests follow it as soon as it arrives."""
+        if not triples:
+            return
+        from pytest_medhelm.models.request import ModelError
+        from pytest_medhelm.models.scheduler import Job
+
+        requests = self._answer_requests(triples)
+        self._check_budget_for(requests)
+        jury = any(self._needs_judges(i.benchmark) for _m, i, _r in requests)
+        targets: dict[str, Any] = {}  # model or judge name -> its reachable spec, or the ModelError that stops it
+
+        def target(spec: "ModelSpec") -> Any:
+            if spec.name not in targets:
+                try:
+                    targets[spec.name] = self.endpoint(spec)  # may start a llama.cpp server: here, not on the loop
+                except ModelError as exc:
+                    targets[spec.name] = exc
+                    reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+                    if reporter is not None:
+                        reporter.write_line(f"medhelm: {exc}", red=True, bold=True)
+            return targets[spec.name]
+
+        judge_specs = self.judge_specs() if jury else []
+        for spec in judge_specs:
+            target(spec)
+        judged_by_key: dict[str, list[Any]] = {}  # answer key -> the open-ended instances it answers
+
+        def judge_jobs(inst: Any, answer_text: str, check_cache: bool) -> list[Job]:
+            from pytest_medhelm.jury import judge_requests
+
+            jobs = []
+            for judge_name, judge_request in judge_requests(inst.benchmark, inst, answer_text, judge_specs):
+                spec = target(self.judge_spec(judge_name))
+                key = judge_request.cache_key()
+                if isinstance(spec, ModelError):
+                    self.cache.put_error(key, str(spec))
+                elif not (check_cache and key in self.cache):
+                    jobs.append(Job(spec, judge_request))
+            return jobs
+
+        jobs: list[Job] = []
+        seen: set[str] = set()
+        for model, inst, request in requests:  # item order: the first items' answers come first
+            key = request.cache_key()
+            if key not in seen:
+                seen.add(key)
+                completion = self.cache.get(key)
+                if completion is not None:
+                    self._answers[key] = completion
+                else:
+                    spec = target(self.model_spec(model))
+                    if isinstance(spec, ModelError):
+                        self.cache.put_error(key, str(spec))
+                    else:
+                        jobs.append(Job(spec, request))
+            if self._needs_judges(inst.benchmark):
+                answer = self._answers.get(key)
+                if answer is not None:
+                    jobs.extend(judge_jobs(inst, answer.text, check_cache=True))
+                else:
+                    judged_by_key.setdefault(key, []).append(inst)
+
+        def follow_up(job: Job, result: Any) -> list[Job]:
+            # on the sender's loop: the jury's requests for an answer that just arrived
+            if isinstance(result, ModelError) or job.key not in judged_by_key:
+                return []
+            return [j for inst in judged_by_key[job.key] for j in judge_jobs(inst, result.text, check_cache=True)]
+
+        if not jobs:
+            return
+        from pytest_medhelm.models import background
+
+        rc = self.run_config
+        # a budget is kept by this process (the items' own requests spend from it too): then a thread
+        if background.choose_sender(len(jobs), in_process_only=self.budget is not None) == "process":
+            from pytest_medhelm.models.scheduler import Settings
+
+            mode = "refresh" if rc.cache == "refresh" else "on"
+            self._sender = background.ProcessSender(
+                self.cache_dir(), mode, self.run_id, Settings(concurrency=rc.concurrency, timeout=rc.timeout,
+                                                              retries=rc.retries),
+                self.cache_dir() / "logs" / f"sender-{self.run_id}.log", follow_up)
+        else:
+            self._sender = background.ThreadSender(self.scheduler, follow_up)
+        self._sender.start(jobs)
+
+    def _finish_background(self) -> None:
+        """After the item loop (also when interrupted): stop what is still in flight, and keep one line per kind
+        of request and what went wrong for the terminal summary (the item progress owns the terminal until then)."""
+        sender, self._sender = self._sender, None
+        if sender is None:
+            return
+        sender.stop()
+        self._sender_lines = [(line, {}) for line in sender.summary_lines()]
+        if sender.summary:
+            self._sender_lines.append((f"medhelm: {sender.summary}", {}))
+        for model, message in sender.broken.items():
+            self._sender_lines.append((f"medhelm: every request to {model} fails: {message}",
+                                       {"red": True, "bold": True}))
 
     def _send_ahead(self, plan: list[tuple["ModelSpec", "ChatRequest"]], label: str) -> None:
         if not plan:
@@ -498,14 +659,41 @@ class MedhelmSession:
     def _has_medhelm_items(items: list[pytest.Item]) -> bool:
         return any(_case_of(item) is not None for item in items)
 
+    def _freeze(self) -> None:
+        """Move everything collected into the garbage collector's permanent generation until the session ends.
+
+        Thousands of items live until the end of the session anyway, and every full collection during the run
+        (and pytest's five at the end) would walk all of them again: for 10,000 items that was 2 s of a 20 s
+        re-run. Frozen objects are simply not scanned; they are handed back at the session's cleanup. Only for
+        large runs: ``gc.get_referrers`` does not see frozen referrers, which a library checking for leaks (as
+        Hypothesis's ``register_random`` does) could notice in a small run for no gain."""
+        import gc
+
+        if not self._frozen:
+            gc.freeze()
+            self._frozen = True
+
+    def _unfreeze(self) -> None:
+        if self._frozen:
+            import gc
+
+            gc.unfreeze()
+            self._frozen = False
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
+        if (not self.is_controller and not self.config.option.collectonly and len(session.items) >= FREEZE_MIN_ITEMS
+                and self._has_medhelm_items(session.items)):
+            self._freeze()
         if not self.is_worker and not self.is_controller and not self.config.option.collectonly:
             if self._run_config is not None and self.run_config.dry_run:
                 self._dry_run(session)  # exits
             if self._has_medhelm_items(session.items):
-                self._ahead(self._triples(session.items))
-        result = yield
+                self._start_background(self._triples(session.items))
+        try:
+            result = yield
+        finally:
+            self._finish_background()
         if not self.is_worker:
             self._finish_results()
             if self.gate_failed:  # (errored items already count as failed tests)
@@ -559,16 +747,43 @@ class MedhelmSession:
         from pytest_medhelm.models.scheduler import Job
 
         key = request.cache_key()
-        completion = self.cache.get(key)
+        completion = self._answers.get(key)
+        if completion is None and self._sender is not None and self._sender.expects(key):
+            result = self._sender.wait(key)
+            if isinstance(result, ModelError):
+                self._raise_stored_error(spec, str(result))
+            completion = result
+        if completion is None:
+            completion = self.cache.get(key)
         if completion is None:
             error = self.cache.get_error(key)
             if error is not None:  # the answers-ahead phase already tried (with retries) and failed
-                raise ModelError(spec.name, error.split(": ", 1)[-1] if error.startswith(spec.name) else error)
-            completion = self.scheduler.complete(Job(self.endpoint(spec), request))
+                self._raise_stored_error(spec, error)
+            try:
+                completion = self.scheduler.complete(Job(self.endpoint(spec), request))
+            except ModelError as exc:
+                from pytest_medhelm.budget import skip_reason
+
+                reason = skip_reason(str(exc))
+                if reason is not None:
+                    pytest.skip(reason)
+                raise
         # priced here, for the model under test and the judges alike: a prices file wins over litellm's table
         completion.cost_usd = self.prices.completion_cost(spec.name, spec.litellm_model, completion.tokens_in,
                                                           completion.tokens_out, completion.cost_usd)
         return completion
+
+    @staticmethod
+    def _raise_stored_error(spec: "ModelSpec", text: str) -> None:
+        """A request that ended without an answer: a budget refusal skips the item; anything else is the item's
+        error, with the provider's message."""
+        from pytest_medhelm.budget import skip_reason
+        from pytest_medhelm.models.request import ModelError
+
+        reason = skip_reason(text)
+        if reason is not None:
+            pytest.skip(reason)
+        raise ModelError(spec.name, text.split(": ", 1)[-1] if text.startswith(spec.name) else text)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -679,6 +894,8 @@ class MedhelmSession:
 
             apply_file_prices(results, self.prices, {m: self.model_spec(m).litellm_model for m in rc.models})
         results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
+        if self._budget is not None:
+            results["run"]["budget"] = self._budget.as_json()
         if rc.shard is None:
             evaluate_gates(results, rc.thresholds)
         # a shard holds part of each benchmark: thresholds are checked on the merged run (pytest-medhelm merge)
@@ -698,12 +915,14 @@ class MedhelmSession:
         return list(self.run_config.judges or DEFAULT_JUDGES)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        if self.is_worker or self.results is None:
-            return
-        from pytest_medhelm.report.tables import terminal_sections
-
         tr = terminalreporter
-        if self.misses:
+        # what the background sender did: in the run's own section (it had to wait for the item progress)
+        lines = list(self._sender_lines)
+        if self._budget is not None and not self.is_worker:
+            lines.append((self._budget.summary(), {"yellow": True} if self._budget.not_sent else {}))
+        if self.is_worker or (self.results is None and not lines):
+            return
+        if self.results is not None and self.misses:
             tr.section("medhelm misses", sep="-", yellow=True)
             limit = None if config.option.verbose > 0 else 20
             for nodeid, detail in self.misses[:limit]:
@@ -711,6 +930,14 @@ class MedhelmSession:
             if limit is not None and len(self.misses) > limit:
                 tr.write_line(f"... and {len(self.misses) - limit} more (-v shows all; --lf runs them again)")
         tr.section("medhelm", sep="=", bold=True)
+        for line, markup in lines:
+            tr.write_line(line, **markup)
+        if self.results is None:
+            return
+        if lines:
+            tr.write_line("")
+        from pytest_medhelm.report.tables import terminal_sections
+
         sections = terminal_sections(self.results)
         for extra in config.hook.pytest_medhelm_summary_rows(results=self.results, config=config):
             sections.extend(extra or [])
@@ -760,6 +987,7 @@ class MedhelmSession:
                     plan.unlink(missing_ok=True)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self._finish_background()  # (normally done when the loop ended)
         if self._local is not None:
             self._local.stop_all()  # also after a failure or Ctrl-C: pytest unconfigures on every exit path
         if self in _ACTIVE:

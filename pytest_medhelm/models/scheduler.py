@@ -23,6 +23,13 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
 Failures are kept for the rest of the run (keyed by run id, never across runs), so an item whose request already
 failed here reports the provider's message instead of asking again. ``.stats`` counts what happened (requests
 sent, retries, rate-limit responses, failures, the lowest concurrency reached) for the session to print.
+
+**Budget** (``--medhelm-budget``, optional): each job reserves its upper bound in the
+:class:`~pytest_medhelm.budget.Budget` just before its first try is sent, once per job (its retries are not
+counted again: only one answer comes back). A job the budget refuses is not sent: it fails with
+:class:`~pytest_medhelm.budget.BudgetExhausted` (counted as ``not_sent_budget``, not ``failed``; its items are
+skipped). An answer settles the reservation with its actual cost; a job that fails for good (or is cancelled)
+releases it. Without a budget nothing of this runs.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from pytest_medhelm.budget import Budget, BudgetExhausted, Reservation
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_for, send_litellm,
@@ -85,6 +93,7 @@ def new_stats() -> dict[str, int | float]:
         "failed": 0,  # requests given up on (their items are errors)
         "concurrency_min": 0,  # the lowest number of requests allowed in flight (0: never lowered)
         "waited_s": 0.0,  # total seconds spent in backoff and Retry-After pauses
+        "not_sent_budget": 0,  # jobs the budget refused (never sent; their items are skipped)
     }
 
 
@@ -213,9 +222,10 @@ class _Window:
 
 
 class Scheduler:
-    def __init__(self, cache: AnswerCache, settings: Settings) -> None:
+    def __init__(self, cache: AnswerCache, settings: Settings, *, budget: Budget | None = None) -> None:
         self.cache = cache
         self.settings = settings
+        self.budget = budget
         self.broken: dict[str, str] = {}  # model name -> the systematic error
         self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
         self.stats = new_stats()
@@ -253,6 +263,20 @@ class Scheduler:
             stats["connection_errors"] += 1
 
     async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job) -> Completion:
+        if self.budget is None:
+            return await self._tries(wire, window, job, None)
+        held: list[Reservation] = []  # the job's one reservation, made by _tries before its first send
+        try:
+            completion = await self._tries(wire, window, job, held)
+        except BaseException:
+            if held:
+                self.budget.release(held[0])  # failed for good or cancelled: no answer, nothing counted
+            raise
+        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd)
+        return completion
+
+    async def _tries(self, wire: OpenAIWire, window: _Window, job: Job,
+                     held: list[Reservation] | None) -> Completion:
         last: RequestFailed | None = None
         endpoint = _endpoint(job.spec)
         started = time.monotonic()
@@ -264,6 +288,16 @@ class Scheduler:
                     raise ModelError(job.spec.name, self.down[endpoint])
                 self.down.pop(endpoint, None)  # long enough ago: this request finds out whether it is back
             epoch = await window.acquire()
+            if held is not None and not held:  # a budget: reserve once per job, just before its first send
+                try:
+                    reservation = self.budget.reserve(job.spec, job.request)
+                except BaseException:
+                    window.release()
+                    raise
+                if reservation is None:
+                    window.release()
+                    raise self.budget.refusal(job.spec)
+                held.append(reservation)
             try:
                 self.stats["requests"] += 1
                 completion = await self._send(wire, job)
@@ -308,35 +342,54 @@ class Scheduler:
                 self._down_since[endpoint] = time.monotonic()
         raise ModelError(job.spec.name, message, last.status)
 
+    async def serve(self, queue: "asyncio.Queue[Job | None]", on_done: Callable[[Job, "Completion | ModelError"], None],
+                    workers: int | None = None) -> None:
+        """Send the jobs of ``queue`` until it yields ``None`` (more may be put while it runs); each result goes to
+        the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""
+        wire = OpenAIWire(limit=self.settings.concurrency)
+        window = _Window(self.settings.concurrency, self.stats)
+
+        async def worker() -> None:
+            while True:
+                job = await queue.get()
+                if job is None:
+                    queue.put_nowait(None)  # the end, for the other workers too
+                    return
+                result: Completion | ModelError
+                try:
+                    result = await self._attempt(wire, window, job)
+                    self.cache.put(job.key, result, job.request.to_json())
+                except ModelError as exc:
+                    result = exc
+                    self.stats["not_sent_budget" if isinstance(exc, BudgetExhausted) else "failed"] += 1
+                    self.cache.put_error(job.key, str(exc))
+                on_done(job, result)
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(workers or self.settings.concurrency)))
+        finally:
+            await wire.close()
+
     async def run(self, jobs: list[Job], progress: ProgressCallback | None = None) -> dict[str, ModelError]:
         """Send every job; return the failures by cache key. Answers go to the cache as they arrive."""
         failures: dict[str, ModelError] = {}
         if not jobs:
             return failures
         total, done = len(jobs), 0
-        wire = OpenAIWire(limit=self.settings.concurrency)
-        window = _Window(self.settings.concurrency, self.stats)
-        queue: collections.deque[Job] = collections.deque(jobs)
+        queue: asyncio.Queue[Job | None] = asyncio.Queue()
+        for job in jobs:
+            queue.put_nowait(job)
+        queue.put_nowait(None)
 
-        async def worker() -> None:
+        def on_done(job: Job, result: Completion | ModelError) -> None:
             nonlocal done
-            while queue:
-                job = queue.popleft()
-                try:
-                    completion = await self._attempt(wire, window, job)
-                    self.cache.put(job.key, completion, job.request.to_json())
-                except ModelError as exc:
-                    failures[job.key] = exc
-                    self.stats["failed"] += 1
-                    self.cache.put_error(job.key, str(exc))
-                done += 1
-                if progress is not None:
-                    progress(done, total, len(failures))
+            if isinstance(result, ModelError):
+                failures[job.key] = result
+            done += 1
+            if progress is not None:
+                progress(done, total, len(failures))
 
-        try:
-            await asyncio.gather(*(worker() for _ in range(min(self.settings.concurrency, total))))
-        finally:
-            await wire.close()
+        await self.serve(queue, on_done, workers=min(self.settings.concurrency, total))
         return failures
 
     def run_sync(self, jobs: list[Job], progress: ProgressCallback | None = None) -> dict[str, ModelError]:
@@ -372,6 +425,8 @@ class Scheduler:
             parts.append(f"{s['malformed']} malformed response(s)")
         if s["failed"]:
             parts.append(f"{s['failed']} request(s) failed for good")
+        if s.get("not_sent_budget"):
+            parts.append(f"{s['not_sent_budget']} request(s) not sent (--medhelm-budget reached)")
         return ", ".join(parts)
 
 

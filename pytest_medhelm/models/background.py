@@ -1,0 +1,327 @@
+"""Answers while the items run: requests sent in the background, each item waiting only for its own answer.
+
+Without xdist, waiting for every answer before the first item runs would add the item run to the generation time.
+Instead the requests go out in item order in the background and each item waits only for its own answer: the
+items run while the model is still answering the later ones. Jury requests follow as soon as the answer they judge
+arrives (``follow_up``). Every answer is written to the cache the moment it arrives, as in the blocking phase; the
+items read the results from memory. ``stop()`` (Ctrl-C, the end of the session) cancels what is in flight, so an
+interrupted run loses at most those requests.
+
+Two ways to send, the same contract:
+
+* :class:`ThreadSender`: the scheduler's event loop on a thread of this process. Starts at once; but the items and
+  the HTTP client then share one interpreter lock, so with a fast model the run is bound by one core.
+* :class:`ProcessSender`: the scheduler in a child process (``python -m pytest_medhelm.models.sender_process``),
+  jobs and results as JSON lines over its stdin/stdout. Costs a Python start (~0.3 s) but the requests and the
+  items then run on two cores. Used for large runs (``choose_sender``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
+
+Result = Completion | ModelError
+#: called with each finished job; returns the jobs that follow from it (the jury's)
+FollowUp = Callable[[Job, Result], Iterable[Job]]
+
+#: below this many jobs a run sends from a thread: a child process's start-up would cost more than it saves
+PROCESS_MIN_JOBS = 200
+SENDER_ENV = "MEDHELM_SENDER"  # "thread" or "process" forces one (tests, and users who need one); default: auto
+
+
+def choose_sender(n_jobs: int, in_process_only: bool) -> str:
+    forced = os.environ.get(SENDER_ENV, "").strip().lower()
+    if forced in ("thread", "process"):
+        return "thread" if in_process_only else forced
+    return "process" if n_jobs >= PROCESS_MIN_JOBS and not in_process_only else "thread"
+
+
+class SenderCrashed(RuntimeError):
+    """The background sender stopped on an unexpected error: the items that wait for it get this error."""
+
+
+class Sender:
+    """What both ways share: which answers are expected, the results as they arrive, and the waiting."""
+
+    def __init__(self, follow_up: FollowUp | None = None) -> None:
+        self.follow_up = follow_up
+        self.done: Counter[str] = Counter()  # finished jobs (answered or failed for good), by kind
+        self.failed: Counter[str] = Counter()
+        self.queued: Counter[str] = Counter()
+        self._started = 0.0
+        self._last_done: dict[str, float] = {}
+        self._results: dict[str, Result] = {}
+        self._expected: set[str] = set()
+        self._changed = threading.Condition()
+        self._outstanding = 0  # jobs queued or in flight, follow-ups included (touched by one thread only)
+        self._crash: BaseException | str | None = None
+        self._finished = threading.Event()
+
+    # ------------------------------------------------------------------ the caller's side
+    def expects(self, key: str) -> bool:
+        """Whether the answer to ``key`` is (or will be) sent here."""
+        with self._changed:
+            return key in self._expected
+
+    def wait(self, key: str) -> Result:
+        """The answer to ``key`` (or the error that ended its request), once it is there."""
+        with self._changed:
+            while key not in self._results:
+                if self._crash is not None:
+                    raise SenderCrashed(f"pytest-medhelm: the background sender stopped: {self._crash}")
+                if self._finished.is_set():
+                    raise SenderCrashed("pytest-medhelm: the background sender stopped before this answer came")
+                self._changed.wait(timeout=1.0)  # a timeout so that a dead sender cannot hang the run
+            return self._results[key]
+
+    def summary_lines(self) -> list[str]:
+        """``medhelm answers: 40/40 (12.5/s, done in 3.2s)`` and the same for the jury; what was not sent when the
+        run stopped early."""
+        lines = []
+        for kind in ("answers", "jury"):
+            total, done = self.queued[kind], self.done[kind]
+            if not total:
+                continue
+            elapsed = max(self._last_done.get(kind, self._started) - self._started, 1e-9)
+            text = f"medhelm {kind}: {done}/{total} ({done / elapsed:.1f}/s, done in {elapsed:.1f}s)"
+            if done < total:
+                text += f"; {total - done} not sent or not answered (the run stopped)"
+            if self.failed[kind]:
+                text += f"; {self.failed[kind]} failed"
+            lines.append(text)
+        return lines
+
+    # ------------------------------------------------------------------ the sending side (one thread)
+    def _claim(self, jobs: Iterable[Job]) -> list[Job]:
+        """The jobs not expected yet, now counted as outstanding."""
+        new = []
+        with self._changed:
+            for job in jobs:
+                if job.key not in self._expected:
+                    self._expected.add(job.key)
+                    new.append(job)
+        for job in new:
+            self._outstanding += 1
+            self.queued[_kind(job)] += 1
+        return new
+
+    def _finish_job(self, job: Job, result: Result) -> list[Job]:
+        """Record ``result``; returns the follow-up jobs to queue (claimed before this job counts as done, so the
+        stream cannot end in between)."""
+        more = self._claim(self.follow_up(job, result)) if self.follow_up is not None else []
+        kind = _kind(job)
+        self.done[kind] += 1
+        self._last_done[kind] = time.perf_counter()
+        if isinstance(result, ModelError):
+            self.failed[kind] += 1
+        with self._changed:
+            self._results[job.key] = result
+            self._changed.notify_all()
+        self._outstanding -= 1
+        return more
+
+    def _mark_finished(self, crash: BaseException | str | None = None) -> None:
+        if crash is not None and self._crash is None:
+            self._crash = crash
+        self._finished.set()
+        with self._changed:
+            self._changed.notify_all()
+
+
+class ThreadSender(Sender):
+    def __init__(self, scheduler: Scheduler, follow_up: FollowUp | None = None) -> None:
+        super().__init__(follow_up)
+        self.scheduler = scheduler
+        self._loop: Any = None
+        self._queue: Any = None
+        self._task: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def summary(self) -> str:
+        return self.scheduler.summary()
+
+    @property
+    def broken(self) -> dict[str, str]:
+        return self.scheduler.broken
+
+    def start(self, jobs: list[Job]) -> None:
+        self._started = time.perf_counter()
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, args=(jobs, ready), name="medhelm-sender", daemon=True)
+        self._thread.start()
+        ready.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel what is queued or in flight and wait for the thread (answers already stored stay stored)."""
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not self._finished.is_set():
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _main(self, jobs: list[Job], ready: threading.Event) -> None:
+        import asyncio
+
+        crash: BaseException | None = None
+        try:
+            asyncio.run(self._serve(jobs, ready))
+        except asyncio.CancelledError:
+            pass
+        except BaseException as exc:  # a bug: the waiting items report it rather than hang
+            crash = exc
+        finally:
+            ready.set()
+            self._mark_finished(repr(crash) if crash is not None else None)
+
+    async def _serve(self, jobs: list[Job], ready: threading.Event) -> None:
+        import asyncio
+
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._queue = asyncio.Queue()
+        for job in self._claim(jobs):
+            self._queue.put_nowait(job)
+        ready.set()
+        if self._outstanding == 0:
+            return
+        await self.scheduler.serve(self._queue, self._on_done)
+
+    def _on_done(self, job: Job, result: Result) -> None:  # on the loop
+        for follow in self._finish_job(job, result):
+            self._queue.put_nowait(follow)
+        if self._outstanding == 0:
+            self._queue.put_nowait(None)
+
+
+class ProcessSender(Sender):
+    """The scheduler in a child process. The child writes every answer to the shared cache itself (so nothing is
+    lost if this process dies) and reports each result on its stdout; a reader thread here records them."""
+
+    def __init__(self, cache_dir: Path, cache_mode: str, run_id: str, settings: Settings, log_path: Path,
+                 follow_up: FollowUp | None = None) -> None:
+        super().__init__(follow_up)
+        self._config = {"cache_dir": str(cache_dir), "cache_mode": cache_mode, "run_id": run_id,
+                        "concurrency": settings.concurrency, "timeout": settings.timeout,
+                        "retries": settings.retries}
+        self._log_path = log_path
+        self._proc: subprocess.Popen | None = None
+        self._reader: threading.Thread | None = None
+        self._jobs: dict[str, Job] = {}
+        self._write_lock = threading.Lock()
+        self.stats: dict[str, Any] = {}
+        self.broken: dict[str, str] = {}
+        self.summary = ""
+
+    def start(self, jobs: list[Job]) -> None:
+        from pytest_medhelm.models.cache import make_private_dir
+        from pytest_medhelm.models.local import _parent_death_preexec
+
+        self._started = time.perf_counter()
+        make_private_dir(self._log_path.parent)
+        log = open(self._log_path, "ab")
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest_medhelm.models.sender_process", json.dumps(self._config)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True,
+                # if pytest dies (even kill -9) the child must not go on spending: the kernel stops it, and it
+                # also stops by itself when its stdin closes
+                preexec_fn=_parent_death_preexec(os.getpid()))
+        finally:
+            log.close()
+        self._reader = threading.Thread(target=self._read, name="medhelm-sender-reader", daemon=True)
+        self._reader.start()
+        self._send(self._claim(jobs))
+        if self._outstanding == 0:
+            self._end()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                # an end of input before {"end": true} (sent once nothing is outstanding) tells the child to
+                # cancel what is queued or in flight and exit
+                proc.stdin.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout)
+
+    # ------------------------------------------------------------------ the pipes
+    def _send(self, jobs: list[Job]) -> None:
+        if not jobs:
+            return
+        lines = []
+        for job in jobs:
+            self._jobs[job.key] = job
+            spec = job.spec
+            lines.append(json.dumps({"spec": {"name": spec.name, "litellm_model": spec.litellm_model,
+                                              "api_base": spec.api_base, "identity": spec.identity},
+                                     "request": job.request.to_json()}))
+        self._write("\n".join(lines) + "\n")
+
+    def _end(self) -> None:
+        self._write('{"end": true}\n')
+
+    def _write(self, text: str) -> None:
+        proc = self._proc
+        with self._write_lock:
+            try:
+                proc.stdin.write(text.encode("utf-8"))  # type: ignore[union-attr]
+                proc.stdin.flush()  # type: ignore[union-attr]
+            except (OSError, ValueError):  # the child is gone (its log says why); the reader reports it
+                pass
+
+    def _read(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        crash: str | None = None
+        try:
+            for raw in proc.stdout:
+                message = json.loads(raw)
+                if "stats" in message:
+                    self.stats, self.broken, self.summary = message["stats"], message["broken"], message["summary"]
+                    continue
+                job = self._jobs[message["key"]]
+                if "error" in message:
+                    result: Result = ModelError(message["model"], message["error"], message.get("status"))
+                else:
+                    result = Completion(**message["completion"])
+                self._send(self._finish_job(job, result))
+                if self._outstanding == 0:
+                    self._end()
+        except Exception as exc:  # a bug: the waiting items report it rather than hang
+            crash = repr(exc)
+        code = proc.wait()
+        if crash is None and self._outstanding and code != 0:
+            crash = f"the sender process exited with status {code}; its log: {self._log_path}"
+        self._mark_finished(crash)
+
+
+def _kind(job: Job) -> str:
+    return "answers" if job.request.purpose == "answer" else "jury"
+
+
+def job_from_json(message: dict[str, Any]) -> Job:
+    return Job(ModelSpec(**message["spec"]), ChatRequest.from_json(message["request"]))

@@ -1,0 +1,199 @@
+"""Answers sent in the background while the items run (models/background.py), both ways: a thread of this process
+and a child process. Against our real OpenAI-compatible test server; the cache is a real diskcache directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_medhelm.models.background import (PROCESS_MIN_JOBS, SENDER_ENV, ProcessSender, SenderCrashed,
+                                              ThreadSender, choose_sender)
+from pytest_medhelm.models.cache import AnswerCache
+from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
+from pytest_medhelm.testing.server import last_user_text, running_server
+
+SETTINGS = Settings(concurrency=8, timeout=10.0, retries=1, backoff_base=0.01)
+
+
+def echo(body: dict) -> str:
+    return f"echo {last_user_text(body)}"
+
+
+def jobs_for(url: str, n: int, prefix: str = "question", purpose: str = "answer") -> list[Job]:
+    spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=url)
+    return [Job(spec, ChatRequest.for_prompt(spec, f"{prefix} {i}", 4, purpose=purpose)) for i in range(n)]
+
+
+def make_sender(kind: str, tmp_path: Path, follow_up=None):
+    if kind == "thread":
+        return ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
+    return ProcessSender(tmp_path / "cache", "on", "run", SETTINGS, tmp_path / "logs" / "sender.log", follow_up)
+
+
+@pytest.fixture(params=["thread", "process"])
+def kind(request) -> str:
+    return request.param
+
+
+def test_every_answer_arrives_in_memory_and_in_the_cache(kind, tmp_path):
+    with running_server(script=echo) as server:
+        jobs = jobs_for(server.url, 60)
+        sender = make_sender(kind, tmp_path)
+        sender.start(jobs)
+        results = {job.key: sender.wait(job.key) for job in reversed(jobs)}  # waiting in any order works
+        sender.stop()
+        assert server.count == 60
+    assert all(isinstance(r, Completion) for r in results.values())
+    assert results[jobs[7].key].text == "echo question 7"
+    assert results[jobs[7].key].tokens_in > 0 and results[jobs[7].key].cached is False
+    cache = AnswerCache(tmp_path / "cache", run_id="run")
+    assert all(cache.get(job.key).text == results[job.key].text for job in jobs)
+    assert sender.summary_lines()[0].startswith("medhelm answers: 60/60 (")
+    assert sender.expects(jobs[0].key) and not sender.expects("0" * 64)
+
+
+def test_follow_ups_are_sent_as_their_answer_arrives(kind, tmp_path):
+    """The jury's way: each answer brings requests of its own; the stream ends only after those are answered."""
+    with running_server(script=echo) as server:
+        jobs = jobs_for(server.url, 30)
+        spec = jobs[0].spec
+
+        def follow_up(job: Job, result):
+            if job.request.purpose != "answer" or isinstance(result, ModelError):
+                return []
+            return [Job(spec, ChatRequest.for_prompt(spec, f"judge {result.text}", 4, purpose="judge:1")),
+                    Job(spec, ChatRequest.for_prompt(spec, f"judge again {result.text}", 4, purpose="judge:1"))]
+
+        sender = make_sender(kind, tmp_path, follow_up)
+        sender.start(jobs)
+        judged = [ChatRequest.for_prompt(spec, f"judge{again} echo question {i}", 4, purpose="judge:1")
+                  for i in range(30) for again in ("", " again")]
+        assert sender.wait(judged[-1].cache_key()).text == "echo judge again echo question 29"
+        assert all(isinstance(sender.wait(j.cache_key()), Completion) for j in judged)
+        sender.stop()
+        assert server.count == 90
+    lines = sender.summary_lines()
+    assert lines[0].startswith("medhelm answers: 30/30") and lines[1].startswith("medhelm jury: 60/60"), lines
+
+
+def test_a_failed_request_is_an_error_result_with_the_providers_message(kind, tmp_path):
+    with running_server(answer="A", api_key="sk-right") as server:
+        jobs = jobs_for(server.url, 5)
+        sender = make_sender(kind, tmp_path)
+        sender.start(jobs)
+        result = sender.wait(jobs[3].key)
+        sender.stop()
+    assert isinstance(result, ModelError)
+    assert result.status == 401 and "openai/toy (HTTP 401)" in str(result)
+    assert "openai/toy" in sender.broken
+    assert AnswerCache(tmp_path / "cache", run_id="run").get_error(jobs[3].key) == str(result)
+
+
+def test_stop_cancels_what_is_in_flight_and_keeps_what_was_stored(kind, tmp_path):
+    with running_server(answer="A", latency=0.3) as server:
+        jobs = jobs_for(server.url, 200)
+        sender = make_sender(kind, tmp_path)
+        sender.start(jobs)
+        sender.wait(jobs[0].key)
+        sender.stop()
+        time.sleep(0.5)
+        sent = server.count
+        assert sent < 200
+        time.sleep(0.5)
+        assert server.count == sent  # nothing goes out after stop()
+    stored = [job for job in jobs if AnswerCache(tmp_path / "cache", run_id="run").get(job.key) is not None]
+    assert 1 <= len(stored) <= sent
+    assert "not sent or not answered (the run stopped)" in sender.summary_lines()[0]
+    with pytest.raises(SenderCrashed):
+        sender.wait(jobs[-1].key)  # never hangs: the sender is gone
+
+
+def test_a_child_whose_parent_is_killed_stops_sending(tmp_path):
+    """kill -9 of pytest must not leave a process spending money: the child sees its stdin close (and the kernel
+    sends it SIGTERM), so the requests stop."""
+    with running_server(answer="A", latency=0.2) as server:
+        script = tmp_path / "parent.py"
+        script.write_text(textwrap.dedent(f'''
+            import sys, time
+            from pathlib import Path
+            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            from test_background import jobs_for, make_sender
+            sender = make_sender("process", Path({str(tmp_path)!r}))
+            sender.start(jobs_for({server.url!r}, 400))
+            print(sender._proc.pid, flush=True)
+            time.sleep(300)
+        '''))
+        parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+        child_pid = int(parent.stdout.readline())
+        server.wait_for_requests(10, timeout=30)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(child_pid):
+            time.sleep(0.05)
+        assert not _alive(child_pid)
+        sent = server.count
+        time.sleep(0.5)
+        assert server.count == sent < 400
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_choose_sender(monkeypatch):
+    monkeypatch.delenv(SENDER_ENV, raising=False)
+    assert choose_sender(PROCESS_MIN_JOBS - 1, in_process_only=False) == "thread"
+    assert choose_sender(PROCESS_MIN_JOBS, in_process_only=False) == "process"
+    assert choose_sender(10**6, in_process_only=True) == "thread"  # a budget is kept by this process
+    monkeypatch.setenv(SENDER_ENV, "process")
+    assert choose_sender(1, in_process_only=False) == "process"
+    monkeypatch.setenv(SENDER_ENV, "thread")
+    assert choose_sender(10**6, in_process_only=False) == "thread"
+
+
+TIMED_TEST = textwrap.dedent('''
+    import json, time
+    import pytest
+    from pytest_medhelm.assertions import assert_metric
+
+    @pytest.mark.medhelm(benchmark="toy")
+    def test_toy(medhelm_instance, medhelm_model):
+        started = time.time()
+        answer = medhelm_model.answer(medhelm_instance)
+        with open("item_times.jsonl", "a") as fh:
+            fh.write(json.dumps([medhelm_instance.id, started]) + "\\n")
+        assert_metric(answer, medhelm_instance)
+''')
+
+
+@pytest.mark.parametrize("sender", ["thread", "process"])
+def test_items_run_while_the_later_answers_are_still_coming(pytester, toy, monkeypatch, sender):
+    """Without xdist the first item does not wait for the last answer: the run takes about as long as the answers."""
+    monkeypatch.setenv(SENDER_ENV, sender)
+    data = toy(12)
+    pytester.makepyfile(test_toy=TIMED_TEST)
+    with running_server(answer="A", latency=0.25) as server:
+        result = pytester.runpytest_subprocess("--medhelm-model", "openai/toy-model", "--medhelm-api-base",
+                                               server.url, "--medhelm-data-dir", str(data),
+                                               "--medhelm-concurrency", "2", "-p", "no:randomly")
+        arrivals = sorted(r["received_at"] for r in server.requests)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*medhelm answers: 12/12*"])
+    starts = dict(json.loads(line) for line in (pytester.path / "item_times.jsonl").read_text().splitlines())
+    assert len(starts) == 12
+    # the first item started before the last request even reached the server (about 1.25 s later)
+    assert min(starts.values()) < arrivals[-1] - 0.5, (min(starts.values()), arrivals)
