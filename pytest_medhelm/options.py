@@ -9,8 +9,7 @@ This module imports nothing heavy: it is loaded by every pytest session that has
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 
 def parse_threshold(text: str) -> tuple[str, float]:
@@ -104,8 +103,7 @@ def _non_negative_float(what: str) -> Callable[[str], float]:
     return _number(what, float, 0)
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):  # (not a frozen dataclass: building one costs milliseconds at every pytest start)
     name: str  # without the --medhelm- prefix
     help: str
     repeat: bool = False  # repeatable on the command line; "linelist" in the ini file

@@ -1,15 +1,21 @@
 """pytest-medhelm's entry point (``pytest11: medhelm``): options, markers, fixtures, and the session object.
 
 Kept thin and cheap on purpose: a pytest session that collects no medhelm item imports nothing heavy (no litellm,
-no pydantic, no numpy). The work happens in :class:`pytest_medhelm.session.MedhelmSession`.
+no pydantic, no numpy) and not even :mod:`pytest_medhelm.session`. The work happens in
+:class:`pytest_medhelm.session.MedhelmSession`, registered as the plugin "medhelm-session" when the run needs it.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_medhelm.fixtures import medhelm_case, medhelm_instance, medhelm_model  # noqa: F401  (fixtures)
 from pytest_medhelm.options import add_options, option_given
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.session import MedhelmSession
 
 MARKERS = (
     "medhelm(benchmark): a MedHELM benchmark test; pytest-medhelm parametrizes it per instance and model",
@@ -55,12 +61,42 @@ def pytest_cmdline_main(config: pytest.Config):
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
-    from pytest_medhelm.session import MedhelmSession
-
-    session = MedhelmSession(config)
-    config.pluginmanager.register(session, "medhelm-session")
     if option_given(config):
+        session = start_session(config)
         session.run_config  # validate now: a bad value is a usage error before anything runs
         from pytest_medhelm.compare.plugin import register
 
         register(config)  # saved runs, comparisons, shards: only when one of their options is set
+    elif _distributed(config):
+        # xdist: the controller passes the run id to the workers and sends the answers ahead for them, so both
+        # sides need the session from the start, before anything is collected
+        start_session(config)
+    # else the session starts with the first medhelm test collected (pytest_generate_tests below): a session that
+    # uses none of the plugin never imports pytest_medhelm.session nor runs a medhelm hook per test
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """An xdist worker, or a controller about to start workers (xdist's pytest_cmdline_main has run by now)."""
+    if getattr(config, "workerinput", None) is not None:
+        return True
+    return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None))
+
+
+def start_session(config: pytest.Config) -> "MedhelmSession":
+    """Create and register the run's session (the plugin "medhelm-session"), once."""
+    session = config.pluginmanager.get_plugin("medhelm-session")
+    if session is None:
+        from pytest_medhelm.session import MedhelmSession
+
+        session = MedhelmSession(config)
+        config.pluginmanager.register(session, "medhelm-session")
+    return session
+
+
+@pytest.hookimpl(tryfirst=True)  # first, as the session's own hook is for the tests collected after this one
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Only until the session exists: once registered, its own pytest_generate_tests parametrizes the medhelm tests.
+    # (pluggy calls the implementations it had when this hook call started, so the new session is not called for
+    # this test: it is handed the test here.)
+    if "medhelm_case" in metafunc.fixturenames and not metafunc.config.pluginmanager.has_plugin("medhelm-session"):
+        start_session(metafunc.config).pytest_generate_tests(metafunc)

@@ -9,7 +9,8 @@ Roles (as pytest-cov's Central / DistMaster / DistWorker):
   before xdist schedules any item; it then aggregates the workers' reports, gates and reports.
 * **worker**: collects, writes its plan, runs items that find their answers in the shared cache.
 
-This module imports nothing heavy at load: it is imported by every pytest session that has the plugin installed.
+This module imports nothing heavy at load. A session that uses no medhelm option and collects no medhelm test
+never imports it (plugin.py starts the session when the first medhelm test is collected).
 """
 
 from __future__ import annotations
@@ -683,6 +684,7 @@ class MedhelmSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
         if (not self.is_controller and not self.config.option.collectonly and len(session.items) >= FREEZE_MIN_ITEMS
+                and self._run_config is not None and self.run_config.models
                 and self._has_medhelm_items(session.items)):
             self._freeze()
         if not self.is_worker and not self.is_controller and not self.config.option.collectonly:

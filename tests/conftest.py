@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -16,7 +17,36 @@ import numpy  # noqa: F401,E402
 import pydantic  # noqa: F401,E402
 import tabulate  # noqa: F401,E402
 
+# The importlib_metadata backport (imported by litellm._version) appends its finder to sys.meta_path and deletes
+# find_distributions from the stdlib PathFinder class when it is first imported. pytester restores sys.meta_path
+# after each in-process run but cannot undo the class patch: if litellm is first imported inside an inner session
+# (a dry run counts tokens with it), no finder is left that finds distributions, importlib.metadata sees no installed
+# package, and every later in-process run in this worker loads no pytest11 plugin (--medhelm-* options are
+# "unrecognized arguments", exit 4). Imported here, before any inner session, its finder is part of what pytester
+# restores. (A user calling pytest.main twice is not affected: nothing restores sys.meta_path there.)
+try:
+    import importlib_metadata  # noqa: F401,E402
+except ImportError:  # not installed: nothing patches PathFinder then
+    pass
+
 pytest_plugins = ["pytester"]
+
+
+def _distribution_finders() -> list:
+    return [f for f in sys.meta_path if callable(getattr(f, "find_distributions", None))]
+
+
+@pytest.fixture(autouse=True)
+def _installed_packages_stay_visible():
+    """Fail the test that leaves importlib.metadata unable to find any installed package (see above), instead of
+    a later in-process pytester run in the same worker failing with a usage error."""
+    had = bool(_distribution_finders())
+    yield
+    if had and not _distribution_finders():
+        pytest.fail("this test left no finder with find_distributions on sys.meta_path: importlib.metadata now sees "
+                    "no installed package, and later in-process pytest runs load no plugin (see tests/conftest.py)",
+                    pytrace=False)
+
 
 #: ../shared/data beside the project (real public benchmark data); tests that need it skip when it is absent
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

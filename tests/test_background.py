@@ -4,7 +4,6 @@ and a child process. Against our real OpenAI-compatible test server; the cache i
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

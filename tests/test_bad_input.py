@@ -275,10 +275,7 @@ GENERIC: dict[str, dict[str, str]] = {
 }
 BREAK = {"truncated": truncate, "empty": empty, "encoding": reencode}
 #: breakages the core does not catch yet (see the report to the lead); the test documents the expected behaviour
-CORE_GAPS = {
-    ("sqlite-ehrsql", "truncated"): "ehrsql._check_database reads only the 16-byte header: a truncated database "
-                                    "loads, then every query fails and every item silently scores 0",
-}
+CORE_GAPS: dict[tuple[str, str], str] = {}
 
 
 def _cases():
@@ -306,6 +303,36 @@ def test_broken_file_is_a_data_error_naming_file_and_place(tmp_path, case, break
     write(tmp_path)
     BREAK[breakage](tmp_path / slug / file)
     assert_data_error(slug, tmp_path, file, pattern)
+
+
+def _page_cut(raw: bytes) -> bytes:
+    return raw[:len(raw) - 4096]  # the last page gone: still a whole number of pages
+
+
+def _one_byte_short(raw: bytes) -> bytes:
+    return raw[:-1]  # PRAGMA quick_check says "ok" here: only the header's page count tells
+
+
+def _garbage_page(raw: bytes) -> bytes:
+    return raw[:4096] + b"\xff" * 4096 + raw[8192:]  # same size, a b-tree page overwritten
+
+
+def _wrong_freelist_count(raw: bytes) -> bytes:
+    return raw[:36] + (5).to_bytes(4, "big") + raw[40:]  # opens and reads; quick_check reports the freelist
+
+
+@pytest.mark.parametrize("damage, pattern", [
+    (_page_cut, r"truncated: the file is \d+ bytes, its header records \d+ pages of 4096 bytes"),
+    (_one_byte_short, r"truncated: the file is \d+ bytes, its header records \d+ pages"),
+    (lambda raw: raw[:60], r"header: truncated: the file is 60 bytes, an SQLite database header alone is 100"),
+    (_garbage_page, r"not a readable SQLite 3 database \(database disk image is malformed\)"),
+    (_wrong_freelist_count, r"malformed \(PRAGMA quick_check: .*freelist"),
+], ids=["page-boundary", "one-byte-short", "header-cut", "garbage-page", "freelist"])
+def test_a_damaged_ehrsql_database_is_a_data_error(tmp_path, damage, pattern):
+    write_ehrsql(tmp_path)
+    db = tmp_path / "ehrsql" / "eicu.sqlite"
+    db.write_bytes(damage(db.read_bytes()))
+    assert_data_error("ehrsql", tmp_path, "eicu.sqlite", pattern)
 
 
 # ----------------------------------------------------------------------------------------------------------------

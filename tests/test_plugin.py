@@ -287,6 +287,8 @@ def test_a_session_without_medhelm_items_imports_nothing_heavy(pytester):
         def test_zz_modules():
             heavy = [m for m in ("litellm", "pydantic", "numpy", "diskcache", "aiohttp", "tabulate") if m in sys.modules]
             assert heavy == [], heavy
+            # nor the session: it starts with the first medhelm test collected
+            assert "pytest_medhelm.session" not in sys.modules
     """)
     # only our plugin: other installed plugins may import numpy or pydantic themselves
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -295,6 +297,36 @@ def test_a_session_without_medhelm_items_imports_nothing_heavy(pytester):
     finally:
         del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
     result.assert_outcomes(passed=2)
+
+
+def test_without_any_option_the_session_starts_at_the_first_medhelm_test(pytester, toy, server):
+    toy(3)
+    pytester.makepyfile(test_more="""
+        import pytest
+
+        def test_plain_first(request):
+            assert request.config.pluginmanager.get_plugin("medhelm-session") is not None  # collected: started
+
+        @pytest.mark.medhelm(benchmark="toy")
+        def test_toy_again(medhelm_instance):
+            pass
+
+        @pytest.mark.parametrize("x", [1, 2])
+        @pytest.mark.medhelm(benchmark="toy")
+        def test_toy_params(medhelm_case, x):
+            pass
+    """)
+    result = run(pytester, "-v", "-rs")
+    result.assert_outcomes(passed=1, skipped=4)  # each medhelm test parametrized once (x2 for x), not twice
+    result.stdout.fnmatch_lines(["*test_toy_params?no-model-1?*SKIPPED*", "*no model under test*"])
+    assert server.count == 0
+    pytester.makepyfile(test_more="""
+        def test_unmarked(medhelm_instance):
+            pass
+    """)
+    result = run(pytester)
+    assert result.ret == 2  # a collection error, as when the session started in pytest_configure
+    result.stdout.fnmatch_lines(["*test_unmarked: a test using medhelm fixtures needs @pytest.mark.medhelm*"])
 
 
 def test_prices_file_gives_exact_costs(pytester, toy, server):

@@ -49,7 +49,11 @@ def bootstrap_ci(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, 
         value = float(data[0]) if data.size else math.nan
         return value, value
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    # one index array of resamples x n (128 MB at most, n <= 16,000: every MedHELM benchmark); beyond that in
+    # blocks, so that 100,000 instances do not take 800 MB
+    block = resamples if data.size * resamples <= 16_000_000 else max(1, 16_000_000 // data.size)
+    means = np.concatenate([data[rng.integers(0, data.size, size=(min(block, resamples - done), data.size))]
+                            .mean(axis=1) for done in range(0, resamples, block)])
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return float(low), float(high)
