@@ -233,7 +233,7 @@ class ProcessSender(Sender):
 
         self._started = time.perf_counter()
         make_private_dir(self._log_path.parent)
-        log = open(self._log_path, "ab")
+        log = os.fdopen(os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "pytest_medhelm.models.sender_process", json.dumps(self._config)],
