@@ -265,10 +265,6 @@ def test_cache_directory_is_created_0700_whatever_the_umask(pytester, server):
     assert stat.S_IMODE((cache / "cache.db").stat().st_mode) == 0o600
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "core: diskcache writes values over 32 KiB (long notes) as separate files with the process umask (0644, dirs "
-    "0755): pass disk_min_file_size=2**40 in AnswerCache; and session.pytest_collection_finish writes the xdist "
-    "plans (full prompts) 0644 in a 0755 plans/ dir: create it with make_private_dir and the file with mode 0600"))
 @pytest.mark.parametrize("xdist", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist-2")])
 def test_cache_directory_is_0700_and_its_files_0600(pytester, server, monkeypatch, xdist):
     import json

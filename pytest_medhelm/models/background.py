@@ -215,7 +215,10 @@ class ProcessSender(Sender):
     def __init__(self, cache_dir: Path, cache_mode: str, run_id: str, settings: Settings, log_path: Path,
                  follow_up: FollowUp | None = None) -> None:
         super().__init__(follow_up)
-        self._config = {"cache_dir": str(cache_dir), "cache_mode": cache_mode, "run_id": run_id,
+        # if pytest dies (even kill -9) the child must not go on spending: it asks the kernel for a SIGTERM when
+        # this process ends (set by the child itself: no preexec_fn in a process with threads), and it also stops
+        # by itself when its stdin closes
+        self._config = {"parent_pid": os.getpid(), "cache_dir": str(cache_dir), "cache_mode": cache_mode, "run_id": run_id,
                         "concurrency": settings.concurrency, "timeout": settings.timeout,
                         "retries": settings.retries}
         self._log_path = log_path
@@ -229,7 +232,6 @@ class ProcessSender(Sender):
 
     def start(self, jobs: list[Job]) -> None:
         from pytest_medhelm.models.cache import make_private_dir
-        from pytest_medhelm.models.local import _parent_death_preexec
 
         self._started = time.perf_counter()
         make_private_dir(self._log_path.parent)
@@ -237,10 +239,7 @@ class ProcessSender(Sender):
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "pytest_medhelm.models.sender_process", json.dumps(self._config)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True,
-                # if pytest dies (even kill -9) the child must not go on spending: the kernel stops it, and it
-                # also stops by itself when its stdin closes
-                preexec_fn=_parent_death_preexec(os.getpid()))
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True)
         finally:
             log.close()
         self._reader = threading.Thread(target=self._read, name="medhelm-sender-reader", daemon=True)
