@@ -97,6 +97,7 @@ class MedhelmSession:
         self._planned: dict[tuple[str, str, str], tuple[Any, ChatRequest]] = {}
         self._answers: dict[str, Completion] = {}  # answers of this run, in memory (central role)
         self._sender = None  # models.background.Sender: answers sent while the items run (central role)
+        self._broken_models: set[str] = set()  # models under test whose requests fail systematically
         self._sender_lines: list[tuple[str, dict[str, bool]]] = []  # its summary, for the terminal summary
         self._prices = None
         self._budget = None
@@ -753,6 +754,7 @@ class MedhelmSession:
         if completion is None and self._sender is not None and self._sender.expects(key):
             result = self._sender.wait(key)
             if isinstance(result, ModelError):
+                self._stop_if_every_model_is_broken(spec, result)
                 self._raise_stored_error(spec, str(result))
             completion = result
         if completion is None:
@@ -774,6 +776,19 @@ class MedhelmSession:
         completion.cost_usd = self.prices.completion_cost(spec.name, spec.litellm_model, completion.tokens_in,
                                                           completion.tokens_out, completion.cost_usd)
         return completion
+
+    def _stop_if_every_model_is_broken(self, spec: "ModelSpec", error: Any) -> None:
+        """A wrong key or an unknown model (401/403/404) fails every request the same way: once every model under
+        test is in that state, the run stops after this item instead of printing the same error on each."""
+        from pytest_medhelm.models.scheduler import SYSTEMATIC_STATUSES
+
+        if error.status not in SYSTEMATIC_STATUSES or spec.name not in self.run_config.models:
+            return
+        self._broken_models.add(spec.name)
+        item = CURRENT_ITEM.get()
+        if item is not None and self._broken_models >= set(self.run_config.models):
+            item.session.shouldfail = ("medhelm: every model under test fails every request (the message is above); "
+                                       "the remaining items were not run")
 
     @staticmethod
     def _raise_stored_error(spec: "ModelSpec", text: str) -> None:

@@ -405,8 +405,6 @@ def test_a_wrong_key_is_one_clear_message_and_exit_1(pytester, toy):
     assert len(sections) == counts["errors"] and all(s.count("\n") == 0 for s in sections), sections[:3]
 
 
-@pytest.mark.xfail(strict=False, reason="needs the session to print a systematic failure once, not once per item "
-                                        "(see the report to the lead: session._send_ahead / makereport)")
 def test_a_wrong_key_prints_the_providers_message_once(pytester, toy):
     data = toy(40)
     with running_server(answer="A", api_key="sk-right") as srv:
