@@ -471,18 +471,10 @@ class MedhelmSession:
         requests = self._answer_requests(triples)
         self._check_budget_for(requests)
         jury = any(self._needs_judges(i.benchmark) for _m, i, _r in requests)
-        targets: dict[str, Any] = {}  # model or judge name -> its reachable spec, or the ModelError that stops it
+        targets: dict[str, Any] = {}
 
-        def target(spec: "ModelSpec") -> Any:
-            if spec.name not in targets:
-                try:
-                    targets[spec.name] = self.endpoint(spec)  # may start a llama.cpp server: here, not on the loop
-                except ModelError as exc:
-                    targets[spec.name] = exc
-                    reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-                    if reporter is not None:
-                        reporter.write_line(f"medhelm: {exc}", red=True, bold=True)
-            return targets[spec.name]
+        def target(spec: "ModelSpec") -> Any:  # resolved here (a llama.cpp server may start), not on the loop
+            return self._reachable(spec, targets)
 
         judge_specs = self.judge_specs() if jury else []
         for spec in judge_specs:
@@ -562,6 +554,21 @@ class MedhelmSession:
             self._sender_lines.append((f"medhelm: every request to {model} fails: {message}",
                                        {"red": True, "bold": True}))
 
+    def _reachable(self, spec: "ModelSpec", seen: dict[str, Any]) -> Any:
+        """``spec`` with a URL to send to, or the ModelError that says it cannot be reached (then its items error,
+        and one line says why); once per model in ``seen``."""
+        from pytest_medhelm.models.request import ModelError
+
+        if spec.name not in seen:
+            try:
+                seen[spec.name] = self.endpoint(spec)
+            except ModelError as exc:
+                seen[spec.name] = exc
+                reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+                if reporter is not None:
+                    reporter.write_line(f"medhelm: {exc}", red=True, bold=True)
+        return seen[spec.name]
+
     def _send_ahead(self, plan: list[tuple["ModelSpec", "ChatRequest"]], label: str) -> None:
         if not plan:
             return
@@ -572,14 +579,7 @@ class MedhelmSession:
         endpoints: dict[str, Any] = {}
         jobs = []
         for spec, request in plan:
-            if spec.name not in endpoints:
-                try:
-                    endpoints[spec.name] = self.endpoint(spec)
-                except ModelError as exc:  # the model cannot be reached at all: its items error
-                    endpoints[spec.name] = exc
-                    if reporter is not None:
-                        reporter.write_line(f"medhelm: {exc}", red=True, bold=True)
-            target = endpoints[spec.name]
+            target = self._reachable(spec, endpoints)
             if isinstance(target, ModelError):
                 self.cache.put_error(request.cache_key(), str(target))
             else:
@@ -766,11 +766,7 @@ class MedhelmSession:
             try:
                 completion = self.scheduler.complete(Job(self.endpoint(spec), request))
             except ModelError as exc:
-                from pytest_medhelm.budget import skip_reason
-
-                reason = skip_reason(str(exc))
-                if reason is not None:
-                    pytest.skip(reason)
+                _skip_if_refused_by_budget(str(exc))
                 raise
         # priced here, for the model under test and the judges alike: a prices file wins over litellm's table
         completion.cost_usd = self.prices.completion_cost(spec.name, spec.litellm_model, completion.tokens_in,
@@ -794,12 +790,9 @@ class MedhelmSession:
     def _raise_stored_error(spec: "ModelSpec", text: str) -> None:
         """A request that ended without an answer: a budget refusal skips the item; anything else is the item's
         error, with the provider's message."""
-        from pytest_medhelm.budget import skip_reason
         from pytest_medhelm.models.request import ModelError
 
-        reason = skip_reason(text)
-        if reason is not None:
-            pytest.skip(reason)
+        _skip_if_refused_by_budget(text)
         raise ModelError(spec.name, text.split(": ", 1)[-1] if text.startswith(spec.name) else text)
 
     @pytest.hookimpl(tryfirst=True)
@@ -1009,6 +1002,14 @@ class MedhelmSession:
             self._local.stop_all()  # also after a failure or Ctrl-C: pytest unconfigures on every exit path
         if self in _ACTIVE:
             _ACTIVE.remove(self)
+
+
+def _skip_if_refused_by_budget(error_text: str) -> None:
+    from pytest_medhelm.budget import skip_reason
+
+    reason = skip_reason(error_text)
+    if reason is not None:
+        pytest.skip(reason)
 
 
 def _case_of(item: pytest.Item):

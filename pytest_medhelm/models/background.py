@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
-from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
+from pytest_medhelm.models.scheduler import Job, Scheduler, Settings, progress_text
 
 Result = Completion | ModelError
 #: called with each finished job; returns the jobs that follow from it (the jury's)
@@ -93,12 +93,10 @@ class Sender:
             total, done = self.queued[kind], self.done[kind]
             if not total:
                 continue
-            elapsed = max(self._last_done.get(kind, self._started) - self._started, 1e-9)
-            text = f"medhelm {kind}: {done}/{total} ({done / elapsed:.1f}/s, done in {elapsed:.1f}s)"
+            elapsed = self._last_done.get(kind, self._started) - self._started
+            text = progress_text(kind, done, total, elapsed, self.failed[kind], final=True)
             if done < total:
                 text += f"; {total - done} not sent or not answered (the run stopped)"
-            if self.failed[kind]:
-                text += f"; {self.failed[kind]} failed"
             lines.append(text)
         return lines
 
@@ -226,7 +224,6 @@ class ProcessSender(Sender):
         self._reader: threading.Thread | None = None
         self._jobs: dict[str, Job] = {}
         self._write_lock = threading.Lock()
-        self.stats: dict[str, Any] = {}
         self.broken: dict[str, str] = {}
         self.summary = ""
 
@@ -299,8 +296,8 @@ class ProcessSender(Sender):
         try:
             for raw in proc.stdout:
                 message = json.loads(raw)
-                if "stats" in message:
-                    self.stats, self.broken, self.summary = message["stats"], message["broken"], message["summary"]
+                if "summary" in message:  # the child's last line
+                    self.broken, self.summary = message["broken"], message["summary"]
                     continue
                 job = self._jobs[message["key"]]
                 if "error" in message:

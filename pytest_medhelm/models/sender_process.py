@@ -64,7 +64,7 @@ async def _serve(config: dict[str, Any]) -> None:
     finally:
         reading.cancel()
         cache.close()
-    report({"stats": scheduler.stats, "broken": scheduler.broken, "summary": scheduler.summary()})
+    report({"broken": scheduler.broken, "summary": scheduler.summary()})
 
 
 def main(argv: list[str] | None = None) -> int:
