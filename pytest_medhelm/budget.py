@@ -46,28 +46,32 @@ requests through the same budget.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
-import re
+import os
 import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from pytest_medhelm.cost import Price, cost
-from pytest_medhelm.models.request import ModelError
+from pytest_medhelm.models.request import BudgetExhausted
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from pytest_medhelm.models.request import ChatRequest, ModelSpec
 
 PriceOf = Callable[["ModelSpec"], "Price | None"]
 CountTokens = Callable[["ModelSpec", "ChatRequest"], int]
 
-#: every message of a request refused by the budget starts with this (after any "MODEL: " prefix)
+#: every message of a request refused by the budget starts with this
 BUDGET_PREFIX = "medhelm budget of $"
 LOCAL_PREFIX = "local/"
 FREE: Price = (0.0, 0.0)
 
-_REFUSED = re.compile(r"^(?:\S+: )*(" + re.escape(BUDGET_PREFIX) + r".*)\Z", re.DOTALL)
 
 
 def usd_limit(value: float) -> str:
@@ -78,31 +82,6 @@ def usd_limit(value: float) -> str:
 
 def _money(value: float) -> str:
     return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
-
-
-class BudgetExhausted(ModelError):
-    """A request the budget refused: it was not sent. Its items are skipped, not errors.
-
-    ``str()`` starts with :data:`BUDGET_PREFIX` (no model prefix), so that the text stored in the cache's error
-    entries is recognised by :func:`skip_reason` wherever it is read back."""
-
-    def __init__(self, model: str, limit_usd: float, unpriced: bool = False) -> None:
-        self.limit_usd = limit_usd
-        self.unpriced = unpriced
-        if unpriced:
-            message = (f"{BUDGET_PREFIX}{usd_limit(limit_usd)}: no price for {model}, request not sent "
-                       f"(add it to --medhelm-prices FILE)")
-        else:
-            message = f"{BUDGET_PREFIX}{usd_limit(limit_usd)} reached: request not sent"
-        super().__init__(model, message)
-        self.args = (message,)
-
-
-def skip_reason(error_message: str) -> str | None:
-    """The skip reason for the message of a :class:`BudgetExhausted` (as stored, or re-raised with any number of
-    ``MODEL: `` prefixes in front); None for any other error."""
-    match = _REFUSED.match(error_message or "")
-    return match.group(1) if match else None
 
 
 def is_local(spec: "ModelSpec") -> bool:
@@ -134,8 +113,96 @@ class Reservation:
     done: bool = field(default=False, repr=False)
 
 
+@dataclass
+class LedgerState:
+    """What a budget has counted so far (exact sums)."""
+
+    spent: Fraction = Fraction(0)
+    in_flight: Fraction = Fraction(0)
+    exhausted: bool = False
+    not_sent: int = 0
+    sent: int = 0
+    answered: int = 0
+
+
+class MemoryLedger:
+    """The budget's counts in this process only (a budget used outside a run, in tests and scripts)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = LedgerState()
+
+    @contextlib.contextmanager
+    def update(self) -> Iterator[LedgerState]:
+        with self._lock:
+            yield self._state
+
+    def close(self) -> None:
+        pass
+
+
+class SharedLedger:
+    """The budget's counts in a small SQLite file that every process of the run updates in one transaction each
+    (``BEGIN IMMEDIATE``: one writer at a time), so that the cap holds across the controller, its sender and every
+    xdist worker. Sums are stored as exact fractions (``"numerator/denominator"``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._final: LedgerState | None = None  # the last counts, once the file is gone
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.path.parent, 0o700)
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))  # private from the first byte
+        with self._connect() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY CHECK (id = 0), spent TEXT, "
+                         "in_flight TEXT, exhausted INTEGER, not_sent INTEGER, sent INTEGER, answered INTEGER)")
+            conn.execute("INSERT OR IGNORE INTO ledger VALUES (0, '0', '0', 0, 0, 0, 0)")
+
+    def _connect(self) -> "sqlite3.Connection":
+        import sqlite3
+
+        return sqlite3.connect(self.path, timeout=60)
+
+    @contextlib.contextmanager
+    def update(self) -> Iterator[LedgerState]:
+        if self._final is not None:  # the run is over: its figures stay readable, nothing more is counted
+            yield dataclasses.replace(self._final)
+            return
+        with self._lock:
+            conn = self._connect()
+            try:
+                conn.isolation_level = None
+                conn.execute("BEGIN IMMEDIATE")
+                row = conn.execute("SELECT spent, in_flight, exhausted, not_sent, sent, answered FROM ledger "
+                                   "WHERE id = 0").fetchone()
+                state = LedgerState(Fraction(row[0]), Fraction(row[1]), bool(row[2]), *row[3:])
+                try:
+                    yield state
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("UPDATE ledger SET spent = ?, in_flight = ?, exhausted = ?, not_sent = ?, sent = ?, "
+                             "answered = ? WHERE id = 0",
+                             (str(state.spent), str(state.in_flight), int(state.exhausted), state.not_sent,
+                              state.sent, state.answered))
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+
+    def close(self) -> None:
+        if self._final is None:
+            with self.update() as state:
+                final = dataclasses.replace(state)
+            self._final = final
+            self.path.unlink(missing_ok=True)
+
+
+Ledger = MemoryLedger | SharedLedger
+
+
 class Budget:
-    def __init__(self, limit_usd: float, price_of: PriceOf, count_tokens: CountTokens | None = None) -> None:
+    def __init__(self, limit_usd: float, price_of: PriceOf, count_tokens: CountTokens | None = None,
+                 ledger: "Ledger | None" = None) -> None:
         if not (isinstance(limit_usd, (int, float)) and math.isfinite(limit_usd) and limit_usd >= 0):
             raise ValueError(f"a budget is a finite number of USD >= 0, got {limit_usd!r}")
         self.limit_usd = float(limit_usd)
@@ -144,13 +211,11 @@ class Budget:
         self._count_tokens = count_tokens
         self._counter: Any = None
         self._counter_lock = threading.Lock()
-        self._lock = threading.Lock()
-        self._spent = Fraction(0)
-        self._in_flight = Fraction(0)
-        self._exhausted = False
-        self._not_sent = 0
-        self._sent = 0
-        self._answered = 0
+        self._ledger = ledger if ledger is not None else MemoryLedger()
+
+    def close(self) -> None:
+        """The run is over: a shared ledger's file goes (its figures are in the results)."""
+        self._ledger.close()
 
     # ------------------------------------------------------------------------------------------ pricing, counting
 
@@ -189,31 +254,31 @@ class Budget:
         an earlier request was refused, or when the model has no price."""
         price = self.price(spec)
         if price is None:
-            with self._lock:
-                self._not_sent += 1
+            with self._ledger.update() as state:
+                state.not_sent += 1
             return None
-        with self._lock:
-            if self._exhausted:  # no need to count tokens: nothing is sent after the first refusal
-                self._not_sent += 1
+        with self._ledger.update() as state:
+            if state.exhausted:  # no need to count tokens: nothing is sent after the first refusal
+                state.not_sent += 1
                 return None
         tokens = self.prompt_tokens(spec, request)  # outside the lock: the first count may import litellm
         upper = cost(tokens, request.max_tokens, price)
         assert upper is not None
-        with self._lock:
-            if self._exhausted or self._spent + self._in_flight + Fraction(upper) > self._limit:
-                self._exhausted = True
-                self._not_sent += 1
+        with self._ledger.update() as state:
+            if state.exhausted or state.spent + state.in_flight + Fraction(upper) > self._limit:
+                state.exhausted = True
+                state.not_sent += 1
                 return None
-            self._in_flight += Fraction(upper)
-            self._sent += 1
+            state.in_flight += Fraction(upper)
+            state.sent += 1
         return Reservation(spec.name, price, tokens, request.max_tokens, upper)
 
-    def _close(self, reservation: Reservation) -> None:
-        # with self._lock held
+    @staticmethod
+    def _close(state: LedgerState, reservation: Reservation) -> None:
         if reservation.done:
             raise ValueError(f"this reservation for {reservation.model} was already settled or released")
         reservation.done = True
-        self._in_flight -= Fraction(reservation.upper)
+        state.in_flight -= Fraction(reservation.upper)
 
     def settle(self, reservation: Reservation, tokens_in: int, tokens_out: int,
                reported_cost: float | None = None) -> float:
@@ -223,62 +288,65 @@ class Budget:
         if (isinstance(reported_cost, (int, float)) and not isinstance(reported_cost, bool)
                 and math.isfinite(reported_cost) and reported_cost > actual):
             actual = float(reported_cost)
-        with self._lock:
-            self._close(reservation)
-            self._spent += Fraction(actual)
-            self._answered += 1
+        with self._ledger.update() as state:
+            self._close(state, reservation)
+            state.spent += Fraction(actual)
+            state.answered += 1
         return actual
 
     def release(self, reservation: Reservation) -> None:
         """The request failed without an answer: drop its reservation; nothing is counted."""
-        with self._lock:
-            self._close(reservation)
+        with self._ledger.update() as state:
+            self._close(state, reservation)
 
     def refusal(self, spec: "ModelSpec") -> BudgetExhausted:
         """The error for a request :meth:`reserve` refused."""
-        return BudgetExhausted(spec.name, self.limit_usd, unpriced=self.price(spec) is None)
+        if self.price(spec) is None:
+            message = (f"{BUDGET_PREFIX}{usd_limit(self.limit_usd)}: no price for {spec.name}, request not sent "
+                       f"(add it to --medhelm-prices FILE)")
+        else:
+            message = f"{BUDGET_PREFIX}{usd_limit(self.limit_usd)} reached: request not sent"
+        return BudgetExhausted(spec.name, message)
 
     # ------------------------------------------------------------------------------------------ reading
+
+    def _state(self) -> LedgerState:
+        with self._ledger.update() as state:
+            return dataclasses.replace(state)
 
     @property
     def spent(self) -> float:
         """USD spent on the answers received (the correctly rounded sum of their costs)."""
-        with self._lock:
-            return float(self._spent)
+        return float(self._state().spent)
 
     @property
     def in_flight(self) -> float:
         """USD reserved for the requests sent and not answered yet (their upper bounds)."""
-        with self._lock:
-            return float(self._in_flight)
+        return float(self._state().in_flight)
 
     @property
     def not_sent(self) -> int:
         """Requests the budget refused."""
-        with self._lock:
-            return self._not_sent
+        return self._state().not_sent
 
     @property
     def sent(self) -> int:
         """Requests the budget let through (reservations made)."""
-        with self._lock:
-            return self._sent
+        return self._state().sent
 
     @property
     def answered(self) -> int:
-        with self._lock:
-            return self._answered
+        return self._state().answered
 
     @property
     def exhausted(self) -> bool:
         """True once a request has been refused for not fitting: nothing more is sent."""
-        with self._lock:
-            return self._exhausted
+        return self._state().exhausted
 
     def summary(self) -> str:
         """One line for the terminal."""
-        with self._lock:
-            spent, not_sent = float(self._spent), self._not_sent
+        state = self._state()
+        spent, not_sent = float(state.spent), state.not_sent
         text = f"medhelm budget: spent {_money(spent)} of {_money(self.limit_usd)}"
         if not_sent:
             text += (f"; {not_sent} request{'s' if not_sent != 1 else ''} not sent "
@@ -287,6 +355,6 @@ class Budget:
 
     def as_json(self) -> dict[str, Any]:
         """For ``results["run"]["budget"]``."""
-        with self._lock:
-            return {"limit_usd": self.limit_usd, "spent_usd": float(self._spent), "not_sent": self._not_sent,
-                    "exhausted": self._exhausted}
+        state = self._state()
+        return {"limit_usd": self.limit_usd, "spent_usd": float(state.spent), "not_sent": state.not_sent,
+                "exhausted": state.exhausted}

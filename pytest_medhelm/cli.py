@@ -131,7 +131,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pytest_medhelm.compare.compare import build_comparison, terminal_sections
+    from pytest_medhelm.compare.compare import build_comparison, markdown_section, terminal_sections
     from pytest_medhelm.compare.storage import load
     from pytest_medhelm.report.results import write_json
     from pytest_medhelm.report.tables import markdown
@@ -153,7 +153,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         write_json(current, Path(args.json))
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(markdown(current), encoding="utf-8")
+        Path(args.markdown).write_text(markdown(current, [markdown_section(current)]), encoding="utf-8")
     return 1 if _gate_lines(current, {"compare_fail"}) else 0
 
 

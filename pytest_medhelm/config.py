@@ -47,7 +47,6 @@ class RunConfig(BaseModel):
     markdown_path: Path | None = None
     strict: bool = False
     compat: Literal["default", "helm"] = "default"
-    list_benchmarks: bool = False
     local_ctx: int = Field(default=4096, ge=256)
     local_threads: int | None = Field(default=None, ge=1)
     judges: tuple[str, ...] = ()  # empty: the paper's three (pytest_medhelm.jury)
@@ -159,7 +158,6 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             markdown_path=values["medhelm_markdown"],
             strict=bool(values["medhelm_strict"]),
             compat=values["medhelm_compat"],
-            list_benchmarks=bool(values["medhelm_list"]),
             local_ctx=values["medhelm_local_ctx"],
             local_threads=values["medhelm_local_threads"],
             judges=tuple(values["medhelm_jury"] or ()),

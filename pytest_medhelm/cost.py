@@ -212,27 +212,6 @@ class Prices:
         return cost(tokens_in, tokens_out, price)
 
 
-def jury_accounting(prices: Prices, verdicts: Mapping[str, Any],
-                    litellm_model_of: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The jury's tokens and cost for one answer, as the record fields the report sums.
-
-    ``verdicts`` maps a judge's name to its Completion (``tokens_in``, ``tokens_out``, ``cost_usd``) or to the
-    exception that stopped it (no tokens, no cost). ``jury_cost_usd`` is None when any judge that answered has no
-    known price."""
-    tokens_in = tokens_out = 0
-    costs: list[float | None] = []
-    for name, verdict in verdicts.items():
-        if isinstance(verdict, BaseException) or verdict is None:
-            continue
-        t_in = int(getattr(verdict, "tokens_in", 0) or 0)
-        t_out = int(getattr(verdict, "tokens_out", 0) or 0)
-        tokens_in += t_in
-        tokens_out += t_out
-        litellm_model = (litellm_model_of or {}).get(name, name)
-        costs.append(prices.completion_cost(name, litellm_model, t_in, t_out, getattr(verdict, "cost_usd", None)))
-    return {"jury_tokens_in": tokens_in, "jury_tokens_out": tokens_out, "jury_cost_usd": add_costs(costs)}
-
-
 def apply_file_prices(results: Mapping[str, Any], prices: Prices,
                       litellm_models: Mapping[str, str] | None = None) -> None:
     """Per model priced by the prices file, set ``cost_usd`` in ``results["models"]`` to exactly its total tokens ×

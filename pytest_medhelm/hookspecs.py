@@ -13,8 +13,9 @@ def pytest_medhelm_register_benchmarks(registry: Any) -> None:
 
 
 @pytest.hookspec
-def pytest_medhelm_summary_rows(results: dict, config: pytest.Config) -> list[tuple[str, str]] | None:
-    """Return extra ``(title, text)`` sections for the terminal summary, after the built-in tables."""
+def pytest_medhelm_summary_rows(results: dict, config: pytest.Config, fmt: str) -> list[tuple[str, str]] | None:
+    """Return extra ``(title, text)`` sections after the built-in tables: ``fmt`` is ``"terminal"`` (plain text
+    for the terminal summary) or ``"markdown"`` (the text is a Markdown section for ``--medhelm-markdown``)."""
 
 
 @pytest.hookspec

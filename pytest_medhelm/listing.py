@@ -90,11 +90,11 @@ def _describe(bench: "Benchmark") -> tuple[str, str, str, str, str, str, str]:
             str(getattr(bench, "kind", "")), str(metric_name))
 
 
-def benchmark_rows(session, statuses: dict[str, DataStatus] | None = None) -> list[list[str]]:
+def benchmark_rows(run, statuses: dict[str, DataStatus] | None = None) -> list[list[str]]:
     """One row per registered benchmark, in taxonomy order (``statuses`` collects each benchmark's status)."""
-    data_dir = session.run_config.data_dir
+    data_dir = run.run_config.data_dir
     rows = []
-    for bench in ordered(session.registry):
+    for bench in ordered(run.registry):
         status = data_status(bench, data_dir)
         if statuses is not None:
             statuses[bench.slug] = status
@@ -112,19 +112,18 @@ def _where(data_dir: Path | None) -> str:
             "pass --medhelm-data-dir DIR for local copies)")
 
 
-def show_list(config: pytest.Config) -> int:
+def show_list(config: pytest.Config, run: Any) -> int:
     """Print the list (``--medhelm-list``) and/or the tree (``--medhelm-tree``); the exit status is 0."""
     from tabulate import tabulate
 
-    session = config.pluginmanager.get_plugin("medhelm-session")
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     verbose = config.get_verbosity() > 0
     if not config.getoption("medhelm_list"):
-        return show_tree(config)
+        return show_tree(config, run)
 
     statuses: dict[str, DataStatus] = {}
-    rows = benchmark_rows(session, statuses)
-    reporter.write_line(_where(session.run_config.data_dir))
+    rows = benchmark_rows(run, statuses)
+    reporter.write_line(_where(run.run_config.data_dir))
     text = tabulate(rows, headers=HEADER, tablefmt="simple", disable_numparse=True)
     for line in text.splitlines():
         reporter.write_line(line)
@@ -144,16 +143,16 @@ def show_list(config: pytest.Config) -> int:
                 reporter.write_line(f"{slug}: {status.detail}")
     if config.getoption("medhelm_tree"):
         reporter.write_line("")
-        show_tree(config)
+        show_tree(config, run)
     return 0
 
 
-def tree_lines(session, verbose: bool = False) -> list[str]:
+def tree_lines(run, verbose: bool = False) -> list[str]:
     """Category → subcategory → benchmarks (and tasks with ``verbose``), as text lines."""
     from pytest_medhelm.catalogue.taxonomy import CATEGORIES, subcategories_of, subcategory_named
 
-    data_dir = session.run_config.data_dir
-    benchmarks = ordered(session.registry)
+    data_dir = run.run_config.data_dir
+    benchmarks = ordered(run.registry)
     width = max([len(str(b.slug)) for b in benchmarks] + [4])
     placed: dict[tuple[str, str], list[Any]] = {}
     outside: list[Any] = []
@@ -192,17 +191,16 @@ def tree_lines(session, verbose: bool = False) -> list[str]:
     return lines
 
 
-def show_tree(config: pytest.Config) -> int:
+def show_tree(config: pytest.Config, run: Any) -> int:
     from pytest_medhelm.catalogue.taxonomy import PAPER_TASK_COUNT, SUBCATEGORIES, task_count
 
-    session = config.pluginmanager.get_plugin("medhelm-session")
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     verbose = config.get_verbosity() > 0
-    reporter.write_line(_where(session.run_config.data_dir))
-    for line in tree_lines(session, verbose=verbose):
+    reporter.write_line(_where(run.run_config.data_dir))
+    for line in tree_lines(run, verbose=verbose):
         reporter.write_line(line)
     reporter.write_line("")
     reporter.write_line(f"{len(SUBCATEGORIES)} subcategories, {task_count()} tasks (the paper states "
-                        f"{PAPER_TASK_COUNT}; docs/taxonomy.md), {len(session.registry)} benchmarks"
+                        f"{PAPER_TASK_COUNT}; docs/taxonomy.md), {len(run.registry)} benchmarks"
                         + ("" if verbose else "; -v lists the tasks"))
     return 0

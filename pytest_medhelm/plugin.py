@@ -1,8 +1,8 @@
-"""pytest-medhelm's entry point (``pytest11: medhelm``): options, markers, fixtures, and the session object.
+"""pytest-medhelm's entry point (``pytest11: medhelm``): options, markers, fixtures, and the start of the run.
 
 Kept thin and cheap on purpose: a pytest session that collects no medhelm item imports nothing heavy (no litellm,
-no pydantic, no numpy) and not even :mod:`pytest_medhelm.session`. The work happens in
-:class:`pytest_medhelm.session.MedhelmSession`, registered as the plugin "medhelm-session" when the run needs it.
+no pydantic, no numpy) and not even :mod:`pytest_medhelm.run`. The work happens in :mod:`pytest_medhelm.run`,
+started (:func:`pytest_medhelm.run.start`) when the run needs it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pytest_medhelm.fixtures import medhelm_case, medhelm_instance, medhelm_mode
 from pytest_medhelm.options import add_options, option_given
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.session import MedhelmSession
+    from pytest_medhelm.run.session import Run
 
 MARKERS = (
     "medhelm(benchmark): a MedHELM benchmark test; pytest-medhelm parametrizes it per instance and model",
@@ -52,7 +52,7 @@ def pytest_cmdline_main(config: pytest.Config):
 
         config._do_configure()
         try:
-            return show_list(config)
+            return show_list(config, start_run(config))
         finally:
             config._ensure_unconfigure()
     return None
@@ -62,17 +62,17 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     if option_given(config):
-        session = start_session(config)
-        session.run_config  # validate now: a bad value is a usage error before anything runs
+        run = start_run(config)
+        run.run_config  # validate now: a bad value is a usage error before anything runs
         from pytest_medhelm.compare.plugin import register
 
-        register(config)  # saved runs, comparisons, shards: only when one of their options is set
+        register(config)  # saved runs and comparisons: only when one of their options is set
     elif _distributed(config):
-        # xdist: the controller passes the run id to the workers and sends the answers ahead for them, so both
-        # sides need the session from the start, before anything is collected
-        start_session(config)
-    # else the session starts with the first medhelm test collected (pytest_generate_tests below): a session that
-    # uses none of the plugin never imports pytest_medhelm.session nor runs a medhelm hook per test
+        # xdist: the controller passes the run id to the workers and sends the answers for them, so both sides
+        # need the run from the start, before anything is collected
+        start_run(config)
+    # else the run starts with the first medhelm test collected (pytest_generate_tests below): a session that uses
+    # none of the plugin never imports pytest_medhelm.run nor runs a medhelm hook per test
 
 
 def _distributed(config: pytest.Config) -> bool:
@@ -82,21 +82,16 @@ def _distributed(config: pytest.Config) -> bool:
     return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None))
 
 
-def start_session(config: pytest.Config) -> "MedhelmSession":
-    """Create and register the run's session (the plugin "medhelm-session"), once."""
-    session = config.pluginmanager.get_plugin("medhelm-session")
-    if session is None:
-        from pytest_medhelm.session import MedhelmSession
+def start_run(config: pytest.Config) -> "Run":
+    from pytest_medhelm.run import start
 
-        session = MedhelmSession(config)
-        config.pluginmanager.register(session, "medhelm-session")
-    return session
+    return start(config)
 
 
 @pytest.hookimpl(tryfirst=True)  # first, as the session's own hook is for the tests collected after this one
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    # Only until the session exists: once registered, its own pytest_generate_tests parametrizes the medhelm tests.
-    # (pluggy calls the implementations it had when this hook call started, so the new session is not called for
-    # this test: it is handed the test here.)
-    if "medhelm_case" in metafunc.fixturenames and not metafunc.config.pluginmanager.has_plugin("medhelm-session"):
-        start_session(metafunc.config).pytest_generate_tests(metafunc)
+    # Only until the run exists: once registered, its own pytest_generate_tests parametrizes the medhelm tests.
+    # (pluggy calls the implementations it had when this hook call started, so the new run is not called for this
+    # test: it is handed the test here.)
+    if "medhelm_case" in metafunc.fixturenames and not metafunc.config.pluginmanager.has_plugin("medhelm-run"):
+        start_run(metafunc.config).collection.pytest_generate_tests(metafunc)

@@ -1,19 +1,55 @@
-"""What an item records about itself, for the report: answer, accounting, score.
+"""What an item sees of the run, and what it records about itself, for the report.
 
-The model fixture and the assertions write into the running item's record; the plugin attaches the record to the
+The run registers its services under ``config.stash[RUN_SERVICES]``: the one way library code (the fixtures, the
+assertions) reaches the run, through the item being run (``CURRENT_ITEM``, set by the run around setup and call).
+The model fixture and the assertions write into the running item's record; the run attaches the record to the
 item's report (``report.medhelm``), which xdist carries to the controlling process like any report attribute.
 """
 
 from __future__ import annotations
 
 import contextvars
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import pytest
 
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue import Registry
+    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.metrics.base import ScoringContext
+    from pytest_medhelm.models.request import ChatRequest, Completion, ModelSpec
+
 RECORD = pytest.StashKey[dict]()
-#: the item whose test body is running (set by the plugin around setup and call)
+#: the item whose test body is running (set by the run around setup and call)
 CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar("medhelm_item", default=None)
+
+
+class Case(NamedTuple):  # (not a frozen dataclass: building that class costs every pytest start milliseconds)
+    """One item's parameter. ``problem`` (a data error) is raised at setup; ``deselected`` items are dropped."""
+
+    benchmark: str
+    instance: "Instance | None" = None
+    model: str | None = None
+    problem: BaseException | None = None
+    deselected: bool = False
+
+
+class ItemServices(Protocol):
+    """What the run offers the items of its process."""
+
+    @property
+    def registry(self) -> "Registry": ...
+
+    def model_spec(self, name: str) -> "ModelSpec": ...
+
+    def planned_request(self, instance: "Instance", model: str) -> "ChatRequest | None": ...
+
+    def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion": ...
+
+    def scoring_context(self) -> "ScoringContext": ...
+
+
+RUN_SERVICES = pytest.StashKey[ItemServices]()
 
 
 class Missed(AssertionError):
@@ -22,6 +58,17 @@ class Missed(AssertionError):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
+
+
+def running_item() -> pytest.Item | None:
+    return CURRENT_ITEM.get()
+
+
+def services_of(item: pytest.Item) -> ItemServices:
+    services = item.config.stash.get(RUN_SERVICES, None)
+    if services is None:
+        raise RuntimeError("pytest-medhelm: no medhelm run in this pytest session")
+    return services
 
 
 def record_for(item: pytest.Item | None = None) -> dict[str, Any]:
@@ -33,3 +80,11 @@ def record_for(item: pytest.Item | None = None) -> dict[str, Any]:
     if record is None:
         record = item.stash[RECORD] = {}
     return record
+
+
+def case_of(item: pytest.Item) -> Case | None:
+    """The item's medhelm parameter, or None for any other test."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    return callspec.params.get("medhelm_case")

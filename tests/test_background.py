@@ -94,7 +94,8 @@ def test_a_failed_request_is_an_error_result_with_the_providers_message(kind, tm
     assert isinstance(result, ModelError)
     assert result.status == 401 and "openai/toy (HTTP 401)" in str(result)
     assert "openai/toy" in sender.broken
-    assert AnswerCache(tmp_path / "cache", run_id="run").get_error(jobs[3].key) == str(result)
+    stored = AnswerCache(tmp_path / "cache", run_id="run").get_error(jobs[3].key)
+    assert type(stored) is type(result) and stored.to_json() == result.to_json()
 
 
 def test_stop_cancels_what_is_in_flight_and_keeps_what_was_stored(kind, tmp_path):

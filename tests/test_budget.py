@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_medhelm.budget import (BUDGET_PREFIX, Budget, BudgetExhausted, Reservation, skip_reason, unpriced,
+from pytest_medhelm.budget import (BUDGET_PREFIX, Budget, BudgetExhausted, Reservation, unpriced,
                                    usd_limit)
 from pytest_medhelm.cost import Prices, per_token
 from pytest_medhelm.models.cache import AnswerCache
@@ -251,26 +251,24 @@ def test_a_request_to_an_unpriced_model_is_refused_without_stopping_the_others()
     error = budget.refusal(other)
     assert str(error) == ("medhelm budget of $1: no price for hosted_vllm/ft, request not sent "
                           "(add it to --medhelm-prices FILE)")
-    assert skip_reason(str(error)) == str(error)
+    assert isinstance(error, BudgetExhausted)
     assert not budget.exhausted and budget.not_sent == 1
     assert budget.reserve(SPEC, request(1, 1)) is not None
 
 
-def test_budget_exhausted_message_and_skip_reason():
+def test_budget_exhausted_message_and_its_structured_round_trip():
     budget = Budget(0.05, price_of, server_tokens)
     error = budget.refusal(SPEC)
     assert isinstance(error, BudgetExhausted) and isinstance(error, ModelError)
     assert str(error) == "medhelm budget of $0.05 reached: request not sent"
     assert str(error).startswith(BUDGET_PREFIX)
     assert error.model == "openai/m" and error.status is None and not error.retryable
-    assert skip_reason(str(error)) == "medhelm budget of $0.05 reached: request not sent"
-    # as the session re-raises a stored error: ModelError(spec.name, text)
-    assert skip_reason(str(ModelError("openai/m", str(error)))) == str(error)
-    assert skip_reason(str(ModelError("openai/m", str(ModelError("openai/m", str(error)))))) == str(error)
-    # anything else is not a budget refusal
-    assert skip_reason("openai/m (HTTP 500): The server had an error") is None
-    assert skip_reason("openai/m: the provider said medhelm budget of $3 reached") is None
-    assert skip_reason("") is None
+    # stored and read back (the cache, the sender process's pipe) as a structured value, never parsed from text
+    back = ModelError.from_json(error.to_json())
+    assert type(back) is BudgetExhausted and str(back) == str(error) and back.model == "openai/m"
+    # a provider whose message happens to read like a refusal is still a provider error
+    other = ModelError.from_json(ModelError("openai/m", "medhelm budget of $3 reached", 500).to_json())
+    assert type(other) is ModelError and other.status == 500
 
 
 @pytest.mark.parametrize("limit, text", [(0.05, "0.05"), (10, "10"), (12.5, "12.5"), (0, "0"), (1e-7, "1e-07"),
@@ -371,7 +369,7 @@ def test_fifty_jobs_at_concurrency_4_with_room_for_ten(tmp_path):
     for job in refused:
         assert cache.get(job.key) is None and job.key not in cache
         stored = cache.get_error(job.key)
-        assert skip_reason(stored) == str(failures[job.key])
+        assert type(stored) is BudgetExhausted and str(stored) == str(failures[job.key])
     # the stats: refused jobs are not failures
     s = sched.stats
     assert (s["requests"], s["answers"], s["failed"], s["not_sent_budget"], s["retries"]) == (10, 10, 0, 40, 0)
@@ -430,7 +428,7 @@ def test_a_failed_request_releases_its_reservation(tmp_path):
         failures = sched.run_sync(jobs)
         assert srv.count == 6  # the failing one twice
     assert set(failures) == {jobs[1].key}
-    assert type(failures[jobs[1].key]) is ModelError and skip_reason(str(failures[jobs[1].key])) is None
+    assert type(failures[jobs[1].key]) is ModelError
     assert budget.spent == math.fsum([PER_REQUEST] * 4) and budget.in_flight == 0.0
     assert (budget.sent, budget.answered, budget.not_sent) == (5, 4, 0)
     assert (sched.stats["failed"], sched.stats["not_sent_budget"]) == (1, 0)
@@ -458,10 +456,10 @@ def test_complete_on_an_exhausted_budget_raises_and_sends_nothing(tmp_path):
         with pytest.raises(BudgetExhausted) as info:
             sched.complete(second)
         assert srv.count == 1
-    assert skip_reason(str(info.value)) == f"medhelm budget of ${usd_limit(PER_REQUEST)} reached: request not sent"
-    # as the session reads it back from the cache's error entries and re-raises it for the item
+    assert str(info.value) == f"medhelm budget of ${usd_limit(PER_REQUEST)} reached: request not sent"
+    # as the run reads it back from the cache's error entries and re-raises it for the item
     stored = sched.cache.get_error(second.key)
-    assert skip_reason(str(ModelError(second.spec.name, stored))) == str(info.value)
+    assert type(stored) is BudgetExhausted and str(stored) == str(info.value)
 
 
 def test_two_threads_share_one_budget(tmp_path):

@@ -82,7 +82,7 @@ def score(slug: str, answer: str, instance: Instance, compat: str = "default") -
     """The benchmark's score without judges: open-ended benchmarks are scored here by ROUGE-L, the secondary
     metric recorded beside the jury (the jury itself is tested in tests/test_jury.py)."""
     metric = BENCHMARKS[slug].metric
-    if getattr(metric, "needs_judges", False):
+    if BENCHMARKS[slug].is_judged:
         from pytest_medhelm.metrics.rouge import ROUGE_L
 
         metric = ROUGE_L
@@ -120,7 +120,7 @@ def test_definition_metadata(slug: str) -> None:
 def test_metric_names() -> None:
     names = {slug: BENCHMARKS[slug].metric.name for slug in PLACES}
     for slug in OPEN:
-        assert names[slug].endswith("_accuracy") and BENCHMARKS[slug].metric.needs_judges  # HELM's jury metric
+        assert names[slug].endswith("_accuracy") and BENCHMARKS[slug].is_judged  # HELM's jury metric
     assert names["mimic_billing"] == "mimiciv_billing_code_f1"
     closed = set(PLACES) - set(OPEN) - {"mimic_billing"}
     assert {names[slug] for slug in closed} == {"exact_match"}

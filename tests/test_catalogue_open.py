@@ -68,7 +68,7 @@ def test_definition_metadata(slug: str) -> None:
     assert benchmark.stop == ()
     assert benchmark.max_tokens == MAX_TOKENS[slug]
     # the LLM jury is the main score; ROUGE-L is recorded beside it
-    assert getattr(benchmark.metric, "needs_judges", False) and benchmark.metric.name.endswith("_accuracy")
+    assert benchmark.is_judged and benchmark.metric.name.endswith("_accuracy")
     assert (benchmark.metric.binary, benchmark.metric.pass_mark) == (False, 0.5)
     assert all(f.url.startswith("https://") for f in benchmark.files)
 

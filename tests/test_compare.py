@@ -499,7 +499,7 @@ def test_shards_merged_give_exactly_the_unsharded_numbers(wired):
 
 
 def test_shard_slices_do_not_depend_on_collection_or_selection(wired):
-    from pytest_medhelm.compare.plugin import shard_of
+    from pytest_medhelm.run.collection import shard_of
 
     data = write_toy(wired, ["A"] * 20)
     args = ["--medhelm-model", "openai/m", "--medhelm-data-dir", str(data), "--collect-only", "-q"]

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from pytest_medhelm.cost import (Prices, PricesError, add_costs, apply_file_prices, cost, jury_accounting,
+from pytest_medhelm.cost import (Prices, PricesError, add_costs, apply_file_prices, cost,
                                  litellm_price, parse_prices, per_token)
 from report_fixtures import PRICES_TOML, no_network
 
@@ -157,23 +157,10 @@ def test_completion_cost_prefers_file_then_reported_then_table(prices_file):
     assert prices.completion_cost("openai/gpt-4o-mini", "openai/gpt-4o-mini", 1000, 10) == cost(1000, 10, table)
 
 
-def test_add_costs_and_jury_accounting(prices_file):
+def test_add_costs():
     assert add_costs([0.1, 0.2, 0.3]) == 0.6  # fsum: correctly rounded
     assert add_costs([0.1, None]) is None
     assert add_costs([]) == 0.0
-
-    class Verdict:
-        def __init__(self, tokens_in, tokens_out, cost_usd=None):
-            self.tokens_in, self.tokens_out, self.cost_usd = tokens_in, tokens_out, cost_usd
-
-    prices = Prices.load(prices_file(PRICES_TOML))
-    verdicts = {"openai/gpt-4o": Verdict(1000, 200), "hosted_vllm/llama-3.3-70b": Verdict(900, 100),
-                "anthropic/broken": RuntimeError("HTTP 500")}
-    acc = jury_accounting(prices, verdicts)
-    assert acc["jury_tokens_in"] == 1900 and acc["jury_tokens_out"] == 300
-    assert acc["jury_cost_usd"] == add_costs([1000 * 2.5e-6 + 200 * 1e-5, 900 * 7.1e-7 + 100 * 7.1e-7])
-    verdicts["hosted_vllm/unpriced"] = Verdict(10, 10)
-    assert jury_accounting(prices, verdicts)["jury_cost_usd"] is None  # one judge unpriced: unknown
 
 
 def test_model_totals_equal_total_tokens_times_file_prices(prices_file):

@@ -25,9 +25,6 @@ from pytest_medhelm.governance import (is_local_address, is_local_endpoint, loca
 from pytest_medhelm.models.request import ModelSpec
 
 OFF_NETWORK = "http://203.0.113.10/v1"  # TEST-NET-3: documentation only, never contacted
-WIRED = "local_only_violations" in (Path(__file__).resolve().parents[1] / "pytest_medhelm" / "session.py").read_text()
-needs_wiring = pytest.mark.skipif(not WIRED, reason="the session does not call governance.local_only_violations yet "
-                                                    "(wiring pending in session.py)")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -170,7 +167,6 @@ def run(pytester, *args):
                               "--medhelm-retries", "0", *args)
 
 
-@needs_wiring
 def test_local_only_refuses_a_gated_benchmark_on_an_off_network_model(pytester, server):
     data = gated_project(pytester)
     result = run(pytester, "--medhelm-local-only", "--medhelm-model", "openai/toy-model", "--medhelm-api-base",
@@ -182,7 +178,6 @@ def test_local_only_refuses_a_gated_benchmark_on_an_off_network_model(pytester, 
     assert server.count == 0
 
 
-@needs_wiring
 def test_local_only_refuses_a_cloud_model(pytester, server):
     data = gated_project(pytester)
     result = run(pytester, "--medhelm-local-only", "--medhelm-model", "openai/gpt-4o", "--medhelm-data-dir", str(data))
@@ -190,7 +185,6 @@ def test_local_only_refuses_a_cloud_model(pytester, server):
     assert "toy (gated) -> model openai/gpt-4o" in result.stderr.str()
 
 
-@needs_wiring
 def test_local_only_refuses_an_off_network_judge_and_sends_nothing_to_the_local_model(pytester, server):
     data = gated_project(pytester, OPEN_GATED_CONFTEST)
     result = run(pytester, "--medhelm-local-only", "--medhelm-model", "openai/toy-model", "--medhelm-api-base",
@@ -201,7 +195,6 @@ def test_local_only_refuses_an_off_network_judge_and_sends_nothing_to_the_local_
     assert server.count == 0  # the (local) model was not asked either: the refusal comes before any request
 
 
-@needs_wiring
 def test_local_only_lets_public_data_go_anywhere(pytester, server):
     pytester.makeconftest(TOY_CONFTEST)  # public
     pytester.makepyfile(test_toy=TOY_TEST)

@@ -346,8 +346,8 @@ def test_metric_names_follow_helm():
         JuryMetric("pubmedqa")
 
 
-def test_aci_bench_on_five_instances_with_two_judges_answering_four(monkeypatch, no_bertscore):
-    from pytest_medhelm import session
+def test_aci_bench_on_five_instances_with_two_judges_answering_four(no_bertscore):
+    from pytest_medhelm.metrics.base import ScoringContext
 
     calls = []
 
@@ -355,9 +355,11 @@ def test_aci_bench_on_five_instances_with_two_judges_answering_four(monkeypatch,
         calls.append((instance.id, answer_text))
         return {j.name: completion(all_fours(), 1500, 120, 0.01) for j in JUDGES}
 
-    monkeypatch.setattr(session, "judge_completions", fake_judge_completions, raising=False)
+    # as the run scores it: the judges come with the scoring context
+    context = ScoringContext(judge_completions=fake_judge_completions)
     metric = JuryMetric("aci_bench")
-    scores = [metric.score(f"HISTORY OF PRESENT ILLNESS\nKnee pain {n}.", aci_instance(n)) for n in range(5)]
+    scores = [metric.score_with(f"HISTORY OF PRESENT ILLNESS\nKnee pain {n}.", aci_instance(n), context)
+              for n in range(5)]
     assert len(calls) == 5
     assert [s.raw for s in scores] == [4.0] * 5 and [s.value for s in scores] == [0.75] * 5
     assert sum(s.raw for s in scores) / 5 == 4.0 and sum(s.value for s in scores) / 5 == 0.75

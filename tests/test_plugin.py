@@ -289,8 +289,8 @@ def test_a_session_without_medhelm_items_imports_nothing_heavy(pytester):
         def test_zz_modules():
             heavy = [m for m in ("litellm", "pydantic", "numpy", "diskcache", "aiohttp", "tabulate") if m in sys.modules]
             assert heavy == [], heavy
-            # nor the session: it starts with the first medhelm test collected
-            assert "pytest_medhelm.session" not in sys.modules
+            # nor the run: it starts with the first medhelm test collected
+            assert "pytest_medhelm.run" not in sys.modules
     """)
     # only our plugin: other installed plugins may import numpy or pydantic themselves
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -307,7 +307,7 @@ def test_without_any_option_the_session_starts_at_the_first_medhelm_test(pyteste
         import pytest
 
         def test_plain_first(request):
-            assert request.config.pluginmanager.get_plugin("medhelm-session") is not None  # collected: started
+            assert request.config.pluginmanager.get_plugin("medhelm-run") is not None  # collected: started
 
         @pytest.mark.medhelm(benchmark="toy")
         def test_toy_again(medhelm_instance):

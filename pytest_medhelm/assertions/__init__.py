@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_medhelm.recording import CURRENT_ITEM, Missed, record_for
+from pytest_medhelm.recording import CURRENT_ITEM, RUN_SERVICES, Missed, record_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Instance
-    from pytest_medhelm.metrics.base import Metric, Score
+    from pytest_medhelm.metrics.base import Metric, Score, ScoringContext
     from pytest_medhelm.models.request import Completion
 
 __all__ = ["assert_metric", "score_answer", "Missed"]
@@ -25,27 +25,43 @@ def _text(answer: "Completion | str") -> str:
     return answer if isinstance(answer, str) else answer.text
 
 
-def _compat() -> str:
+def _context() -> "ScoringContext":
+    """The running item's scoring context (compat, the run's jury, the BERTScore model); outside a run, the
+    default one (no judges)."""
     item = CURRENT_ITEM.get()
-    if item is None:
-        return "default"
-    session = item.config.pluginmanager.get_plugin("medhelm-session")
-    return session.run_config.compat if session is not None else "default"
+    services = item.config.stash.get(RUN_SERVICES, None) if item is not None else None
+    if services is None:
+        from pytest_medhelm.metrics.base import ScoringContext
+
+        return ScoringContext()
+    return services.scoring_context()
 
 
 def _metric_for(instance: "Instance", metric: "Metric | None") -> "Metric":
     """``metric``, or the benchmark's own when none is given."""
     if metric is not None:
         return metric
-    from pytest_medhelm.session import registry_for_current_run
+    item = CURRENT_ITEM.get()
+    if item is not None and RUN_SERVICES in item.config.stash:
+        registry = item.config.stash[RUN_SERVICES].registry
+    else:
+        from pytest_medhelm.catalogue import build_registry
 
-    return registry_for_current_run().get(instance.benchmark).metric
+        registry = build_registry()
+    return registry.get(instance.benchmark).metric
 
 
 def score_answer(answer: "Completion | str", instance: "Instance", metric: "Metric | None" = None,
                  compat: str | None = None) -> "Score":
     """Score without asserting: the benchmark's own metric unless another is given."""
-    return _metric_for(instance, metric).score(_text(answer), instance, compat or _compat())
+    import dataclasses
+
+    from pytest_medhelm.metrics.base import score_in_context
+
+    context = _context()
+    if compat is not None:
+        context = dataclasses.replace(context, compat=compat)
+    return score_in_context(_metric_for(instance, metric), _text(answer), instance, context)
 
 
 def assert_metric(answer: "Completion | str", instance: "Instance", metric: "Metric | None" = None,

@@ -72,3 +72,13 @@ class Registry:
 
     def slugs(self) -> list[str]:
         return list(self._by_slug)
+
+
+def build_registry(hook: "object | None" = None) -> Registry:
+    """The built-in benchmarks, plus those other plugins register through ``hook`` (a pytest hook relay)."""
+    registry = Registry()
+    for bench in builtin_benchmarks():
+        registry.register(bench)
+    if hook is not None:
+        hook.pytest_medhelm_register_benchmarks(registry=registry)  # type: ignore[attr-defined]
+    return registry

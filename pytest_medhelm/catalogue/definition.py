@@ -128,3 +128,9 @@ class Benchmark:
 
     def render_prompt(self, instance: Instance) -> str:
         return self.prompt.render(instance)
+
+    @property
+    def is_judged(self) -> bool:
+        """Whether the LLM jury scores this benchmark (its metric asks for judges): the one answer to that
+        question, for planning, sending, the dry run's estimate and the reports."""
+        return bool(getattr(self.metric, "judged", False))

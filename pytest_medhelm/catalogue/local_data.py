@@ -8,15 +8,13 @@ reproduces what those readers hand to HELM's scenario code, without importing pa
 * :func:`pandas_strings` gives the text pandas would print for a column (its type inference: ``"1"`` → ``1``, a
   column of ints with an empty cell → floats ``"1.0"``, empty → ``"nan"``); :data:`PANDAS_NA` / :func:`is_pandas_na`
   pandas' default NA strings. Files HELM reads with ``pandas.read_csv`` are split by
-  :func:`pytest_medhelm.data.readers.read_csv_rows` with ``universal_newlines=False`` (``read_table_rows`` here is
-  the same, kept for compatibility).
+  :func:`pytest_medhelm.data.readers.read_csv_rows` with ``universal_newlines=False``.
 * :func:`read_xlsx_rows`: the first sheet of an .xlsx file, header on row 1 (``pandas.read_excel`` defaults).
 * :func:`import_pyarrow`, :func:`cl100k`: optional dependencies; when absent the benchmark is skipped with a
   :class:`~pytest_medhelm.data.errors.DataMissing` that says what to install.
 * :func:`unique_id`, :func:`safe_id`: instance ids.
 
-:class:`Loaded` (now in :mod:`pytest_medhelm.catalogue.definition`) and the text readers that used to live here
-are re-exported for compatibility; the SHC loader is :func:`pytest_medhelm.catalogue.shc.shc_instances`.
+The SHC loader is :func:`pytest_medhelm.catalogue.shc.shc_instances`.
 """
 
 from __future__ import annotations
@@ -26,13 +24,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from pytest_medhelm.catalogue.definition import Loaded
 from pytest_medhelm.data.errors import DataError, DataMissing
-from pytest_medhelm.data.readers import Row, read_bytes, read_csv_rows, text_lines
+from pytest_medhelm.data.readers import Row, read_bytes
 
 __all__ = [
-    "DATA_EXTRA", "PANDAS_NA", "Loaded", "cl100k", "count_tokens", "import_pyarrow", "is_pandas_na", "pandas_strings",
-    "read_bytes", "read_table_rows", "read_xlsx_rows", "safe_id", "text_lines", "unique_id",
+    "DATA_EXTRA", "PANDAS_NA", "cl100k", "count_tokens", "import_pyarrow", "is_pandas_na", "pandas_strings",
+    "read_xlsx_rows", "safe_id", "unique_id",
 ]
 
 #: ``pip install`` hint for the Parquet / Feather readers
@@ -99,17 +96,6 @@ def pandas_strings(values: Sequence[str | None]) -> list[str]:
     if present and all(v in _TRUE or v in _FALSE for v in present):
         return ["nan" if is_pandas_na(v) else str(v in _TRUE) for v in values]
     return ["nan" if is_pandas_na(v) else v for v in values]  # type: ignore[misc]
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Delimited files as pandas reads them
-
-
-def read_table_rows(
-    path: Path, required_columns: Iterable[str] = (), delimiter: str = ",", gz: bool = False
-) -> list[Row]:
-    """Rows of a delimited file with a header line, as pandas' parser splits them (embedded newlines kept as is)."""
-    return read_csv_rows(path, required_columns, delimiter=delimiter, gz=gz, universal_newlines=False)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -1,27 +1,19 @@
-"""The pytest side of saved runs, comparisons and shards: :class:`ComparePlugin`, registered by :func:`register`.
+"""The pytest side of saved runs and comparisons: :class:`ComparePlugin`, registered by :func:`register`.
 
-``register(config)`` is called from the plugin's ``pytest_configure`` (after the session object
-"medhelm-session" is registered). It registers the plugin (as "medhelm-compare") only when one of
-``--medhelm-save``, ``--medhelm-autosave``, ``--medhelm-compare``, ``--medhelm-compare-fail`` or
-``--medhelm-shard`` (or their ini keys) is set, and is idempotent: a second call returns the registered object.
-The options are read lazily through ``config.pluginmanager.get_plugin("medhelm-session").run_config``.
+``register(config)`` is called by the run when it starts. It registers the plugin (as "medhelm-compare") only
+when one of ``--medhelm-save``, ``--medhelm-autosave``, ``--medhelm-compare`` or ``--medhelm-compare-fail`` (or
+their ini keys) is set, and is idempotent: a second call returns the registered object. The options are read
+through the run (``config.stash[RUN_SERVICES]``). Shards (``--medhelm-shard``) are the run's collection's job.
 
 Hooks:
 
 * ``pytest_sessionstart`` (not in xdist workers): loads the baseline of ``--medhelm-compare`` (or "latest" when
   only ``--medhelm-compare-fail`` is given), so that a missing or malformed baseline is a usage error (exit 4)
   before any model is called.
-* ``pytest_collection_modifyitems`` (in every process that collects, so in each xdist worker): keeps the
-  ``--medhelm-shard I/N`` slice of the medhelm items. An item belongs to shard ``int(sha256(key), 16) % N + 1``,
-  where ``key`` is its node id without the file path (``test_pubmedqa[gpt-4o-mini-21645374]``: test name, model
-  label and instance id). The verdict depends on the item alone, so it is the same on every machine and in every
-  xdist worker, whatever the collection order, the rootdir, or ``-k``/``-m`` selections; the N shards are disjoint
-  and together hold every item (sizes are balanced in expectation, not exactly). Items that are not medhelm items
-  run in every shard. The rest is deselected through ``pytest_deselected``.
 * ``pytest_medhelm_results`` (trylast): the comparison under ``results["comparison"]`` and the compare-fail gates
   appended to ``results["gates"]``.
-* ``pytest_medhelm_summary_rows``: the comparison tables in the terminal summary.
-* ``pytest_sessionfinish`` (trylast, after the session wrote its files): ``--medhelm-save NAME`` /
+* ``pytest_medhelm_summary_rows``: the comparison tables in the terminal summary and in the Markdown summary.
+* ``pytest_sessionfinish`` (trylast, after the run wrote its files): ``--medhelm-save NAME`` /
   ``--medhelm-autosave`` store the final results under ``.medhelm/runs/``; an interrupted run is not saved (a
   partial run must not become the next "latest" baseline).
 """
@@ -29,14 +21,15 @@ Hooks:
 from __future__ import annotations
 
 import argparse
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_medhelm.recording import RUN_SERVICES
+
 PLUGIN_NAME = "medhelm-compare"
-_OPTIONS = ("save", "autosave", "compare", "compare-fail", "shard")
+_OPTIONS = ("save", "autosave", "compare", "compare-fail")
 
 
 def wanted(config: pytest.Config) -> bool:
@@ -67,16 +60,6 @@ def register(config: pytest.Config) -> "ComparePlugin | None":
     return plugin
 
 
-def shard_key(item: pytest.Item) -> str:
-    nodeid = item.nodeid
-    return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
-
-
-def shard_of(key: str, count: int) -> int:
-    """The 1-based shard of ``key`` among ``count``: ``int(sha256(key), 16) % count + 1``."""
-    return int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % count + 1
-
-
 class ComparePlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -87,8 +70,7 @@ class ComparePlugin:
 
     @property
     def run_config(self):
-        session = self.config.pluginmanager.get_plugin("medhelm-session")
-        return session.run_config
+        return self.config.stash[RUN_SERVICES].run_config
 
     @property
     def rootdir(self) -> Path:
@@ -115,32 +97,6 @@ class ComparePlugin:
             option = "--medhelm-compare" if rc.compare else "--medhelm-compare-fail (compares with the latest run)"
             raise pytest.UsageError(f"pytest-medhelm: {option}: {exc}{hint}") from None
 
-    # ------------------------------------------------------------------------------------------ shards
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
-                                      items: list[pytest.Item]) -> None:
-        shard = self.run_config.shard
-        if not shard:
-            return
-        index, count = shard
-        keep, drop = [], []
-        for item in items:
-            callspec = getattr(item, "callspec", None)
-            is_medhelm = callspec is not None and "medhelm_case" in callspec.params
-            if is_medhelm and shard_of(shard_key(item), count) != index:
-                drop.append(item)
-            else:
-                keep.append(item)
-        if drop:
-            config.hook.pytest_deselected(items=drop)
-            items[:] = keep
-
-    def pytest_report_header(self, config: pytest.Config) -> str | None:
-        shard = self.run_config.shard
-        if shard:
-            return f"medhelm shard: {shard[0]}/{shard[1]} (sha256 of each item's test id, modulo {shard[1]})"
-        return None
-
     # ------------------------------------------------------------------------------------------ comparison
     @pytest.hookimpl(trylast=True)
     def pytest_medhelm_results(self, results: dict, config: pytest.Config) -> None:
@@ -152,11 +108,14 @@ class ComparePlugin:
         results["comparison"] = comparison
         results["gates"].extend(gates)
 
-    def pytest_medhelm_summary_rows(self, results: dict, config: pytest.Config) -> list[tuple[str, str]] | None:
+    def pytest_medhelm_summary_rows(self, results: dict, config: pytest.Config,
+                                    fmt: str) -> list[tuple[str, str]] | None:
         if "comparison" not in results:
             return None
-        from pytest_medhelm.compare.compare import terminal_sections
+        from pytest_medhelm.compare.compare import markdown_section, terminal_sections
 
+        if fmt == "markdown":
+            return [("comparison", markdown_section(results))]
         return terminal_sections(results)
 
     # ------------------------------------------------------------------------------------------ saving
@@ -167,8 +126,7 @@ class ComparePlugin:
         rc = self.run_config
         if not (rc.save or rc.autosave):
             return
-        medhelm = self.config.pluginmanager.get_plugin("medhelm-session")
-        results = getattr(medhelm, "results", None)
+        results = self.config.stash[RUN_SERVICES].results
         if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             self.save_note = f"run not saved: the session ended with {pytest.ExitCode(exitstatus).name}"
             return

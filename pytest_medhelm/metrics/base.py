@@ -8,10 +8,14 @@ included), see docs/fidelity.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.models.request import Completion
+
+#: (instance, answer text) -> each judge's reply, or the exception its request ended with
+JudgeCompletions = Callable[["Instance", str], Mapping[str, "Completion | BaseException"]]
 
 
 @dataclass(frozen=True)
@@ -36,3 +40,24 @@ class Metric(Protocol):
     pass_mark: float
 
     def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score: ...
+
+
+@dataclass(frozen=True)
+class ScoringContext:
+    """What a metric may need from the run, handed to it explicitly (never found through a global).
+
+    ``compat``: ``"default"`` or ``"helm"``; ``judge_completions``: the run's jury (None outside a run, where a
+    judged metric needs its own); ``bertscore_model``: ``--medhelm-bertscore-model`` (None: the default)."""
+
+    compat: str = "default"
+    judge_completions: JudgeCompletions | None = None
+    bertscore_model: str | None = None
+
+
+def score_in_context(metric: Metric, answer: str, instance: "Instance", context: ScoringContext) -> Score:
+    """Score with the run's context: a metric that needs more than ``compat`` (the jury) implements
+    ``score_with(answer, instance, context)``; every other metric gets ``score(answer, instance, compat)``."""
+    score_with = getattr(metric, "score_with", None)
+    if score_with is not None:
+        return score_with(answer, instance, context)
+    return metric.score(answer, instance, context.compat)

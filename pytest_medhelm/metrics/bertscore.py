@@ -262,27 +262,11 @@ def bertscore_pair(pred: str, refs: str | Sequence[str], model: str | None = Non
     return bertscore_batch([pred], [ref_list], model)[0]
 
 
-def configured_model() -> str | None:
-    """``--medhelm-bertscore-model`` of the run the current item belongs to (None outside a run or when unset)."""
-    try:
-        from pytest_medhelm.recording import CURRENT_ITEM
-    except ImportError:  # pragma: no cover
-        return None
-    item = CURRENT_ITEM.get()
-    if item is None:
-        return None
-    session = item.config.pluginmanager.get_plugin("medhelm-session")
-    if session is None:
-        return None
-    return getattr(session.run_config, "bertscore_model", None)
-
-
 def bertscore_metrics(pred: str, refs: Sequence[str], model: str | None = None) -> dict[str, Any]:
     """``bertscore_p/r/f`` and ``bertscore_model`` for one pair, or ``bertscore_unavailable`` with the reason.
 
-    ``pred`` and ``refs`` as the metric prepares them (stripped, braces removed). ``model`` defaults to the run's
-    ``--medhelm-bertscore-model``."""
-    model = model if model is not None else configured_model()
+    ``pred`` and ``refs`` as the metric prepares them (stripped, braces removed); ``model`` is the run's
+    ``--medhelm-bertscore-model`` (the scoring context's), None for the default."""
     try:
         p, r, f = bertscore_pair(pred, list(refs), model)
         _bert, chosen = scorer(model)

@@ -1,9 +1,10 @@
 """The LLM-jury metric of the open-ended benchmarks (HELM ``LLMJuryMetric``, medhelm-spec §4.3), with ROUGE-1/2/L
 and BERTScore P/R/F beside it.
 
-``JuryMetric(slug).score(answer, instance, compat)`` gets one reply per judge from
-:func:`pytest_medhelm.session.judge_completions` (the run's judges, each from the cache, where the answers-ahead
-phase put it, or asked now), and scores them with :func:`pytest_medhelm.jury.jury_score`:
+``JuryMetric(slug).score_with(answer, instance, context)`` gets one reply per judge from the scoring context's
+``judge_completions`` (the run's judges, each from the cache, where the sender put it, or asked now), and scores
+them with :func:`pytest_medhelm.jury.jury_score`. Outside a run, give the metric its own ``judge_completions``
+and call ``score(answer, instance, compat)``:
 
 * ``Score.value`` is the normalized jury score ``(raw - 1) / 4`` in [0, 1], ``Score.raw`` the mean of every valid
   judge x criterion score on HELM's 1-5 scale (HELM's default 1.0, flagged, for an empty answer or when no judge
@@ -29,15 +30,14 @@ under ``compat="helm"``, as HELM reports them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.jury import jury_score, rubric_for
-from pytest_medhelm.metrics.base import Score
+from pytest_medhelm.metrics.base import JudgeCompletions, Score, ScoringContext
 from pytest_medhelm.metrics.rouge import remove_braces, rouge_scores
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Instance
-    from pytest_medhelm.models.request import Completion
 
 #: our slug -> HELM's scenario name (its metric is "<scenario>_accuracy")
 HELM_SCENARIOS: dict[str, str] = {
@@ -56,21 +56,9 @@ HELM_SCENARIOS: dict[str, str] = {
     "mentalhealth": "mental_health",
 }
 
-JudgeCompletions = Callable[["Instance", str], Mapping[str, "Completion | BaseException"]]
-
-
-def _session_judge_completions(instance: "Instance", answer_text: str) -> Mapping[str, Any]:
-    from pytest_medhelm import session
-
-    fetch = getattr(session, "judge_completions", None)
-    if fetch is None:  # pragma: no cover - the plugin provides it
-        raise RuntimeError("pytest-medhelm: the jury needs pytest_medhelm.session.judge_completions")
-    return fetch(instance, answer_text)
-
-
 class JuryMetric:
-    #: the plugin sends this metric's judge requests ahead of time, after the answers
-    needs_judges = True
+    #: scored by the LLM jury (Benchmark.is_judged): the run sends its judge requests as each answer arrives
+    judged = True
     binary = False
     #: normalized 0.5 = a raw jury mean of 3 ("acceptable") on the 1-5 scale
     pass_mark = 0.5
@@ -84,9 +72,9 @@ class JuryMetric:
         self.rubric = rubric
         self.criteria = rubric.criteria
         self.name = f"{HELM_SCENARIOS[slug]}_accuracy"
-        #: None: :func:`pytest_medhelm.session.judge_completions`, looked up at each call
+        #: for scoring outside a run (score()); in a run the scoring context brings the run's jury
         self._judge_completions = judge_completions
-        #: None: the run's --medhelm-bertscore-model
+        #: None: the scoring context's (the run's --medhelm-bertscore-model)
         self.bertscore_model = bertscore_model
 
     def __repr__(self) -> str:
@@ -101,7 +89,8 @@ class JuryMetric:
             return None
         return remove_braces(answer.strip()), [remove_braces(reference) for reference in instance.references]
 
-    def secondary(self, answer: str, instance: "Instance", compat: str = "default") -> dict[str, Any]:
+    def secondary(self, answer: str, instance: "Instance", compat: str = "default",
+                  bertscore_model: str | None = None) -> dict[str, Any]:
         """ROUGE-1/2/L and BERTScore P/R/F against the gold answer."""
         inputs = self.secondary_inputs(answer, instance, compat)
         if inputs is None:
@@ -110,12 +99,22 @@ class JuryMetric:
 
         prediction, references = inputs
         out: dict[str, Any] = dict(rouge_scores(references, prediction))
-        out.update(bertscore_metrics(prediction, references, self.bertscore_model))
+        out.update(bertscore_metrics(prediction, references, self.bertscore_model or bertscore_model))
         return out
 
     def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+        """Outside a run: with the ``judge_completions`` this metric was made with."""
+        if self._judge_completions is None:
+            raise RuntimeError(f"{self!r}: the jury needs judges: score it with assert_metric in a medhelm test, "
+                               "or make the metric with JuryMetric(slug, judge_completions=...)")
+        return self.score_with(answer, instance, ScoringContext(compat, self._judge_completions))
+
+    def score_with(self, answer: str, instance: "Instance", context: ScoringContext) -> Score:
+        compat = context.compat
         if answer.strip():
-            fetch = self._judge_completions or _session_judge_completions
+            fetch = self._judge_completions or context.judge_completions
+            if fetch is None:
+                raise RuntimeError(f"{self!r}: no judges in this scoring context")
             completions = fetch(instance, answer)
         else:
             completions = {}  # HELM sends no judge request for an empty answer
@@ -126,7 +125,7 @@ class JuryMetric:
             "jury_tokens_out": result.tokens_out,
             "jury_cost_usd": result.cost_usd,
         }
-        extra.update(self.secondary(answer, instance, compat))
+        extra.update(self.secondary(answer, instance, compat, context.bertscore_model))
         return Score(value=result.normalized, raw=result.raw, detail=result.detail(), extra=extra)
 
 

@@ -54,8 +54,9 @@ class SenderCrashed(RuntimeError):
 class Sender:
     """What both ways share: which answers are expected, the results as they arrive, and the waiting."""
 
-    def __init__(self, follow_up: FollowUp | None = None) -> None:
+    def __init__(self, follow_up: FollowUp | None = None, on_finished: Callable[[], None] | None = None) -> None:
         self.follow_up = follow_up
+        self.on_finished = on_finished  # called once, from the sending side, when nothing more will be sent
         self.done: Counter[str] = Counter()  # finished jobs (answered or failed for good), by kind
         self.failed: Counter[str] = Counter()
         self.queued: Counter[str] = Counter()
@@ -135,11 +136,14 @@ class Sender:
         self._finished.set()
         with self._changed:
             self._changed.notify_all()
+        if self.on_finished is not None:
+            self.on_finished()
 
 
 class ThreadSender(Sender):
-    def __init__(self, scheduler: Scheduler, follow_up: FollowUp | None = None) -> None:
-        super().__init__(follow_up)
+    def __init__(self, scheduler: Scheduler, follow_up: FollowUp | None = None,
+                 on_finished: Callable[[], None] | None = None) -> None:
+        super().__init__(follow_up, on_finished)
         self.scheduler = scheduler
         self._loop: Any = None
         self._queue: Any = None
@@ -211,8 +215,8 @@ class ProcessSender(Sender):
     lost if this process dies) and reports each result on its stdout; a reader thread here records them."""
 
     def __init__(self, cache_dir: Path, cache_mode: str, run_id: str, settings: Settings, log_path: Path,
-                 follow_up: FollowUp | None = None) -> None:
-        super().__init__(follow_up)
+                 follow_up: FollowUp | None = None, on_finished: Callable[[], None] | None = None) -> None:
+        super().__init__(follow_up, on_finished)
         # if pytest dies (even kill -9) the child must not go on spending: it asks the kernel for a SIGTERM when
         # this process ends (set by the child itself: no preexec_fn in a process with threads), and it also stops
         # by itself when its stdin closes
@@ -301,7 +305,7 @@ class ProcessSender(Sender):
                     continue
                 job = self._jobs[message["key"]]
                 if "error" in message:
-                    result: Result = ModelError(message["model"], message["error"], message.get("status"))
+                    result: Result = ModelError.from_json(message["error"])
                 else:
                     result = Completion(**message["completion"])
                 self._send(self._finish_job(job, result))

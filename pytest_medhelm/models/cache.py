@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from pytest_medhelm.models.request import Completion
+from pytest_medhelm.models.request import Completion, ModelError
 
 CACHE_MODES = ("on", "off", "refresh")
 
@@ -80,11 +80,12 @@ class AnswerCache:
 
     # Failures of this run: kept so an item reports the provider's message instead of asking again. Scoped to
     # the run id and removed at the end of the run, so an error is never served to a later run.
-    def put_error(self, key: str, message: str) -> None:
-        self._cache.set(f"error:{self.run_id}:{key}", message, tag=f"error:{self.run_id}")
+    def put_error(self, key: str, error: ModelError) -> None:
+        self._cache.set(f"error:{self.run_id}:{key}", error.to_json(), tag=f"error:{self.run_id}")
 
-    def get_error(self, key: str) -> str | None:
-        return self._cache.get(f"error:{self.run_id}:{key}")
+    def get_error(self, key: str) -> ModelError | None:
+        data = self._cache.get(f"error:{self.run_id}:{key}")
+        return ModelError.from_json(data) if isinstance(data, dict) else None
 
     def clear_errors(self) -> None:
         self._cache.evict(f"error:{self.run_id}")

@@ -33,11 +33,6 @@ class ModelSpec:
     def cache_identity(self) -> str:
         return self.identity or (f"{self.name}@{self.api_base}" if self.api_base else self.name)
 
-    @property
-    def label(self) -> str:
-        """Short name for pytest ids and tables: the part after the provider prefix."""
-        return self.name.split("/", 1)[-1] if "/" in self.name else self.name
-
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -106,7 +101,12 @@ class Completion:
 
 
 class ModelError(Exception):
-    """A request failed for good (after retries): the provider's message, the model, and whether retrying helps."""
+    """A request failed for good (after retries): the provider's message, the model, and whether retrying helps.
+
+    Stored and passed between processes as a structured value (:meth:`to_json`, :meth:`from_json`), never parsed
+    back from its text."""
+
+    kind = "model"
 
     def __init__(self, model: str, message: str, status: int | None = None, retryable: bool = False) -> None:
         self.model = model
@@ -115,3 +115,27 @@ class ModelError(Exception):
         self.provider_message = message
         code = f" (HTTP {status})" if status else ""
         super().__init__(f"{model}{code}: {message}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "model": self.model, "message": self.provider_message, "status": self.status,
+                "retryable": self.retryable}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "ModelError":
+        if data.get("kind") == BudgetExhausted.kind:
+            return BudgetExhausted(data["model"], data["message"])
+        return ModelError(data["model"], data["message"], data.get("status"), bool(data.get("retryable")))
+
+
+class BudgetExhausted(ModelError):
+    """A request the budget (``--medhelm-budget``) refused: it was not sent. Its items are skipped, not errors;
+    ``str()`` is the skip reason."""
+
+    kind = "budget"
+
+    def __init__(self, model: str, message: str) -> None:
+        super().__init__(model, message)
+        self.args = (message,)
+
+    def __str__(self) -> str:
+        return self.provider_message

@@ -27,7 +27,7 @@ sent, retries, rate-limit responses, failures, the lowest concurrency reached) f
 **Budget** (``--medhelm-budget``, optional): each job reserves its upper bound in the
 :class:`~pytest_medhelm.budget.Budget` just before its first try is sent, once per job (its retries are not
 counted again: only one answer comes back). A job the budget refuses is not sent: it fails with
-:class:`~pytest_medhelm.budget.BudgetExhausted` (counted as ``not_sent_budget``, not ``failed``; its items are
+:class:`~pytest_medhelm.models.request.BudgetExhausted` (counted as ``not_sent_budget``, not ``failed``; its items are
 skipped). An answer settles the reservation with its actual cost; a job that fails for good (or is cancelled)
 releases it. Without a budget nothing of this runs.
 """
@@ -44,9 +44,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from pytest_medhelm.budget import Budget, BudgetExhausted, Reservation
+from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.models.request import BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_for, send_litellm,
                                              uses_openai_wire)
 
@@ -232,14 +232,6 @@ class Scheduler:
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
         self._down_since: dict[str, float] = {}
 
-    @property
-    def retried(self) -> int:
-        return int(self.stats["retries"])
-
-    @retried.setter
-    def retried(self, value: int) -> None:
-        self.stats["retries"] = value
-
     async def _send(self, wire: OpenAIWire, job: Job) -> Completion:
         if uses_openai_wire(job.spec):
             return await wire.send(job.spec, job.request, self.settings.timeout)
@@ -362,7 +354,7 @@ class Scheduler:
                 except ModelError as exc:
                     result = exc
                     self.stats["not_sent_budget" if isinstance(exc, BudgetExhausted) else "failed"] += 1
-                    self.cache.put_error(job.key, str(exc))
+                    self.cache.put_error(job.key, exc)
                 on_done(job, result)
 
         try:

@@ -38,8 +38,7 @@ async def _serve(config: dict[str, Any]) -> None:
 
     def on_done(job, result) -> None:
         if isinstance(result, ModelError):
-            report({"key": job.key, "model": result.model, "error": result.provider_message,
-                    "status": result.status})
+            report({"key": job.key, "error": result.to_json()})
         else:
             report({"key": job.key, "completion": result.to_cache()})
 

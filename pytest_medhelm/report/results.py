@@ -113,11 +113,3 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, float):
         return None
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
-
-
-def load_json(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{path}: not a pytest-medhelm results file (schema_version {SCHEMA_VERSION} expected)")
-    return data

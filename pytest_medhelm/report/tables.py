@@ -3,7 +3,7 @@ Table 1 leaderboard (win rate, Win SD, macro-average, SD), then the gates' verdi
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from pytest_medhelm.catalogue.taxonomy import CATEGORIES
 
@@ -88,7 +88,8 @@ def terminal_sections(results: Mapping[str, Any]) -> list[tuple[str, str]]:
     return sections
 
 
-def markdown(results: Mapping[str, Any]) -> str:
+def markdown(results: Mapping[str, Any], extra_sections: Sequence[str] = ()) -> str:
+    """The PR-comment summary; ``extra_sections`` are other plugins' Markdown (the comparison with a baseline)."""
     gates = results["gates"]
     failed = [g for g in gates if not g["passed"]]
     lines = ["## MedHELM results", ""]
@@ -100,10 +101,7 @@ def markdown(results: Mapping[str, Any]) -> str:
               "### Benchmarks", "", render(*benchmark_table(results), fmt="github"), ""]
     if gates:
         lines += ["### Gates", "", render(*gate_table(results), fmt="github"), ""]
-    if results.get("comparison"):
-        from pytest_medhelm.compare.compare import markdown_section
-
-        lines += [markdown_section(results)]
+    lines += list(extra_sections)
     run = results["run"]
     lines += [f"<sub>pytest-medhelm {run['plugin_version']}, compat={run['compat']}, "
               f"commit {run.get('git_commit') or 'n/a'}</sub>", ""]

@@ -1,0 +1,253 @@
+"""The run's context: what every room of the run shares, built lazily, once per pytest process.
+
+Configuration (validated :class:`~pytest_medhelm.config.RunConfig`), the benchmark registry, the role of this
+process, the run id, the answer cache, prices, the budget, model specs and the endpoints they are sent to (a
+``local/...`` model's llama.cpp server is started here, by the process that sends). Nothing heavy is imported
+until it is asked for.
+
+Roles, chosen once (as pytest-cov's Central / DistMaster / DistWorker):
+
+* ``central``: no xdist; this process collects, sends and runs the items;
+* ``controller``: xdist's controlling process; it sends the answers the workers' items wait for, aggregates and
+  reports, and runs no item;
+* ``worker``: an xdist worker; it collects, runs items, and reads the answers from the shared cache.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.budget import Budget
+    from pytest_medhelm.catalogue import Registry
+    from pytest_medhelm.config import RunConfig
+    from pytest_medhelm.cost import Prices
+    from pytest_medhelm.models.cache import AnswerCache
+    from pytest_medhelm.models.request import ModelSpec
+    from pytest_medhelm.models.scheduler import Scheduler
+
+CENTRAL, CONTROLLER, WORKER = "central", "controller", "worker"
+
+
+def role_of(config: pytest.Config) -> str:
+    if getattr(config, "workerinput", None) is not None:
+        return WORKER
+    if getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None)):
+        return CONTROLLER
+    return CENTRAL
+
+
+class RunContext:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.role = role_of(config)
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None:
+            self.run_id: str = workerinput["medhelm_run_id"]
+            self._cache_dir: str | None = workerinput.get("medhelm_cache_dir")
+        else:
+            self.run_id = os.urandom(16).hex()
+            self._cache_dir = None
+        self._run_config: RunConfig | None = None
+        self._registry: Registry | None = None
+        self._cache: AnswerCache | None = None
+        self._scheduler: Scheduler | None = None
+        self._prices: Prices | None = None
+        self._budget: Budget | None = None
+        self._budget_made = False
+        self._specs: dict[tuple[str, str], ModelSpec] = {}
+        self._local: Any = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
+
+    @property
+    def is_worker(self) -> bool:
+        return self.role == WORKER
+
+    @property
+    def is_controller(self) -> bool:
+        return self.role == CONTROLLER
+
+    @property
+    def configured(self) -> bool:
+        """Whether the run configuration was read (it is, as soon as any medhelm option or item is in play)."""
+        return self._run_config is not None
+
+    # ------------------------------------------------------------------------------------------ configuration
+    @property
+    def registry(self) -> "Registry":
+        if self._registry is None:
+            from pytest_medhelm.catalogue import build_registry
+
+            self._registry = build_registry(self.config.hook)
+        return self._registry
+
+    @property
+    def run_config(self) -> "RunConfig":
+        if self._run_config is None:
+            from pytest_medhelm.config import from_pytest
+
+            self._run_config = from_pytest(self.config, set(self.registry.slugs()))
+        return self._run_config
+
+    def judge_names(self) -> list[str]:
+        from pytest_medhelm.jury import DEFAULT_JUDGES
+
+        return list(self.run_config.judges or DEFAULT_JUDGES)
+
+    # ------------------------------------------------------------------------------------------ storage
+    def cache_dir(self) -> Path:
+        if self._cache_dir is None:
+            if self.run_config.cache == "off":
+                # nothing persists: a private directory for this run only, removed at the end
+                import tempfile
+
+                self._cache_dir = tempfile.mkdtemp(prefix="medhelm-run-")
+            else:
+                self._cache_dir = str(self.run_config.cache_dir)
+        return Path(self._cache_dir)
+
+    @property
+    def cache_dir_chosen(self) -> bool:
+        return self._cache_dir is not None
+
+    @property
+    def cache_mode(self) -> str:
+        return "refresh" if self.run_config.cache == "refresh" else "on"
+
+    @property
+    def cache(self) -> "AnswerCache":
+        if self._cache is None:
+            from pytest_medhelm.models.cache import AnswerCache
+
+            self._cache = AnswerCache(self.cache_dir(), mode=self.cache_mode, run_id=self.run_id)
+        return self._cache
+
+    def close(self) -> None:
+        """End of the session: the run's error entries go (never served to a later run), the cache closes, a
+        ``--medhelm-cache off`` directory is removed; plan files of this run are removed."""
+        if self._cache is not None:
+            if not self.is_worker:
+                self._cache.clear_errors()
+            self._cache.close()
+        if self.is_worker or self._cache_dir is None:
+            return
+        if self._run_config is not None and self.run_config.cache == "off":
+            import shutil
+
+            shutil.rmtree(self._cache_dir, ignore_errors=True)
+            return
+        from pytest_medhelm.run.xdist import remove_plan_files
+
+        remove_plan_files(Path(self._cache_dir), self.run_id)
+        if self._budget is not None:
+            self._budget.close()
+
+    # ------------------------------------------------------------------------------------------ sending
+    def settings(self):
+        from pytest_medhelm.models.scheduler import Settings
+
+        rc = self.run_config
+        return Settings(concurrency=rc.concurrency, timeout=rc.timeout, retries=rc.retries)
+
+    @property
+    def scheduler(self) -> "Scheduler":
+        """For requests sent from this process itself (a test body's own question, a thread sender)."""
+        if self._scheduler is None:
+            from pytest_medhelm.models.scheduler import Scheduler
+
+            self._scheduler = Scheduler(self.cache, self.settings(), budget=self.budget)
+        return self._scheduler
+
+    @property
+    def prices(self) -> "Prices":
+        """Prices per token: the --medhelm-prices file first, then litellm's bundled table (unknown: None)."""
+        if self._prices is None:
+            from pytest_medhelm.cost import Prices
+
+            self._prices = Prices.load(self.run_config.prices)
+        return self._prices
+
+    def price_of(self, spec: "ModelSpec"):
+        return self.prices.price_for(spec.name, spec.litellm_model)
+
+    @property
+    def budget(self) -> "Budget | None":
+        """The --medhelm-budget spending cap, one ledger for every process of the run (a file in the cache
+        directory), so that a worker's own requests spend from the same limit as the controller's."""
+        if not self._budget_made:
+            self._budget_made = True
+            limit = self.run_config.budget
+            if limit is not None:
+                from pytest_medhelm.budget import Budget, SharedLedger
+
+                ledger = SharedLedger(self.cache_dir() / "budget" / f"{self.run_id}.sqlite")
+                self._budget = Budget(limit, self.price_of, ledger=ledger)
+        return self._budget
+
+    # ------------------------------------------------------------------------------------------ models
+    def model_spec(self, name: str) -> "ModelSpec":
+        """A model under test, as the hook ``pytest_medhelm_model_spec`` resolves it."""
+        return self._spec(name, "model", self.run_config.api_base)
+
+    def judge_spec(self, name: str) -> "ModelSpec":
+        return self._spec(name, "judge", self.run_config.jury_api_base)
+
+    def judge_specs(self) -> list["ModelSpec"]:
+        return [self.judge_spec(name) for name in self.judge_names()]
+
+    def _spec(self, name: str, role: str, api_base: str | None) -> "ModelSpec":
+        spec = self._specs.get((role, name))
+        if spec is None:
+            spec = self._specs[(role, name)] = self.config.hook.pytest_medhelm_model_spec(
+                name=name, api_base=api_base, config=self.config)
+        return spec
+
+    def _local_publish_path(self) -> Path:
+        return self.cache_dir() / "local" / f"{self.run_id}.json"
+
+    def endpoint(self, spec: "ModelSpec") -> "ModelSpec":
+        """``spec`` with a URL to send to: a local/... model's server is started here (or, in a worker, looked up
+        in what the controller published). Raises ModelError when it cannot be reached."""
+        from pytest_medhelm.models import local_endpoints
+
+        if spec.api_base is not None or not local_endpoints.is_local(spec.name):
+            return spec
+        import dataclasses
+
+        from pytest_medhelm.models.request import ModelError
+
+        if self.is_worker:
+            entry = local_endpoints.read_published(self._local_publish_path(), spec.name)
+            if entry is None:
+                raise ModelError(spec.name, "the controlling process started no llama.cpp server for this model "
+                                            "(every answer of the run was cached); run without -n to ask it anew")
+        else:
+            if self._local is None:
+                rc = self.run_config
+                self._local = local_endpoints.LocalEndpoints(self._local_publish_path(), self.cache_dir() / "logs",
+                                                             n_ctx=rc.local_ctx, n_threads=rc.local_threads)
+            entry = self._local.start(spec.name)
+        if "error" in entry:
+            raise ModelError(spec.name, entry["error"])
+        return dataclasses.replace(spec, api_base=entry["url"])
+
+    def stop_local_servers(self) -> None:
+        if self._local is not None:
+            self._local.stop_all()  # also after a failure or Ctrl-C: pytest unconfigures on every exit path
+
+
+def builtin_model_spec(name: str, api_base: str | None) -> "ModelSpec":
+    """The built-in resolution of a model string: any litellm string, and ``local/...`` llama.cpp models."""
+    from pytest_medhelm.models import local_endpoints
+    from pytest_medhelm.models.request import ModelSpec
+
+    if local_endpoints.is_local(name):
+        from pytest_medhelm.models.local import served_model_name
+
+        # the URL is known once the server runs (endpoint()); the identity never depends on it
+        return ModelSpec(name=name, litellm_model=f"openai/{served_model_name(name)}", api_base=None,
+                         identity=local_endpoints.identity(name))
+    return ModelSpec(name=name, litellm_model=name, api_base=api_base)

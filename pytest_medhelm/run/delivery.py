@@ -1,0 +1,257 @@
+"""Delivery: the one path by which requests are sent and answers reach the items.
+
+**Sending** (the central process, or xdist's controller): the planned answers that the cache does not hold go out
+in item order through one background sender (:mod:`pytest_medhelm.models.background`: a thread, or a child
+process for large runs), while the items run; each answer is cached the moment it arrives, and an answer of a
+judged benchmark is followed at once by its judge requests. Both modes print the same summary lines.
+
+**Receiving** (:meth:`Delivery.complete`, the central process or an xdist worker): an item waits only for its own
+answer. How it waits is chosen once, by role: the central process waits on its sender; a worker polls the shared
+cache (the controller's sender writes there) until the answer or its error is there, or the controller says it
+has stopped sending (then the worker asks itself). A request nobody planned (a test body's own question) is
+sent at once. Errors travel as structured values (:meth:`ModelError.to_json`), never as text to parse.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
+    from pytest_medhelm.models.scheduler import Job
+    from pytest_medhelm.run.context import RunContext
+    from pytest_medhelm.run.plan import AnswerPlan, PlannedAnswer
+
+Line = tuple[str, dict[str, bool]]
+
+
+class Delivery:
+    def __init__(self, ctx: "RunContext", plan: "AnswerPlan", write_line: Callable[[str, dict], None],
+                 on_sender_finished: Callable[[], None] | None = None) -> None:
+        self.ctx = ctx
+        self.plan = plan
+        self._write_line = write_line  # the terminal, for what must be said at once
+        self._on_sender_finished = on_sender_finished
+        self._answers: dict[str, Completion] = {}  # central: answers of this run, in memory
+        self._sender: Any = None
+        self._targets: dict[str, Any] = {}  # model name -> its endpoint spec, or the ModelError that stops it
+        self._broken_models: set[str] = set()
+        self.session: pytest.Session | None = None  # set by the loop: a run that cannot go on stops through it
+        #: worker: answers the controller sends (planned answer keys; judge keys once their answer is here)
+        self._from_controller: set[str] = set()
+        self._controller_done: Callable[[], bool] = lambda: True
+        self._delivered: dict[tuple[str, str], str] = {}  # (benchmark, instance id) -> the planned answer's text
+        self.lines: list[Line] = []  # the sender's summary, for the terminal summary
+
+    # ------------------------------------------------------------------------------------------ sending
+    def target(self, spec: "ModelSpec") -> Any:
+        """``spec`` with a URL to send to, or the ModelError that says it cannot be reached (then its items error,
+        and one line says why, once per model)."""
+        from pytest_medhelm.models.request import ModelError
+
+        if spec.name not in self._targets:
+            try:
+                self._targets[spec.name] = self.ctx.endpoint(spec)
+            except ModelError as exc:
+                self._targets[spec.name] = exc
+                self._write_line(f"medhelm: {exc}", {"red": True, "bold": True})
+        return self._targets[spec.name]
+
+    def _job_or_error(self, spec: "ModelSpec", request: "ChatRequest") -> "Job | None":
+        from pytest_medhelm.models.request import ModelError
+        from pytest_medhelm.models.scheduler import Job
+
+        target = self.target(spec)
+        if isinstance(target, ModelError):
+            self.ctx.cache.put_error(request.cache_key(), target)
+            return None
+        return Job(target, request)
+
+    def _judge_jobs(self, instance: "Instance", answer_text: str) -> list["Job"]:
+        jobs = []
+        for judged in self.plan.judge_requests(instance, answer_text):
+            if judged.request.cache_key() not in self.ctx.cache:
+                job = self._job_or_error(judged.spec, judged.request)
+                if job is not None:
+                    jobs.append(job)
+        return jobs
+
+    def start(self, planned: list["PlannedAnswer"], keep_in_memory: bool = True) -> None:
+        """Send what the cache does not hold, in the background; judge requests follow each judged answer."""
+        if not planned:
+            self._sender_finished()
+            return
+        if self.ctx.budget is not None:
+            self._check_budget(planned)
+        judged = any(self.plan.is_judged(p.instance.benchmark) for p in planned)
+        if judged:
+            for spec in self.ctx.judge_specs():
+                self.target(spec)  # a judge's server starts now, not on the sending loop
+        waiting_for_answer: dict[str, list[Instance]] = {}  # answer key -> the judged instances it answers
+        jobs: list[Job] = []
+        known: dict[str, Completion | None] = {}  # answer key -> the cached answer (None: sent now)
+        cache = self.ctx.cache
+        for entry in planned:  # item order: the first items' answers come first
+            key = entry.key
+            if key in known:
+                answer = known[key]
+            else:
+                answer = known[key] = cache.get(key)
+                if answer is not None:
+                    if keep_in_memory:
+                        self._answers[key] = answer
+                else:
+                    job = self._job_or_error(self.ctx.model_spec(entry.model), entry.request)
+                    if job is not None:
+                        jobs.append(job)
+            if self.plan.is_judged(entry.instance.benchmark):
+                if answer is not None:
+                    jobs.extend(self._judge_jobs(entry.instance, answer.text))
+                else:
+                    waiting_for_answer.setdefault(key, []).append(entry.instance)
+
+        def follow_up(job: "Job", result: Any) -> list["Job"]:
+            # on the sender's side: the jury's requests for an answer that just arrived
+            from pytest_medhelm.models.request import ModelError
+
+            if isinstance(result, ModelError):
+                return []
+            return [j for inst in waiting_for_answer.get(job.key, ()) for j in self._judge_jobs(inst, result.text)]
+
+        if not jobs:
+            self._sender_finished()
+            return
+        from pytest_medhelm.models import background
+
+        ctx = self.ctx
+        # a budget is kept with prices and a token counter in this process: then a thread
+        if background.choose_sender(len(jobs), in_process_only=ctx.budget is not None) == "process":
+            self._sender = background.ProcessSender(
+                ctx.cache_dir(), ctx.cache_mode, ctx.run_id, ctx.settings(),
+                ctx.cache_dir() / "logs" / f"sender-{ctx.run_id}.log", follow_up, self._sender_finished)
+        else:
+            self._sender = background.ThreadSender(ctx.scheduler, follow_up, self._sender_finished)
+        self._sender.start(jobs)
+
+    def _sender_finished(self) -> None:
+        if self._on_sender_finished is not None:
+            self._on_sender_finished()
+
+    def _check_budget(self, planned: list["PlannedAnswer"]) -> None:
+        """A budget needs a price for every model it may pay for: refuse the run up front rather than skip all."""
+        from pytest_medhelm.budget import unpriced
+
+        specs = list({p.model: self.ctx.model_spec(p.model) for p in planned}.values())
+        if any(self.plan.is_judged(p.instance.benchmark) for p in planned):
+            specs += self.ctx.judge_specs()
+        missing = unpriced(specs, self.ctx.price_of)
+        if missing:
+            raise pytest.UsageError(f"--medhelm-budget needs a price for {', '.join(missing)}: give it in "
+                                    "--medhelm-prices FILE (input_per_million, output_per_million)")
+        self.ctx.budget.prompt_tokens(specs[0], planned[0].request)  # the token counter loads here, not later
+
+    def finish(self) -> None:
+        """After the item loop (also when interrupted): stop what is still in flight, and keep the sender's summary
+        for the terminal summary (the item progress owns the terminal until then)."""
+        sender, self._sender = self._sender, None
+        if sender is None:
+            return
+        sender.stop()
+        self.lines = [(line, {}) for line in sender.summary_lines()]
+        if sender.summary:
+            self.lines.append((f"medhelm: {sender.summary}", {}))
+        for model, message in sender.broken.items():
+            self.lines.append((f"medhelm: every request to {model} fails: {message}", {"red": True, "bold": True}))
+
+    # ------------------------------------------------------------------------------------------ receiving
+    def expect_from_controller(self, planned: list["PlannedAnswer"], controller_done: Callable[[], bool]) -> None:
+        """Worker: these answers are sent by the controller; ``controller_done()`` tells when it stopped sending."""
+        self._from_controller.update(p.key for p in planned)
+        self._controller_done = controller_done
+
+    def _awaited(self, key: str) -> "Completion | ModelError | None":
+        """The answer (or error) of a request someone else sends for this run, once it is there; None when it is
+        not (or no longer) on its way."""
+        answer = self._answers.get(key)
+        if answer is not None:
+            return answer
+        if self._sender is not None and self._sender.expects(key):
+            return self._sender.wait(key)
+        if key in self._from_controller:
+            return self._poll_shared_cache(key)
+        return None
+
+    def _poll_shared_cache(self, key: str) -> "Completion | ModelError | None":
+        cache, delay = self.ctx.cache, 0.002
+        while True:
+            done = self._controller_done()  # read before the cache: an answer stored just before it is seen
+            answer = cache.get(key)
+            if answer is not None:
+                return answer
+            error = cache.get_error(key)
+            if error is not None:
+                return error
+            if done:
+                return None
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.1)
+
+    def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
+        from pytest_medhelm.models.request import BudgetExhausted, ModelError
+
+        key = request.cache_key()
+        result = self._awaited(key)
+        if result is None:
+            result = self.ctx.cache.get(key) or self.ctx.cache.get_error(key)
+        if result is None:
+            job = self._job_or_error(spec, request)
+            result = self.ctx.cache.get_error(key) if job is None else None
+            if job is not None:
+                try:
+                    result = self.ctx.scheduler.complete(job)
+                except ModelError as exc:
+                    result = exc
+        if isinstance(result, BudgetExhausted):
+            pytest.skip(str(result))
+        if isinstance(result, ModelError):
+            self._stop_if_every_model_is_broken(spec, result)
+            raise result
+        for instance in self.plan.instances_of(key):
+            self._delivered[(instance.benchmark, instance.id)] = result.text
+        # priced here, for the model under test and the judges alike: a prices file wins over litellm's table
+        result.cost_usd = self.ctx.prices.completion_cost(spec.name, spec.litellm_model, result.tokens_in,
+                                                          result.tokens_out, result.cost_usd)
+        return result
+
+    def judge_completions(self, instance: "Instance", answer_text: str) -> dict[str, Any]:
+        """Each judge's verdict on ``answer_text`` (a Completion, or the ModelError that stopped it)."""
+        from pytest_medhelm.models.request import ModelError
+
+        requests = self.plan.judge_requests(instance, answer_text)
+        if self._delivered.get((instance.benchmark, instance.id)) == answer_text:
+            # the planned answer: its judgements are on their way from whoever sent the answer
+            self._from_controller.update(r.request.cache_key() for r in requests if self.ctx.is_worker)
+        verdicts: dict[str, Any] = {}
+        for judged in requests:
+            try:
+                verdicts[judged.judge] = self.complete(judged.spec, judged.request)
+            except ModelError as exc:
+                verdicts[judged.judge] = exc
+        return verdicts
+
+    def _stop_if_every_model_is_broken(self, spec: "ModelSpec", error: "ModelError") -> None:
+        """A wrong key or an unknown model (401/403/404) fails every request the same way: once every model under
+        test is in that state, the run stops after this item instead of printing the same error on each."""
+        from pytest_medhelm.models.scheduler import SYSTEMATIC_STATUSES
+
+        models = self.ctx.run_config.models
+        if error.status not in SYSTEMATIC_STATUSES or spec.name not in models:
+            return
+        self._broken_models.add(spec.name)
+        if self.session is not None and self._broken_models >= set(models):
+            self.session.shouldfail = ("medhelm: every model under test fails every request (the message is "
+                                       "above); the remaining items were not run")

@@ -1,0 +1,129 @@
+"""The per-item hooks, all on one object (so that their number, paid by every item, does not grow).
+
+* setup and call run with ``CURRENT_ITEM`` set, so that the fixtures and assertions find the item (and through
+  its config, the run);
+* a miss, a model error or a data error is reported in one line, without pytest's traceback formatting (which
+  costs tens of milliseconds per item);
+* the item's record (answer, accounting, score) rides on its report (``report.medhelm``), which xdist carries to
+  the controller; a miss shows as ``m``/MISSED and passes unless ``--medhelm-strict``; records are handed to
+  ``on_record`` in the process that reports (never in a worker).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+
+from pytest_medhelm.recording import CURRENT_ITEM, RECORD, Missed, case_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.run.context import RunContext
+
+
+class ItemHooks:
+    def __init__(self, ctx: "RunContext", on_record: Callable[[pytest.TestReport, dict[str, Any]], None]) -> None:
+        self.ctx = ctx
+        self.on_record = on_record
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item):
+        token = CURRENT_ITEM.set(item)
+        try:
+            return (yield)
+        finally:
+            CURRENT_ITEM.reset(token)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        token = CURRENT_ITEM.set(item)
+        try:
+            return (yield)
+        finally:
+            CURRENT_ITEM.reset(token)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        """A miss or a model/data error needs one line, not a traceback: the report is built here."""
+        excinfo = call.excinfo
+        if excinfo is None or case_of(item) is None:
+            return None
+        from pytest_medhelm.data.errors import DataError
+        from pytest_medhelm.models.request import ModelError
+
+        if not excinfo.errisinstance((Missed, ModelError, DataError)):
+            return None
+        if excinfo.errisinstance(Missed):
+            longrepr = f"MISSED: {excinfo.value.detail}"
+        else:
+            longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
+        sections = [(f"Captured {key} {call.when}", content) for rwhen, key, content in item._report_sections
+                    if rwhen == call.when and content]
+        return pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", longrepr,
+                                 call.when, sections, call.duration, call.start, call.stop,
+                                 user_properties=item.user_properties)
+
+    # (pytest only reads hook implementations whose names start with "pytest_"; specname maps it to the hook)
+    @pytest.hookimpl(wrapper=True, specname="pytest_runtest_makereport")
+    def pytest_runtest_makereport_record(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        case = case_of(item)
+        if case is None or case.deselected:
+            return report
+        if report.when == "call" or (report.failed and report.when == "setup"):
+            self._attach_record(item, call, report, case)
+        return report
+
+    def _attach_record(self, item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, case: Any) -> None:
+        from pytest_medhelm.data.errors import DataError
+        from pytest_medhelm.models.request import ModelError
+
+        excinfo = call.excinfo
+        rec = dict(item.stash.get(RECORD, None) or {})
+        rec.update(benchmark=case.benchmark, model=case.model,
+                   instance_id=case.instance.id if case.instance else None,
+                   subset=case.instance.subset if case.instance else "")
+        if excinfo is not None and excinfo.errisinstance(Missed):
+            rec["missed"] = True
+            if self.ctx.run_config.strict:
+                report.longrepr = f"MISSED: {excinfo.value.detail}"
+            else:
+                report.outcome = "passed"
+                report.longrepr = None
+        elif excinfo is not None and excinfo.errisinstance((ModelError, DataError)):
+            rec.update(error=str(excinfo.value), score=None)
+            report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
+        elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
+            rec.setdefault("error", f"{excinfo.typename}: {excinfo.value}")
+            rec["score"] = None
+        for key in ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd"):
+            if key in (rec.get("metrics") or {}):
+                rec[key] = rec["metrics"][key]
+        if report.when == "call" or "error" in rec:
+            report.medhelm = rec  # type: ignore[attr-defined]
+            if rec.get("score") is not None:
+                report.user_properties.append(("medhelm_score", rec["score"]))
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
+        rec = getattr(report, "medhelm", None)
+        if rec is None or report.when != "call":
+            return None
+        if rec.get("missed"):
+            if report.passed:
+                return "missed", "m", ("MISSED", {"yellow": True})
+            return "failed", "M", ("MISSED", {"red": True})
+        if rec.get("error") and report.failed:
+            return "error", "E", ("ERROR", {"red": True})
+        return None
+
+    @pytest.hookimpl(trylast=True)  # after the cache plugin's own bookkeeping, which drops passed items
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        rec = getattr(report, "medhelm", None)
+        if rec is None or self.ctx.is_worker:
+            return
+        self.on_record(report, rec)
+        if rec.get("missed") and report.passed:
+            # a miss is selectable with --lf like a failure, without failing the run
+            lf = self.ctx.config.pluginmanager.get_plugin("lfplugin")
+            if lf is not None:
+                lf.lastfailed[report.nodeid] = True

@@ -1,0 +1,82 @@
+"""The answer plan: what the run will ask, built once.
+
+* benchmark x instance x model -> the benchmark's request (its exact prompt and generation settings), remembered
+  so that the item reuses that very request (and its computed cache key);
+* an answer -> the judge requests of the jury, for a benchmark that is judged. This is the only place the jury's
+  requests are planned: the sender's follow-ups, a worker's wait and the item's scoring all come here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.models.request import ChatRequest, ModelSpec
+    from pytest_medhelm.run.context import RunContext
+
+
+@dataclass(frozen=True)
+class PlannedAnswer:
+    model: str
+    instance: "Instance"
+    request: "ChatRequest"
+
+    @property
+    def key(self) -> str:
+        return self.request.cache_key()
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    judge: str
+    spec: "ModelSpec"
+    request: "ChatRequest"
+
+
+class AnswerPlan:
+    def __init__(self, ctx: "RunContext") -> None:
+        self.ctx = ctx
+        self._planned: dict[tuple[str, str, str], tuple[Any, ChatRequest]] = {}
+        self._by_key: dict[str, list[Instance]] = {}
+
+    def is_judged(self, slug: str) -> bool:
+        return slug in self.ctx.registry and self.ctx.registry.get(slug).is_judged
+
+    def answers(self, pairs: Iterable[tuple["Instance", str]]) -> list[PlannedAnswer]:
+        """The request of every (instance, model), in the order given (item order: the first items' answers are
+        sent first)."""
+        from pytest_medhelm.models.request import ChatRequest
+
+        out = []
+        registry = self.ctx.registry
+        for instance, model in pairs:
+            bench = registry.get(instance.benchmark)
+            request = ChatRequest.for_prompt(self.ctx.model_spec(model), bench.render_prompt(instance),
+                                             bench.max_tokens, bench.stop)
+            self._planned[(instance.benchmark, instance.id, model)] = (instance, request)
+            self._by_key.setdefault(request.cache_key(), []).append(instance)
+            out.append(PlannedAnswer(model, instance, request))
+        return out
+
+    def instances_of(self, answer_key: str) -> list["Instance"]:
+        """The instances a planned answer request asks about (several, when their prompts are the same)."""
+        return self._by_key.get(answer_key, [])
+
+    def planned_request(self, instance: "Instance", model: str) -> "ChatRequest | None":
+        """The request planned for ``instance`` (that very object) and ``model``, if any."""
+        planned = self._planned.get((instance.benchmark, instance.id, model))
+        return planned[1] if planned is not None and planned[0] is instance else None
+
+    def judge_requests(self, instance: "Instance", answer_text: str) -> list[JudgeRequest]:
+        """The jury's requests for ``answer_text``: one per judge, none for an empty answer or an unjudged
+        benchmark."""
+        if not self.is_judged(instance.benchmark):
+            return []
+        from pytest_medhelm.jury import judge_requests
+
+        judges = self.ctx.judge_specs()
+        specs = {spec.name: spec for spec in judges}
+        return [JudgeRequest(name, specs[name], request)
+                for name, request in judge_requests(instance.benchmark, instance, answer_text, judges)]

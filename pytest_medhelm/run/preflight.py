@@ -1,0 +1,54 @@
+"""Checks and estimates before anything is sent.
+
+* ``--medhelm-local-only``: refuse (a usage error, exit 4) to send gated or private data to a model or judge
+  endpoint that is not on loopback or a private network, before any request;
+* ``--medhelm-dry-run``: count the prompt tokens offline, add the maximum output tokens and the jury's calls, print
+  the estimate per benchmark x model, and exit without sending anything.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.run.context import RunContext
+    from pytest_medhelm.run.plan import PlannedAnswer
+
+
+def check_local_only(ctx: "RunContext") -> None:
+    from pytest_medhelm.data.errors import DataMissing
+    from pytest_medhelm.data.sources import resolve_files
+    from pytest_medhelm.governance import local_only_message, local_only_violations
+
+    rc = ctx.run_config
+    benchmarks = []
+    for bench in ctx.registry:
+        if bench.access not in ("gated", "private") or (rc.benchmarks and bench.slug not in rc.benchmarks):
+            continue
+        try:
+            resolve_files(bench, rc.data_dir, download=False)
+        except DataMissing:
+            continue  # skipped for want of data: nothing of it can be sent
+        benchmarks.append((bench.slug, bench.access, bench.kind))
+    judges = [(name, rc.jury_api_base) for name in ctx.judge_names()]
+    violations = local_only_violations([ctx.model_spec(m) for m in rc.models], judges, benchmarks)
+    if violations:
+        raise pytest.UsageError(local_only_message(violations))
+
+
+def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) -> None:
+    """Print the estimate and exit (``pytest.exit``, status 0)."""
+    from pytest_medhelm.dryrun import JUDGE_MAX_TOKENS, estimate, render
+
+    judges = ctx.judge_names()
+    items = [(p.instance.benchmark, p.model, p.request.prompt_text, p.request.max_tokens) for p in planned]
+    judged = {p.instance.benchmark for p in planned if ctx.registry.get(p.instance.benchmark).is_judged}
+    litellm_models = {m: ctx.model_spec(m).litellm_model for m in ctx.run_config.models}
+    litellm_models.update({j: ctx.judge_spec(j).litellm_model for j in judges})
+    rows = estimate(items, judges, open_benchmarks=judged, prices=ctx.prices, litellm_models=litellm_models,
+                    judge_max_tokens=JUDGE_MAX_TOKENS)
+    for line in render(rows, judges).splitlines():
+        write_line(line)
+    pytest.exit("medhelm dry run: nothing was sent", returncode=0)

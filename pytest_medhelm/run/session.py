@@ -1,0 +1,177 @@
+"""The run's orchestrator: it owns the rooms of the run, registers them with pytest, and drives the loop.
+
+configure (:class:`~pytest_medhelm.run.context.RunContext`) → collect (:class:`~.collection.Collection`) → plan
+(:class:`~.plan.AnswerPlan`) → send (:class:`~.delivery.Delivery`) → run items (:class:`~.items.ItemHooks`) →
+aggregate, gate, report (:class:`~.reporting.Reporting`). The xdist-only hooks (:mod:`~.xdist`) are registered
+only in a distributed run. The items reach this object through ``config.stash[RUN_SERVICES]`` (it implements
+:class:`~pytest_medhelm.recording.ItemServices`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_medhelm.run.collection import Collection, has_medhelm_items, medhelm_items
+from pytest_medhelm.run.context import CENTRAL, CONTROLLER, WORKER, RunContext, builtin_model_spec
+from pytest_medhelm.run.delivery import Delivery
+from pytest_medhelm.run.items import ItemHooks
+from pytest_medhelm.run.plan import AnswerPlan
+from pytest_medhelm.run.reporting import Reporting
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.catalogue import Registry
+    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.config import RunConfig
+    from pytest_medhelm.metrics.base import ScoringContext
+    from pytest_medhelm.models.request import ChatRequest, Completion, ModelSpec
+
+#: from this many collected items on, the collected objects are frozen out of the garbage collector's scans
+FREEZE_MIN_ITEMS = 1000
+
+
+class Run:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.ctx = ctx = RunContext(config)
+        self.plan = AnswerPlan(ctx)
+        self.collection = Collection(ctx)
+        self.delivery = Delivery(ctx, self.plan, self._write_line, on_sender_finished=self._sender_finished)
+        self.reporting = Reporting(ctx, self.collection.removed, lambda: self.delivery.lines)
+        self.items = ItemHooks(ctx, self.reporting.add)
+        self._controller: Any = None
+        self._scoring: ScoringContext | None = None
+        self._frozen = False
+        # registered now, before pytest's own plugins register theirs, so that it runs after them: the session's
+        # last full garbage collections (pytest's unraisable-exception check) still skip the frozen items
+        config.add_cleanup(self._unfreeze)
+
+    def register(self) -> None:
+        pm = self.config.pluginmanager
+        pm.register(self, "medhelm-run")
+        pm.register(self.collection, "medhelm-collection")
+        pm.register(self.items, "medhelm-items")
+        if self.ctx.role == CONTROLLER:
+            from pytest_medhelm.run.xdist import ControllerHooks
+
+            self._controller = ControllerHooks(self.ctx, self.delivery)
+            pm.register(self._controller, "medhelm-xdist")
+        elif self.ctx.role == WORKER:
+            from pytest_medhelm.run.xdist import WorkerHooks
+
+            pm.register(WorkerHooks(self.ctx, self.plan, self.delivery), "medhelm-xdist")
+
+    # ------------------------------------------------------------------------------------------ item services
+    @property
+    def registry(self) -> "Registry":
+        return self.ctx.registry
+
+    @property
+    def run_config(self) -> "RunConfig":
+        return self.ctx.run_config
+
+    @property
+    def results(self) -> dict[str, Any] | None:
+        return self.reporting.results
+
+    def model_spec(self, name: str) -> "ModelSpec":
+        return self.ctx.model_spec(name)
+
+    def planned_request(self, instance: "Instance", model: str) -> "ChatRequest | None":
+        return self.plan.planned_request(instance, model)
+
+    def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
+        return self.delivery.complete(spec, request)
+
+    def scoring_context(self) -> "ScoringContext":
+        if self._scoring is None:
+            from pytest_medhelm.metrics.base import ScoringContext
+
+            rc = self.ctx.run_config
+            self._scoring = ScoringContext(compat=rc.compat, judge_completions=self.delivery.judge_completions,
+                                           bertscore_model=rc.bertscore_model)
+        return self._scoring
+
+    # ------------------------------------------------------------------------------------------ hooks
+    @pytest.hookimpl(trylast=True)
+    def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config) -> "ModelSpec":
+        return builtin_model_spec(name, api_base)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.ctx.role != WORKER and self.ctx.configured and self.ctx.run_config.local_only:
+            from pytest_medhelm.run.preflight import check_local_only
+
+            check_local_only(self.ctx)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        ctx = self.ctx
+        uses_models = (not self.config.option.collectonly and ctx.configured and bool(ctx.run_config.models)
+                       and has_medhelm_items(session.items))
+        if uses_models and ctx.role != CONTROLLER and len(session.items) >= FREEZE_MIN_ITEMS:
+            self._freeze()
+        self.delivery.session = session
+        if uses_models and ctx.role == CENTRAL:
+            planned = self.plan.answers([(case.instance, case.model) for _item, case in medhelm_items(session.items)])
+            if ctx.run_config.dry_run:
+                from pytest_medhelm.run.preflight import dry_run
+
+                dry_run(ctx, planned, self._write_line)  # exits
+            self.delivery.start(planned)
+        try:
+            result = yield
+        finally:
+            self.delivery.finish()
+        if ctx.role != WORKER:
+            self.reporting.finish()
+            if self.reporting.gate_failed and session.testsfailed == 0:
+                # as pytest-cov's --cov-fail-under: the loop is over, so this still decides the exit status
+                session.testsfailed = 1
+        return result
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.ctx.role != WORKER:
+            self.reporting.terminal_summary(terminalreporter, config)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.ctx.role != WORKER and self.ctx.configured:
+            self.reporting.write_files()
+        self.ctx.close()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.delivery.finish()  # (normally done when the loop ended)
+        self.ctx.stop_local_servers()
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _write_line(self, text: str, markup: dict | None = None) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(text, **(markup or {}))
+
+    def _sender_finished(self) -> None:
+        if self._controller is not None:
+            self._controller.sender_finished()
+
+    def _freeze(self) -> None:
+        """Move everything collected into the garbage collector's permanent generation until the session ends.
+
+        Thousands of items live until the end of the session anyway, and every full collection during the run
+        (and pytest's five at the end) would walk all of them again: for 10,000 items that was 2 s of a 20 s
+        re-run. Frozen objects are simply not scanned; they are handed back at the session's cleanup. Only for
+        large runs: ``gc.get_referrers`` does not see frozen referrers, which a library checking for leaks (as
+        Hypothesis's ``register_random`` does) could notice in a small run for no gain."""
+        import gc
+
+        if not self._frozen:
+            gc.freeze()
+            self._frozen = True
+
+    def _unfreeze(self) -> None:
+        if self._frozen:
+            import gc
+
+            gc.unfreeze()
+            self._frozen = False

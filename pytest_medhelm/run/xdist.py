@@ -1,0 +1,120 @@
+"""The hooks only a distributed (xdist) run needs; registered only then, one class per side.
+
+* :class:`WorkerHooks`: when a worker has collected, it plans its medhelm items and writes the plan (each answer's
+  request, and for a judged benchmark what the jury reads of the instance) to a private file named by run id;
+  its items then wait on the shared cache for the answers the controller sends.
+* :class:`ControllerHooks`: passes the run id (and a private cache directory) to the workers; when the first
+  worker's collection arrives it reads that plan and starts the same background sender as a single-process run.
+  It does not wait: xdist schedules items at once, each waiting only for its own answer. When the sender has
+  finished (or stopped), a marker file tells the workers that whatever is not in the cache by now will not come
+  (a worker then asks itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.run.context import RunContext
+    from pytest_medhelm.run.delivery import Delivery
+    from pytest_medhelm.run.plan import AnswerPlan, PlannedAnswer
+
+
+def plans_dir(cache_dir: Path) -> Path:
+    return cache_dir / "plans"
+
+
+def sent_marker(cache_dir: Path, run_id: str) -> Path:
+    return plans_dir(cache_dir) / f"{run_id}.sent"
+
+
+def remove_plan_files(cache_dir: Path, run_id: str) -> None:
+    for path in plans_dir(cache_dir).glob(f"{run_id}*"):
+        path.unlink(missing_ok=True)
+
+
+def _write_private(path: Path, text: str) -> None:
+    from pytest_medhelm.models.cache import make_private_dir
+
+    make_private_dir(path.parent)
+    tmp = path.with_suffix(".tmp")
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def plan_to_json(planned: list["PlannedAnswer"], judged: set[str]) -> str:
+    entries = []
+    for p in planned:
+        entry: dict[str, Any] = {"model": p.model, "request": p.request.to_json(), "benchmark": p.instance.benchmark,
+                                 "id": p.instance.id}
+        if p.instance.benchmark in judged:  # what the jury's prompt reads of the instance
+            entry["input"] = p.instance.input
+            entry["references"] = list(p.instance.references)
+        entries.append(entry)
+    return json.dumps(entries, ensure_ascii=False)
+
+
+def plan_from_json(text: str) -> list["PlannedAnswer"]:
+    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.models.request import ChatRequest
+    from pytest_medhelm.run.plan import PlannedAnswer
+
+    out = []
+    for entry in json.loads(text):
+        instance = Instance(id=entry["id"], input=entry.get("input", ""),
+                            references=tuple(entry.get("references", ())), benchmark=entry["benchmark"])
+        out.append(PlannedAnswer(entry["model"], instance, ChatRequest.from_json(entry["request"])))
+    return out
+
+
+class WorkerHooks:
+    def __init__(self, ctx: "RunContext", plan: "AnswerPlan", delivery: "Delivery") -> None:
+        self.ctx, self.plan, self.delivery = ctx, plan, delivery
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist tells the controller that this worker has collected
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.ctx.config.option.collectonly:
+            return
+        from pytest_medhelm.run.collection import has_medhelm_items, medhelm_items
+
+        planned: list[PlannedAnswer] = []
+        if has_medhelm_items(session.items) and self.ctx.run_config.models:
+            planned = self.plan.answers([(case.instance, case.model) for _item, case in medhelm_items(session.items)])
+        judged = {p.instance.benchmark for p in planned if self.plan.is_judged(p.instance.benchmark)}
+        cache_dir = self.ctx.cache_dir()
+        _write_private(plans_dir(cache_dir) / f"{self.ctx.run_id}-{self.ctx.config.workerinput['workerid']}.json",
+                       plan_to_json(planned, judged))
+        marker = sent_marker(cache_dir, self.ctx.run_id)
+        self.delivery.expect_from_controller(planned, marker.exists)
+
+
+class ControllerHooks:
+    def __init__(self, ctx: "RunContext", delivery: "Delivery") -> None:
+        self.ctx, self.delivery = ctx, delivery
+        self._started = False
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["medhelm_run_id"] = self.ctx.run_id
+        if self.ctx.cache_dir_chosen or (self.ctx.configured and self.ctx.run_config.cache == "off"):
+            node.workerinput["medhelm_cache_dir"] = str(self.ctx.cache_dir())
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if self._started:
+            return
+        self._started = True
+        path = plans_dir(self.ctx.cache_dir()) / f"{self.ctx.run_id}-{node.gateway.id}.json"
+        try:
+            planned = plan_from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            planned = []  # the worker collected nothing of ours
+        self.delivery.start(planned, keep_in_memory=False)
+
+    def sender_finished(self) -> None:
+        """Called by the sender when nothing more will be sent (or at once, when there is nothing to send)."""
+        _write_private(sent_marker(self.ctx.cache_dir(), self.ctx.run_id), "")
