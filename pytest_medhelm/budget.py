@@ -30,7 +30,7 @@ cannot be bounded: :func:`unpriced` lists them so that the session refuses the r
 request to one that slips through anyway (a test body asking another model) is refused, without stopping the
 others.
 
-Prompt tokens are counted with :class:`pytest_medhelm.dryrun.TokenCounter` (the same count as
+Prompt tokens are counted with :class:`pytest_medhelm.tokens.TokenCounter` (the same count as
 ``--medhelm-dry-run``: exact for OpenAI models, ``cl100k_base`` as an approximation for the others). It imports
 litellm (seconds), so it is created at the first reservation, and only when a budget is set. For a non-OpenAI
 model the count can be short by the tokenizer's difference (typically 10-20 %), and the cap can then be overshot
@@ -233,7 +233,7 @@ class Budget:
         if counter is None:
             with self._counter_lock:
                 if self._counter is None:
-                    from pytest_medhelm.dryrun import TokenCounter  # imports litellm: only when a budget is used
+                    from pytest_medhelm.tokens import TokenCounter  # imports litellm: only when a budget is used
 
                     self._counter = TokenCounter()
                 counter = self._counter

@@ -180,16 +180,12 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
 
 
 def _threshold(name: str, value: float, known_benchmarks: set[str], what: str = "") -> Threshold:
-    from pytest_medhelm.catalogue.taxonomy import CATEGORIES, category_named
+    from pytest_medhelm.catalogue.taxonomy import CATEGORIES, gate_target
 
     spec = f"{name}>={value:g}"
-    if name.lower() == "overall":
-        return Threshold(name="overall", value=value, spec=spec)
-    if name in known_benchmarks:
-        return Threshold(name=name, value=value, spec=spec)
-    category = category_named(name)
-    if category is not None:
-        return Threshold(name=category.slug, value=value, spec=spec)
-    raise _usage(
-        f"{what or 'threshold ' + repr(spec)}: {name!r} is not a benchmark slug, a category or 'overall'; categories: "
-        + ", ".join(c.slug for c in CATEGORIES))
+    target = gate_target(name, known_benchmarks)
+    if target is None:
+        raise _usage(
+            f"{what or 'threshold ' + repr(spec)}: {name!r} is not a benchmark slug, a category or 'overall'; "
+            "categories: " + ", ".join(c.slug for c in CATEGORIES))
+    return Threshold(name=target, value=value, spec=spec)

@@ -27,13 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pytest_medhelm.cost import Prices, add_costs, cost
+from pytest_medhelm.jury.scoring import JUDGE_MAX_TOKENS
+from pytest_medhelm.tokens import TokenCounter
 
-#: what a judge may write per call (the jury's max_tokens)
-JUDGE_MAX_TOKENS = 4096
 #: allowance per jury call for the rubric, the instructions and the reference text around prompt and answer
 JUDGE_PROMPT_TOKENS_ESTIMATE = 1000
-#: providers whose model names litellm's counter only recognises without the prefix
-_OPENAI_PREFIXES = ("openai/", "azure/", "text-completion-openai/")
 
 #: (benchmark slug, model name, prompt text, max_tokens)
 DryItem = tuple[str, str, str, int]
@@ -77,52 +75,6 @@ class EstimateRow:
                 "unknown_prices": list(self.unknown_prices), "counting": self.counting}
 
 
-class TokenCounter:
-    """Counts prompt tokens offline, one cached count per (counting model, prompt)."""
-
-    def __init__(self) -> None:
-        self.method = "litellm"
-        self._litellm: Any = None
-        self._cache: dict[tuple[str, str], int] = {}
-        try:
-            from pytest_medhelm.cost import import_litellm
-
-            self._litellm = import_litellm()
-        except Exception:  # pragma: no cover - litellm is a dependency; a broken install still gets an estimate
-            self.method = "chars/4"
-
-    @staticmethod
-    def counting_model(model: str) -> str:
-        for prefix in _OPENAI_PREFIXES:
-            if model.startswith(prefix):
-                return model[len(prefix):]
-        return model
-
-    @staticmethod
-    def approximate(text: str) -> int:
-        return math.ceil(len(text) / 4)
-
-    def __call__(self, model: str, text: str) -> int:
-        key = (self.counting_model(model), text)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        count = None
-        if self._litellm is not None:
-            litellm = self._litellm
-            before = getattr(litellm, "disable_hf_tokenizer_download", False)
-            litellm.disable_hf_tokenizer_download = True  # never fetch a tokenizer from the Hub
-            try:
-                count = int(litellm.token_counter(model=key[0], messages=[{"role": "user", "content": text}]))
-            except Exception:
-                count = None
-            finally:
-                litellm.disable_hf_tokenizer_download = before
-        if count is None:
-            self.method = "chars/4"
-            count = self.approximate(text)
-        self._cache[key] = count
-        return count
 
 
 def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,17 @@ def category_named(name: str) -> Category | None:
         if key in (cat.slug, cat.name.lower(), cat.name.lower().replace(" ", "_"), cat.code.lower()):
             return cat
     return None
+
+
+def gate_target(name: str, benchmarks: Iterable[str]) -> str | None:
+    """What a gate's NAME designates: ``"overall"``, a benchmark slug (as given), or a category's slug; None when it
+    is none of these. The one resolver of threshold and compare-fail names."""
+    if name.strip().lower() == "overall":
+        return "overall"
+    if name in set(benchmarks):
+        return name
+    category = category_named(name)
+    return category.slug if category is not None else None
 
 
 @dataclass(frozen=True)

@@ -198,14 +198,10 @@ def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
 
 
 def _normalize_name(name: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    from pytest_medhelm.catalogue.taxonomy import category_named
+    from pytest_medhelm.catalogue.taxonomy import gate_target
 
-    if name.lower() == "overall":
-        return "overall"
-    if any(r["scope"] == "benchmark" and r["name"] == name for r in rows):
-        return name
-    cat = category_named(name)
-    return cat.slug if cat is not None else name
+    benchmarks = {r["name"] for r in rows if r["scope"] == "benchmark"}
+    return gate_target(name, benchmarks) or name
 
 
 def _find(rows: Sequence[Mapping[str, Any]], name: str, model: str) -> Mapping[str, Any] | None:

@@ -24,11 +24,12 @@ import json
 import os
 import platform
 import re
-import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
+
+from pytest_medhelm.gitinfo import commit_info
 
 RUNS_DIR = Path(".medhelm") / "runs"
 SCHEMA_VERSION = 1
@@ -78,24 +79,6 @@ def machine_info() -> dict[str, Any]:
             "cpu_count": os.cpu_count()}
 
 
-def _git(rootdir: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=rootdir, capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def commit_info(rootdir: Path | str) -> dict[str, Any]:
-    """git commit, branch and dirty flag of ``rootdir`` (nulls outside a git work tree or without git)."""
-    rootdir = Path(rootdir)
-    commit = _git(rootdir, "rev-parse", "HEAD")
-    if not commit:
-        return {"commit": None, "branch": None, "dirty": None}
-    branch = _git(rootdir, "rev-parse", "--abbrev-ref", "HEAD")
-    status = _git(rootdir, "status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "branch": None if branch in (None, "HEAD") else branch,
-            "dirty": None if status is None else bool(status)}
 
 
 def list_runs(rootdir: Path | str) -> list[SavedRun]:

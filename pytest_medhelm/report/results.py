@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -23,14 +22,6 @@ SCHEMA_VERSION = 1
 #: the per-instance fields of the contract, in order; records may carry more
 INSTANCE_FIELDS = ("benchmark", "instance_id", "model", "prompt_sha256", "answer", "score", "raw_score",
                    "tokens_in", "tokens_out", "cost_usd", "latency_s", "cached", "error")
-
-
-def git_commit(cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, Any], *, models: Sequence[str],

@@ -52,14 +52,15 @@ class Reporting:
             self._build()
 
     def _build(self) -> None:
-        from pytest_medhelm.report.results import build_results, evaluate_gates, git_commit
+        from pytest_medhelm.gitinfo import commit_of
+        from pytest_medhelm.report.results import build_results, evaluate_gates
 
         ctx, rc = self.ctx, self.ctx.run_config
         catalogue = {b.slug: b for b in ctx.registry}
         judged = any(catalogue[r["benchmark"]].is_judged for r in self.records if r["benchmark"] in catalogue)
         results = build_results(self.records, catalogue, models=rc.models, judges=ctx.judge_names() if judged else [],
                                 options=rc.public_options(), started=self.started, finished=now(),
-                                compat=rc.compat, commit=git_commit(Path(str(ctx.config.rootpath))))
+                                compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))))
         if rc.prices is not None:
             from pytest_medhelm.cost import apply_file_prices
 
