@@ -78,7 +78,7 @@ def _print_sections(sections: Sequence[tuple[str, str]]) -> None:
 
 
 def _gate_lines(results: dict[str, Any], kinds: set[str | None]) -> int:
-    failed = [g for g in results.get("gates", []) if g.get("kind") in kinds and not g["passed"]]
+    failed = [g for g in results.get("gates", []) if g.get("kind") in kinds and g.get("passed") is False]
     for g in failed:
         value = "no score" if g["value"] is None else f"{g['value']:.3f}"
         why = f" ({g['reason']})" if g.get("reason") else ""

@@ -46,6 +46,7 @@ class RunConfig(BaseModel):
     json_path: Path | None = None
     markdown_path: Path | None = None
     strict: bool = False
+    strict_gates: bool = False
     compat: Literal["default", "helm"] = "default"
     local_ctx: int = Field(default=4096, ge=256)
     local_threads: int | None = Field(default=None, ge=1)
@@ -157,6 +158,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             json_path=values["medhelm_json"],
             markdown_path=values["medhelm_markdown"],
             strict=bool(values["medhelm_strict"]),
+            strict_gates=bool(values["medhelm_strict_gates"]),
             compat=values["medhelm_compat"],
             local_ctx=values["medhelm_local_ctx"],
             local_threads=values["medhelm_local_threads"],

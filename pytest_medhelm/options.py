@@ -145,6 +145,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("json", "write the run's results as JSON", metavar="PATH", ini=True),
     Option("markdown", "write a Markdown summary (for a pull-request comment)", metavar="PATH"),
     Option("strict", "misses count as failures", flag=True, default=False),
+    Option("strict-gates", "a gate on a benchmark or category that was deselected (-k, -m, --medhelm-benchmark) "
+           "fails instead of being reported as not evaluated", flag=True, default=False),
     Option("compat", "helm: reproduce HELM's numbers, bugs included; default: corrected metrics",
            parse=_choice("--medhelm-compat", ("default", "helm")), metavar="default|helm", default="default"),
     Option("local-ctx", "context size of local/... llama.cpp servers (default 4096)",

@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.models.request import ChatRequest, Completion, ModelSpec
 
 RECORD = pytest.StashKey[dict]()
+#: pytest-timeout's settings for an item whose timer it set (so that the wait for an answer can be left out)
+TIMEOUT_SETTINGS = pytest.StashKey[Any]()
 #: the item whose test body is running (set by the run around setup and call)
 CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar("medhelm_item", default=None)
 

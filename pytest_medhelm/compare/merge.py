@@ -127,9 +127,16 @@ def merge_results(inputs: Sequence[tuple[str, Mapping[str, Any]]], thresholds: I
     starts = [r.get("started") for r in runs if r.get("started")]
     ends = [r.get("finished") for r in runs if r.get("finished")]
     catalogue = catalogue_for(inputs, {k[0] for k in records})
+    # every shard planned the whole sample of each benchmark: the merged run is partial only if the union is
+    planned: dict[str, int] = {}
+    for _label, data in inputs:
+        for row in data.get("benchmarks", []):
+            if row.get("n_planned") is not None:
+                planned[row["slug"]] = max(planned.get(row["slug"], 0), row["n_planned"])
     results = build_results(list(records.values()), catalogue, models=models, judges=judges, options=options,
                             started=min(starts) if starts else "", finished=max(ends) if ends else "",
-                            compat=compats.pop(), commit=commits.pop() if len(commits) == 1 else None)
+                            compat=compats.pop(), commit=commits.pop() if len(commits) == 1 else None,
+                            planned=planned, interrupted=any(r.get("interrupted") for r in runs))
     results["run"]["merged_from"] = [
         {"file": label, "shard": (r.get("options") or {}).get("shard"), "started": r.get("started"),
          "git_commit": r.get("git_commit"), "instances": len(data.get("instances", []))}

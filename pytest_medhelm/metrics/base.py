@@ -42,6 +42,15 @@ class Metric(Protocol):
     def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score: ...
 
 
+class ScoringError(Exception):
+    """The metric could not score the answer: not a wrong answer but no measurement (the jury gave no valid
+    judgement). The item is an error, left out of the benchmark's mean; ``reasons`` says why, per source (judge)."""
+
+    def __init__(self, message: str, reasons: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.reasons = dict(reasons or {})
+
+
 @dataclass(frozen=True)
 class ScoringContext:
     """What a metric may need from the run, handed to it explicitly (never found through a global).

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_medhelm.jury import jury_score, rubric_for
-from pytest_medhelm.metrics.base import JudgeCompletions, Score, ScoringContext
+from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score, rubric_for
+from pytest_medhelm.metrics.base import JudgeCompletions, Score, ScoringContext, ScoringError
 from pytest_medhelm.metrics.rouge import remove_braces, rouge_scores
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,6 +119,12 @@ class JuryMetric:
         else:
             completions = {}  # HELM sends no judge request for an empty answer
         result = jury_score(self.slug, completions, self.criteria, answer=answer, compat=compat)
+        if result.flagged == FLAG_NO_JUDGE and compat != "helm":
+            # no judge could grade it: that is no measurement, not a score of 1/5 (HELM's default, kept under
+            # --medhelm-compat helm)
+            reasons = result.failures or {name: "no reply" for name in completions}
+            raise ScoringError("no valid judgement: " + "; ".join(f"{judge}: {why}" for judge, why in reasons.items()),
+                               reasons)
         extra: dict[str, Any] = {
             "jury": result.to_record(),
             "jury_tokens_in": result.tokens_in,

@@ -68,12 +68,18 @@ class Sender:
         self._outstanding = 0  # jobs queued or in flight, follow-ups included (touched by one thread only)
         self._crash: BaseException | str | None = None
         self._finished = threading.Event()
+        self._draining = False  # set by stop(drain=True): no follow-ups, nothing new is started
 
     # ------------------------------------------------------------------ the caller's side
     def expects(self, key: str) -> bool:
         """Whether the answer to ``key`` is (or will be) sent here."""
         with self._changed:
             return key in self._expected
+
+    def has(self, key: str) -> bool:
+        """Whether the answer to ``key`` (or its error) is already here."""
+        with self._changed:
+            return key in self._results
 
     def wait(self, key: str) -> Result:
         """The answer to ``key`` (or the error that ended its request), once it is there."""
@@ -118,7 +124,7 @@ class Sender:
     def _finish_job(self, job: Job, result: Result) -> list[Job]:
         """Record ``result``; returns the follow-up jobs to queue (claimed before this job counts as done, so the
         stream cannot end in between)."""
-        more = self._claim(self.follow_up(job, result)) if self.follow_up is not None else []
+        more = self._claim(self.follow_up(job, result)) if self.follow_up is not None and not self._draining else []
         kind = _kind(job)
         self.done[kind] += 1
         self._last_done[kind] = time.perf_counter()
@@ -165,9 +171,20 @@ class ThreadSender(Sender):
         self._thread.start()
         ready.wait()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Cancel what is queued or in flight and wait for the thread (answers already stored stay stored)."""
+    def stop(self, timeout: float = 10.0, drain: float | None = None) -> None:
+        """Cancel what is queued or in flight and wait for the thread (answers already stored stay stored).
+
+        ``drain``: first let the requests in flight finish (they are paid for: their answers are cached), for at most
+        that many seconds, sending nothing new; what is only queued is dropped."""
         loop, task = self._loop, self._task
+        if drain and loop is not None and not self._finished.is_set():
+            self._draining = True
+            try:
+                loop.call_soon_threadsafe(self._drop_queued)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+            if self._thread is not None:
+                self._thread.join(drain)
         if loop is not None and task is not None and not self._finished.is_set():
             try:
                 loop.call_soon_threadsafe(task.cancel)
@@ -175,6 +192,13 @@ class ThreadSender(Sender):
                 pass
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def _drop_queued(self) -> None:  # on the loop
+        queue = self._queue
+        while queue is not None and not queue.empty():
+            queue.get_nowait()
+        if queue is not None:
+            queue.put_nowait(None)  # the workers end once their requests in flight are answered
 
     def _main(self, jobs: list[Job], ready: threading.Event) -> None:
         import asyncio
@@ -249,10 +273,17 @@ class ProcessSender(Sender):
         if self._outstanding == 0:
             self._end()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 10.0, drain: float | None = None) -> None:
         proc = self._proc
         if proc is None:
             return
+        if drain and proc.poll() is None:
+            self._draining = True
+            self._write('{"drain": true}\n')  # the child drops what is queued and ends after what is in flight
+            try:
+                proc.wait(drain)
+            except subprocess.TimeoutExpired:
+                pass
         if proc.poll() is None:
             try:
                 # an end of input before {"end": true} (sent once nothing is outstanding) tells the child to

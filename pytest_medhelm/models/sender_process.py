@@ -2,7 +2,8 @@
 
     python -m pytest_medhelm.models.sender_process '<json config>'
 
-Reads jobs as JSON lines on stdin (``{"spec": ..., "request": ...}``; ``{"end": true}`` when no more will come),
+Reads jobs as JSON lines on stdin (``{"spec": ..., "request": ...}``; ``{"end": true}`` when no more will come;
+``{"drain": true}`` when the run stopped early: what is queued is dropped, what is in flight is finished),
 sends them with the same :class:`~pytest_medhelm.models.scheduler.Scheduler` (retries, rate limits, outages),
 writes every answer to the shared cache, and reports each result as one JSON line on stdout; a last line carries
 the scheduler's statistics. An end of stdin before ``{"end": true}`` means the parent is gone or gave up: what is
@@ -50,6 +51,11 @@ async def _serve(config: dict[str, Any]) -> None:
                 return
             message = json.loads(line)
             if message.get("end"):
+                queue.put_nowait(None)
+                return
+            if message.get("drain"):  # the run stopped early: finish what is in flight, start nothing new
+                while not queue.empty():
+                    queue.get_nowait()
                 queue.put_nowait(None)
                 return
             queue.put_nowait(job_from_json(message))

@@ -26,11 +26,17 @@ INSTANCE_FIELDS = ("benchmark", "instance_id", "model", "prompt_sha256", "answer
 
 def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, Any], *, models: Sequence[str],
                   judges: Sequence[str] = (), options: Mapping[str, Any] | None = None, started: str = "",
-                  finished: str = "", compat: str = "default", commit: str | None = None) -> dict[str, Any]:
+                  finished: str = "", compat: str = "default", commit: str | None = None,
+                  planned: Mapping[str, int] | None = None, interrupted: bool = False) -> dict[str, Any]:
+    """The results (the JSON contract). ``planned``: per benchmark, the instances its sample holds (per model):
+    a benchmark scored on fewer (after -k, --lf, a shard, errors or an interruption) is marked ``partial``, with
+    ``n_planned``; ``interrupted``: the run was stopped (Ctrl-C) before its end."""
     results = benchmark_results(records, catalogue)
     bench_rows = []
     for r in results:
         row = asdict(r)
+        row["n_planned"] = (planned or {}).get(r.slug)
+        row["partial"] = row["n_planned"] is not None and r.n < row["n_planned"]
         row["category"] = CATEGORY_BY_SLUG[r.category].name if r.category in CATEGORY_BY_SLUG else r.category
         row["category_slug"] = r.category
         if not row["subsets"]:
@@ -50,7 +56,7 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
         "schema_version": SCHEMA_VERSION,
         "run": {"plugin_version": __version__, "started": started, "finished": finished, "models": list(models),
                 "judges": list(judges), "options": dict(options or {}), "git_commit": commit, "compat": compat,
-                "python": platform.python_version(), "machine": platform.machine()},
+                "python": platform.python_version(), "machine": platform.machine(), "interrupted": interrupted},
         "benchmarks": bench_rows,
         "categories": categories,
         "models": model_summaries(results, records),
@@ -59,18 +65,56 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
     }
 
 
-def evaluate_gates(results: dict[str, Any], thresholds: Iterable[Any]) -> list[dict[str, Any]]:
-    """Each threshold applies to every model under test. A gate whose score does not exist fails (value null):
-    a gate on a benchmark that did not run must not pass silently in CI."""
+def evaluate_gates(results: dict[str, Any], thresholds: Iterable[Any], *, selected: set[str] | None = None,
+                   benchmarks_of: Mapping[str, set[str]] | None = None, strict: bool = False) -> list[dict[str, Any]]:
+    """Each threshold applies to every model under test. Every gate has a ``status``:
+
+    * ``"passed"`` / ``"failed"``: its score was measured and is (not) at least the threshold; a gate whose score
+      does not exist (a benchmark that produced no score, every item skipped) fails, value null: nothing measured
+      never passes;
+    * ``"not evaluated"``: none of its benchmarks was selected in this run (``selected``: the benchmarks with
+      collected items; ``benchmarks_of``: category slug -> its benchmarks), so it says nothing; ``passed`` is
+      null, unless ``strict`` (``--medhelm-strict-gates``), which fails it.
+
+    Thresholds with no model under test fail (model null, reason "no model under test")."""
     gates = []
     models = results["run"]["models"]
     for threshold in thresholds:
+        if not models:
+            gates.append({"spec": threshold.spec, "name": threshold.name, "model": None, "value": None,
+                          "threshold": threshold.value, "passed": False, "status": "failed",
+                          "reason": "no model under test (--medhelm-model)"})
+            continue
+        covered = _covered(threshold.name, selected, benchmarks_of)
         for model in models:
-            value = _gate_value(results, threshold.name, model)
-            gates.append({"spec": threshold.spec, "name": threshold.name, "model": model, "value": value,
-                          "threshold": threshold.value, "passed": value is not None and value >= threshold.value})
+            gate = {"spec": threshold.spec, "name": threshold.name, "model": model, "value": None,
+                    "threshold": threshold.value}
+            if not covered:
+                gate.update(passed=False if strict else None, status="not evaluated",
+                            reason="deselected in this run (-k, -m or --medhelm-benchmark)")
+            else:
+                value = _gate_value(results, threshold.name, model)
+                passed = value is not None and value >= threshold.value
+                gate.update(value=value, passed=passed, status="passed" if passed else "failed")
+                if value is None:
+                    gate["reason"] = "no score: nothing of it was measured"
+            gates.append(gate)
     results["gates"] = gates
     return gates
+
+
+def _covered(name: str, selected: set[str] | None, benchmarks_of: Mapping[str, set[str]] | None) -> bool:
+    """Whether any benchmark the gate ``name`` reads was selected (unknown selection: yes)."""
+    if selected is None or name == "overall":
+        return True
+    if benchmarks_of is not None and name in benchmarks_of:
+        return bool(benchmarks_of[name] & selected)
+    return name in selected
+
+
+def gate_failed(gate: Mapping[str, Any]) -> bool:
+    """A gate that fails the run: evaluated and not met (a gate not evaluated has ``passed`` null)."""
+    return gate.get("passed") is False
 
 
 def _gate_value(results: Mapping[str, Any], name: str, model: str) -> float | None:

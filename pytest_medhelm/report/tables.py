@@ -35,6 +35,8 @@ def benchmark_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[st
                 row.append("-" if r is None else f"- (n=0, {r['n_errors']} err)")
                 continue
             text = f"{r['mean']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] n={r['n']}"
+            if r.get("partial"):  # a subset (-k, --lf, a shard, errors, an interruption): not the benchmark's score
+                text += f"/{r['n_planned']} partial"
             if r["n_errors"]:
                 text += f" ({r['n_errors']} err)"
             row.append(text)
@@ -69,8 +71,15 @@ def leaderboard_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[
 
 def gate_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["gate", "model", "value", "verdict"]
-    rows = [[g["spec"], g["model"], _f(g["value"]), "PASS" if g["passed"] else "FAIL"] for g in results["gates"]]
+    rows = [[g["spec"], g["model"] or "-", _f(g["value"]), _verdict(g)] for g in results["gates"]]
     return header, rows
+
+
+def _verdict(gate: Mapping[str, Any]) -> str:
+    if gate.get("passed") is None:
+        return "not evaluated"
+    text = "PASS" if gate["passed"] else "FAIL"
+    return f"{text} ({gate['reason']})" if gate.get("reason") and not gate["passed"] else text
 
 
 def render(header: list[str], rows: list[list[str]], fmt: str = "simple") -> str:
@@ -91,11 +100,16 @@ def terminal_sections(results: Mapping[str, Any]) -> list[tuple[str, str]]:
 def markdown(results: Mapping[str, Any], extra_sections: Sequence[str] = ()) -> str:
     """The PR-comment summary; ``extra_sections`` are other plugins' Markdown (the comparison with a baseline)."""
     gates = results["gates"]
-    failed = [g for g in gates if not g["passed"]]
+    failed = [g for g in gates if g.get("passed") is False]
+    unevaluated = [g for g in gates if g.get("passed") is None]
     lines = ["## MedHELM results", ""]
     if gates:
         verdict = "all gates pass" if not failed else f"{len(failed)} of {len(gates)} gates fail"
+        if unevaluated:
+            verdict += f"; {len(unevaluated)} not evaluated (deselected)"
         lines += [f"**{'✅' if not failed else '❌'} {verdict}**", ""]
+    if not results["instances"]:
+        lines += ["**Nothing was measured**: no medhelm item produced a score.", ""]
     lines += ["### Leaderboard", "", render(*leaderboard_table(results), fmt="github"), "",
               "### Categories", "", render(*category_table(results), fmt="github"), "",
               "### Benchmarks", "", render(*benchmark_table(results), fmt="github"), ""]

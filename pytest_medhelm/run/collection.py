@@ -116,6 +116,15 @@ class Collection:
             return f"medhelm shard: {shard[0]}/{shard[1]} (sha256 of each item's test id, modulo {shard[1]})"
         return None
 
+    def selection(self, items: list[pytest.Item]) -> tuple[set[str], dict[str, int]]:
+        """The benchmarks with collected items (after -k, -m, --lf, shards), and each one's planned instances per
+        model (its whole sample, whatever was selected of it)."""
+        selected = {case.benchmark for case in (case_of(item) for item in items)
+                    if case is not None and not case.deselected}
+        planned = {slug: len(found) for slug in selected
+                   if not isinstance(found := self._instances.get(slug, ()), BaseException)}
+        return selected, planned
+
     # ------------------------------------------------------------------------------------------ instances
     def _model_problem(self, model: str) -> str | None:
         from pytest_medhelm.models import local_endpoints

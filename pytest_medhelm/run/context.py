@@ -126,24 +126,20 @@ class RunContext:
         return self._cache
 
     def close(self) -> None:
-        """End of the session: the run's error entries go (never served to a later run), the cache closes, a
-        ``--medhelm-cache off`` directory is removed; plan files of this run are removed."""
+        """End of the session: the run's error entries go (never served to a later run), the cache closes, the
+        budget's ledger file goes, a ``--medhelm-cache off`` directory is removed."""
         if self._cache is not None:
             if not self.is_worker:
                 self._cache.clear_errors()
             self._cache.close()
         if self.is_worker or self._cache_dir is None:
             return
+        if self._budget is not None:
+            self._budget.close()
         if self._run_config is not None and self.run_config.cache == "off":
             import shutil
 
             shutil.rmtree(self._cache_dir, ignore_errors=True)
-            return
-        from pytest_medhelm.run.xdist import remove_plan_files
-
-        remove_plan_files(Path(self._cache_dir), self.run_id)
-        if self._budget is not None:
-            self._budget.close()
 
     # ------------------------------------------------------------------------------------------ sending
     def settings(self):

@@ -14,10 +14,13 @@ sent at once. Errors travel as structured values (:meth:`ModelError.to_json`), n
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
+
+from pytest_medhelm.recording import CURRENT_ITEM, TIMEOUT_SETTINGS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Instance
@@ -45,6 +48,7 @@ class Delivery:
         self._from_controller: set[str] = set()
         self._controller_done: Callable[[], bool] = lambda: True
         self._delivered: dict[tuple[str, str], str] = {}  # (benchmark, instance id) -> the planned answer's text
+        self._errors_served: set[str] = set()  # requests whose error an item was given once
         self.lines: list[Line] = []  # the sender's summary, for the terminal summary
 
     # ------------------------------------------------------------------------------------------ sending
@@ -154,13 +158,15 @@ class Delivery:
                                     "--medhelm-prices FILE (input_per_million, output_per_million)")
         self.ctx.budget.prompt_tokens(specs[0], planned[0].request)  # the token counter loads here, not later
 
-    def finish(self) -> None:
-        """After the item loop (also when interrupted): stop what is still in flight, and keep the sender's summary
-        for the terminal summary (the item progress owns the terminal until then)."""
+    def finish(self, interrupted: bool = True) -> None:
+        """After the item loop: stop the sender, and keep its summary for the terminal summary (the item progress
+        owns the terminal until then). A loop that ended by itself (its last item, ``-x``, ``--maxfail``) lets the
+        requests in flight finish, so that the answers already paid for are cached; an interrupted one (Ctrl-C)
+        cancels them."""
         sender, self._sender = self._sender, None
         if sender is None:
             return
-        sender.stop()
+        sender.stop(drain=None if interrupted else self.ctx.run_config.timeout + 5.0)
         self.lines = [(line, {}) for line in sender.summary_lines()]
         if sender.summary:
             self.lines.append((f"medhelm: {sender.summary}", {}))
@@ -179,26 +185,48 @@ class Delivery:
         answer = self._answers.get(key)
         if answer is not None:
             return answer
-        if self._sender is not None and self._sender.expects(key):
-            return self._sender.wait(key)
+        sender = self._sender
+        if sender is not None and sender.expects(key):
+            if sender.has(key):
+                return sender.wait(key)
+            with self._timeout_paused():
+                return sender.wait(key)
         if key in self._from_controller:
-            return self._poll_shared_cache(key)
+            found = self._in_shared_cache(key)
+            if found is not None or self._controller_done():
+                return found
+            with self._timeout_paused():
+                return self._poll_shared_cache(key)
         return None
 
+    def _in_shared_cache(self, key: str) -> "Completion | ModelError | None":
+        return self.ctx.cache.get(key) or self.ctx.cache.get_error(key)
+
     def _poll_shared_cache(self, key: str) -> "Completion | ModelError | None":
-        cache, delay = self.ctx.cache, 0.002
+        delay = 0.002
         while True:
             done = self._controller_done()  # read before the cache: an answer stored just before it is seen
-            answer = cache.get(key)
-            if answer is not None:
-                return answer
-            error = cache.get_error(key)
-            if error is not None:
-                return error
-            if done:
-                return None
+            found = self._in_shared_cache(key)
+            if found is not None or done:
+                return found
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)
+
+    @contextlib.contextmanager
+    def _timeout_paused(self) -> Iterator[None]:
+        """pytest-timeout's timer of the running item is off while it waits for the sender (the queue's time is not
+        the item's), and starts again, whole, when its answer is here."""
+        item = CURRENT_ITEM.get()
+        settings = item.stash.get(TIMEOUT_SETTINGS, None) if item is not None else None
+        if settings is None:
+            yield
+            return
+        hook = item.config.hook
+        hook.pytest_timeout_cancel_timer(item=item)
+        try:
+            yield
+        finally:
+            hook.pytest_timeout_set_timer(item=item, settings=settings)
 
     def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
         from pytest_medhelm.models.request import BudgetExhausted, ModelError
@@ -207,17 +235,18 @@ class Delivery:
         result = self._awaited(key)
         if result is None:
             result = self.ctx.cache.get(key) or self.ctx.cache.get_error(key)
+        if isinstance(result, ModelError) and not isinstance(result, BudgetExhausted) and key in self._errors_served:
+            result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
         if result is None:
             job = self._job_or_error(spec, request)
-            result = self.ctx.cache.get_error(key) if job is None else None
-            if job is not None:
-                try:
-                    result = self.ctx.scheduler.complete(job)
-                except ModelError as exc:
-                    result = exc
+            try:
+                result = self.ctx.cache.get_error(key) if job is None else self.ctx.scheduler.complete(job)
+            except ModelError as exc:
+                result = exc
         if isinstance(result, BudgetExhausted):
             pytest.skip(str(result))
         if isinstance(result, ModelError):
+            self._errors_served.add(key)
             self._stop_if_every_model_is_broken(spec, result)
             raise result
         for instance in self.plan.instances_of(key):

@@ -5,8 +5,12 @@
 * a miss, a model error or a data error is reported in one line, without pytest's traceback formatting (which
   costs tens of milliseconds per item);
 * the item's record (answer, accounting, score) rides on its report (``report.medhelm``), which xdist carries to
-  the controller; a miss shows as ``m``/MISSED and passes unless ``--medhelm-strict``; records are handed to
-  ``on_record`` in the process that reports (never in a worker).
+  the controller; records are handed to ``on_record`` in the process that reports (never in a worker);
+* a miss is a measurement, not a failure: its report has pytest's own *xfail* outcome (``skipped`` with
+  ``wasxfail = "MISSED: <expected vs got>"``), which every reporter already shows apart without knowing this plugin
+  (JUnit XML ``<skipped type="pytest.xfail">`` with the message, pytest-html "XFailed", pytest-sugar) and which
+  never fails the run; the terminal shows it as ``m``/MISSED and counts "missed". Under ``--medhelm-strict`` it
+  fails. ``--lf`` selects misses again. The score is recorded as the JUnit property ``medhelm_score``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from pytest_medhelm.recording import CURRENT_ITEM, RECORD, Missed, case_of
+from pytest_medhelm.recording import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.context import RunContext
@@ -42,16 +46,19 @@ class ItemHooks:
         finally:
             CURRENT_ITEM.reset(token)
 
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> None:
+        """pytest-timeout armed the item's timer: keep its settings, so that the wait for the item's answer in the
+        send queue can be left out of its time (Delivery pauses the timer while it waits)."""
+        item.stash[TIMEOUT_SETTINGS] = settings
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         """A miss or a model/data error needs one line, not a traceback: the report is built here."""
         excinfo = call.excinfo
         if excinfo is None or case_of(item) is None:
             return None
-        from pytest_medhelm.data.errors import DataError
-        from pytest_medhelm.models.request import ModelError
-
-        if not excinfo.errisinstance((Missed, ModelError, DataError)):
+        if not excinfo.errisinstance(one_line_errors()):
             return None
         if excinfo.errisinstance(Missed):
             longrepr = f"MISSED: {excinfo.value.detail}"
@@ -75,8 +82,7 @@ class ItemHooks:
         return report
 
     def _attach_record(self, item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, case: Any) -> None:
-        from pytest_medhelm.data.errors import DataError
-        from pytest_medhelm.models.request import ModelError
+        from pytest_medhelm.metrics.base import ScoringError
 
         excinfo = call.excinfo
         rec = dict(item.stash.get(RECORD, None) or {})
@@ -88,10 +94,13 @@ class ItemHooks:
             if self.ctx.run_config.strict:
                 report.longrepr = f"MISSED: {excinfo.value.detail}"
             else:
-                report.outcome = "passed"
+                report.outcome = "skipped"
+                report.wasxfail = f"MISSED: {excinfo.value.detail}"  # type: ignore[attr-defined]
                 report.longrepr = None
-        elif excinfo is not None and excinfo.errisinstance((ModelError, DataError)):
+        elif excinfo is not None and excinfo.errisinstance(one_line_errors()):
             rec.update(error=str(excinfo.value), score=None)
+            if excinfo.errisinstance(ScoringError):
+                rec["judge_failures"] = excinfo.value.reasons
             report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
         elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
             rec.setdefault("error", f"{excinfo.typename}: {excinfo.value}")
@@ -102,16 +111,21 @@ class ItemHooks:
         if report.when == "call" or "error" in rec:
             report.medhelm = rec  # type: ignore[attr-defined]
             if rec.get("score") is not None:
+                # on the item: JUnit XML writes the properties of the item's last report (its teardown's)
+                item.user_properties.append(("medhelm_score", rec["score"]))
                 report.user_properties.append(("medhelm_score", rec["score"]))
 
+    @pytest.hookimpl(tryfirst=True)  # before pytest's own, which would call a miss "xfailed"
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
         rec = getattr(report, "medhelm", None)
         if rec is None or report.when != "call":
             return None
         if rec.get("missed"):
-            if report.passed:
-                return "missed", "m", ("MISSED", {"yellow": True})
-            return "failed", "M", ("MISSED", {"red": True})
+            if report.failed:  # --medhelm-strict
+                return "failed", "M", ("MISSED", {"red": True})
+            if report.outcome == "rerun":
+                return None
+            return "missed", "m", ("MISSED", {"yellow": True})
         if rec.get("error") and report.failed:
             return "error", "E", ("ERROR", {"red": True})
         return None
@@ -122,8 +136,17 @@ class ItemHooks:
         if rec is None or self.ctx.is_worker:
             return
         self.on_record(report, rec)
-        if rec.get("missed") and report.passed:
+        if rec.get("missed") and not report.failed:
             # a miss is selectable with --lf like a failure, without failing the run
             lf = self.ctx.config.pluginmanager.get_plugin("lfplugin")
             if lf is not None:
                 lf.lastfailed[report.nodeid] = True
+
+
+def one_line_errors() -> tuple[type[BaseException], ...]:
+    """The item errors reported in one line: a model error, a data error, a scoring error (no judgement)."""
+    from pytest_medhelm.data.errors import DataError
+    from pytest_medhelm.metrics.base import ScoringError
+    from pytest_medhelm.models.request import ModelError
+
+    return (Missed, ModelError, DataError, ScoringError)

@@ -32,16 +32,31 @@ class Reporting:
         self.ctx = ctx
         self.removed = removed  # benchmark -> reason -> records a loader's filter dropped
         self.sender_lines = sender_lines
-        self.records: list[dict[str, Any]] = []
-        self.misses: list[tuple[str, str]] = []
+        #: one record per item, its last attempt's (a rerun replaces the earlier attempts)
+        self._records: dict[str, dict[str, Any]] = {}
+        self._misses: dict[str, str] = {}
         self.results: dict[str, Any] | None = None
         self.gate_failed = False
         self.started = now()
+        #: the benchmarks with collected items (None: not known) and each one's planned instances per model
+        self.selected: set[str] | None = None
+        self.planned: dict[str, int] = {}
+        self.interrupted = False
 
     def add(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
-        self.records.append(record)
+        self._records.pop(report.nodeid, None)  # (re-inserted: the order is that of the last attempts)
+        self._records[report.nodeid] = record
+        self._misses.pop(report.nodeid, None)
         if record.get("missed"):
-            self.misses.append((report.nodeid, record.get("detail") or ""))
+            self._misses[report.nodeid] = record.get("detail") or ""
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return list(self._records.values())
+
+    @property
+    def misses(self) -> list[tuple[str, str]]:
+        return list(self._misses.items())
 
     # ------------------------------------------------------------------------------------------ results
     def finish(self) -> None:
@@ -53,14 +68,15 @@ class Reporting:
 
     def _build(self) -> None:
         from pytest_medhelm.gitinfo import commit_of
-        from pytest_medhelm.report.results import build_results, evaluate_gates
+        from pytest_medhelm.report.results import build_results, evaluate_gates, gate_failed
 
         ctx, rc = self.ctx, self.ctx.run_config
         catalogue = {b.slug: b for b in ctx.registry}
         judged = any(catalogue[r["benchmark"]].is_judged for r in self.records if r["benchmark"] in catalogue)
         results = build_results(self.records, catalogue, models=rc.models, judges=ctx.judge_names() if judged else [],
                                 options=rc.public_options(), started=self.started, finished=now(),
-                                compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))))
+                                compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))),
+                                planned=self.planned, interrupted=self.interrupted)
         if rc.prices is not None:
             from pytest_medhelm.cost import apply_file_prices
 
@@ -69,10 +85,14 @@ class Reporting:
         if ctx.budget is not None:
             results["run"]["budget"] = ctx.budget.as_json()
         if rc.shard is None:  # a shard holds part of each benchmark: thresholds are checked on the merged run
-            evaluate_gates(results, rc.thresholds)
+            benchmarks_of: dict[str, set[str]] = {}
+            for bench in ctx.registry:
+                benchmarks_of.setdefault(bench.category, set()).add(bench.slug)
+            evaluate_gates(results, rc.thresholds, selected=self.selected, benchmarks_of=benchmarks_of,
+                           strict=rc.strict_gates)
         # plugins (comparisons with a baseline, cost, reports) may add sections and gates of their own
         ctx.config.hook.pytest_medhelm_results(results=results, config=ctx.config)
-        self.gate_failed = any(not g["passed"] for g in results["gates"])
+        self.gate_failed = any(gate_failed(g) for g in results["gates"])
         self.results = results
 
     def extra_sections(self, fmt: str) -> list[tuple[str, str]]:
@@ -83,8 +103,17 @@ class Reporting:
         return sections
 
     # ------------------------------------------------------------------------------------------ terminal
+    def judge_failure_lines(self) -> list[Line]:
+        """One line per judge and reason, over every item that got no valid judgement."""
+        from collections import Counter
+
+        counts = Counter((judge, reason) for rec in self.records
+                         for judge, reason in (rec.get("judge_failures") or {}).items())
+        return [(f"medhelm: judge {judge} gave no valid judgement on {n} item{'s' if n != 1 else ''}: {reason}",
+                 {"red": True}) for (judge, reason), n in counts.items()]
+
     def terminal_summary(self, tr: Any, config: pytest.Config) -> None:
-        lines = list(self.sender_lines())
+        lines = list(self.sender_lines()) + self.judge_failure_lines()
         budget = self.ctx.budget if self.ctx.configured else None
         if budget is not None:
             lines.append((budget.summary(), {"yellow": True} if budget.not_sent else {}))
@@ -104,24 +133,46 @@ class Reporting:
             return
         if lines:
             tr.write_line("")
-        from pytest_medhelm.report.tables import terminal_sections
+        if self.results["instances"]:
+            from pytest_medhelm.report.tables import terminal_sections
 
-        for title, text in terminal_sections(self.results) + self.extra_sections("terminal"):
-            tr.write_line(f"{title}:", bold=True)
-            for line in text.splitlines():
-                tr.write_line(line)
-            tr.write_line("")
-        gates = self.results["gates"]
-        if gates:
-            failed = [g for g in gates if not g["passed"]]
-            for g in failed:
-                value = "no score" if g["value"] is None else f"{g['value']:.3f}"
-                tr.write_line(f"medhelm gate FAILED: {g['spec']} for {g['model']}: {value}", red=True, bold=True)
-            if not failed:
-                tr.write_line(f"medhelm gates: all {len(gates)} passed", green=True, bold=True)
+            for title, text in terminal_sections(self.results) + self.extra_sections("terminal"):
+                tr.write_line(f"{title}:", bold=True)
+                for line in text.splitlines():
+                    tr.write_line(line)
+                tr.write_line("")
+        else:
+            tr.write_line("medhelm: nothing was measured: no medhelm item produced a score "
+                          "(see the skip reasons: -rs)", yellow=True, bold=True)
+        self._gate_lines(tr)
+
+    def _gate_lines(self, tr: Any) -> None:
+        from pytest_medhelm.report.results import gate_failed
+
+        gates = self.results["gates"] if self.results is not None else []
+        if not gates:
+            return
+        failed = [g for g in gates if gate_failed(g)]
+        unevaluated = [g for g in gates if g.get("passed") is None]
+        for g in failed:
+            value = g.get("reason") or "no score" if g["value"] is None else f"{g['value']:.3f}"
+            model = f" for {g['model']}" if g.get("model") else ""
+            tr.write_line(f"medhelm gate FAILED: {g['spec']}{model}: {value}", red=True, bold=True)
+        for g in unevaluated:
+            tr.write_line(f"medhelm gate NOT EVALUATED: {g['spec']} for {g['model']}: {g['reason']} "
+                          "(--medhelm-strict-gates fails it)", yellow=True, bold=True)
+        if not failed and not unevaluated:
+            tr.write_line(f"medhelm gates: all {len(gates)} passed", green=True, bold=True)
+        elif not failed:
+            tr.write_line(f"medhelm gates: {len(gates) - len(unevaluated)} passed, {len(unevaluated)} not evaluated",
+                          yellow=True, bold=True)
 
     # ------------------------------------------------------------------------------------------ files
-    def write_files(self) -> None:
+    def write_files(self, interrupted: bool = False) -> None:
+        if interrupted:
+            self.interrupted = True
+            if self.results is not None:
+                self.results["run"]["interrupted"] = True
         if self.results is None and self.records:
             self._build()  # interrupted before the loop ended: still write what was measured
         if self.results is None:

@@ -55,12 +55,12 @@ class Run:
         if self.ctx.role == CONTROLLER:
             from pytest_medhelm.run.xdist import ControllerHooks
 
-            self._controller = ControllerHooks(self.ctx, self.delivery)
+            self._controller = ControllerHooks(self.ctx, self.delivery, self.reporting)
             pm.register(self._controller, "medhelm-xdist")
         elif self.ctx.role == WORKER:
             from pytest_medhelm.run.xdist import WorkerHooks
 
-            pm.register(WorkerHooks(self.ctx, self.plan, self.delivery), "medhelm-xdist")
+            pm.register(WorkerHooks(self.ctx, self.plan, self.delivery, self.collection), "medhelm-xdist")
 
     # ------------------------------------------------------------------------------------------ item services
     @property
@@ -113,6 +113,8 @@ class Run:
         if uses_models and ctx.role != CONTROLLER and len(session.items) >= FREEZE_MIN_ITEMS:
             self._freeze()
         self.delivery.session = session
+        if ctx.role == CENTRAL and ctx.configured:
+            self.reporting.selected, self.reporting.planned = self.collection.selection(session.items)
         if uses_models and ctx.role == CENTRAL:
             planned = self.plan.answers([(case.instance, case.model) for _item, case in medhelm_items(session.items)])
             if ctx.run_config.dry_run:
@@ -120,10 +122,12 @@ class Run:
 
                 dry_run(ctx, planned, self._write_line)  # exits
             self.delivery.start(planned)
+        interrupted = True
         try:
             result = yield
+            interrupted = False
         finally:
-            self.delivery.finish()
+            self.delivery.finish(interrupted=interrupted)
         if ctx.role != WORKER:
             self.reporting.finish()
             if self.reporting.gate_failed and session.testsfailed == 0:
@@ -137,7 +141,7 @@ class Run:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.ctx.role != WORKER and self.ctx.configured:
-            self.reporting.write_files()
+            self.reporting.write_files(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
         self.ctx.close()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.run.collection import Collection
     from pytest_medhelm.run.context import RunContext
     from pytest_medhelm.run.delivery import Delivery
     from pytest_medhelm.run.plan import AnswerPlan, PlannedAnswer
+    from pytest_medhelm.run.reporting import Reporting
 
 
 def plans_dir(cache_dir: Path) -> Path:
@@ -48,7 +50,9 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def plan_to_json(planned: list["PlannedAnswer"], judged: set[str]) -> str:
+def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set[str],
+                 counts: dict[str, int]) -> str:
+    """The worker's plan: each answer to send, the benchmarks selected and their planned instances per model."""
     entries = []
     for p in planned:
         entry: dict[str, Any] = {"model": p.model, "request": p.request.to_json(), "benchmark": p.instance.benchmark,
@@ -57,25 +61,26 @@ def plan_to_json(planned: list["PlannedAnswer"], judged: set[str]) -> str:
             entry["input"] = p.instance.input
             entry["references"] = list(p.instance.references)
         entries.append(entry)
-    return json.dumps(entries, ensure_ascii=False)
+    return json.dumps({"answers": entries, "selected": sorted(selected), "planned": counts}, ensure_ascii=False)
 
 
-def plan_from_json(text: str) -> list["PlannedAnswer"]:
+def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str, int]]:
     from pytest_medhelm.catalogue.definition import Instance
     from pytest_medhelm.models.request import ChatRequest
     from pytest_medhelm.run.plan import PlannedAnswer
 
+    data = json.loads(text)
     out = []
-    for entry in json.loads(text):
+    for entry in data["answers"]:
         instance = Instance(id=entry["id"], input=entry.get("input", ""),
                             references=tuple(entry.get("references", ())), benchmark=entry["benchmark"])
         out.append(PlannedAnswer(entry["model"], instance, ChatRequest.from_json(entry["request"])))
-    return out
+    return out, set(data["selected"]), dict(data["planned"])
 
 
 class WorkerHooks:
-    def __init__(self, ctx: "RunContext", plan: "AnswerPlan", delivery: "Delivery") -> None:
-        self.ctx, self.plan, self.delivery = ctx, plan, delivery
+    def __init__(self, ctx: "RunContext", plan: "AnswerPlan", delivery: "Delivery", collection: "Collection") -> None:
+        self.ctx, self.plan, self.delivery, self.collection = ctx, plan, delivery, collection
 
     @pytest.hookimpl(tryfirst=True)  # before xdist tells the controller that this worker has collected
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -87,16 +92,17 @@ class WorkerHooks:
         if has_medhelm_items(session.items) and self.ctx.run_config.models:
             planned = self.plan.answers([(case.instance, case.model) for _item, case in medhelm_items(session.items)])
         judged = {p.instance.benchmark for p in planned if self.plan.is_judged(p.instance.benchmark)}
+        selected, counts = self.collection.selection(session.items)
         cache_dir = self.ctx.cache_dir()
         _write_private(plans_dir(cache_dir) / f"{self.ctx.run_id}-{self.ctx.config.workerinput['workerid']}.json",
-                       plan_to_json(planned, judged))
+                       plan_to_json(planned, judged, selected, counts))
         marker = sent_marker(cache_dir, self.ctx.run_id)
         self.delivery.expect_from_controller(planned, marker.exists)
 
 
 class ControllerHooks:
-    def __init__(self, ctx: "RunContext", delivery: "Delivery") -> None:
-        self.ctx, self.delivery = ctx, delivery
+    def __init__(self, ctx: "RunContext", delivery: "Delivery", reporting: "Reporting") -> None:
+        self.ctx, self.delivery, self.reporting = ctx, delivery, reporting
         self._started = False
 
     def pytest_configure_node(self, node: Any) -> None:
@@ -110,10 +116,15 @@ class ControllerHooks:
         self._started = True
         path = plans_dir(self.ctx.cache_dir()) / f"{self.ctx.run_id}-{node.gateway.id}.json"
         try:
-            planned = plan_from_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            planned, self.reporting.selected, self.reporting.planned = plan_from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError):
             planned = []  # the worker collected nothing of ours
         self.delivery.start(planned, keep_in_memory=False)
+
+    @pytest.hookimpl(tryfirst=True)  # before the run closes its context
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not (self.ctx.configured and self.ctx.run_config.cache == "off"):
+            remove_plan_files(self.ctx.cache_dir(), self.ctx.run_id)
 
     def sender_finished(self) -> None:
         """Called by the sender when nothing more will be sent (or at once, when there is nothing to send)."""
