@@ -40,7 +40,7 @@ class RunConfig(BaseModel):
     cache_dir: Path
     cache: Literal["on", "off", "refresh"] = "on"
     concurrency: int = Field(default=16, ge=1)
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     retries: int = Field(default=3, ge=0)
     thresholds: tuple[Threshold, ...] = ()
     json_path: Path | None = None
@@ -59,7 +59,7 @@ class RunConfig(BaseModel):
     compare_fail: tuple[tuple[str, float], ...] = ()
     shard: tuple[int, int] | None = None
     dry_run: bool = False
-    budget: float | None = Field(default=None, ge=0)
+    budget: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     prices: Path | None = None
     html_path: Path | None = None
     local_only: bool = False

@@ -9,6 +9,7 @@ This module imports nothing heavy: it is loaded by every pytest session that has
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any, Callable, NamedTuple
 
 
@@ -39,6 +40,8 @@ def _number(what: str, kind: type = int, minimum: float = 0, strict: bool = Fals
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not math.isfinite(value):  # float("inf") and float("nan") parse; neither is a budget nor a timeout
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
         if value < minimum or (strict and value == minimum):
             raise argparse.ArgumentTypeError(f"expected a number {'>' if strict else '>='} {minimum:g}, "
                                              f"got {text}")

@@ -541,6 +541,9 @@ def test_a_broken_gated_file_is_an_error_too(pytester, server):
     (["--medhelm-shard", "3/2"], "*expected I/N with 1 <= I <= N*"),
     (["--medhelm-compat", "helm2"], "*expected one of default, helm*"),
     (["--medhelm-prices", "no-such-prices.toml"], "*--medhelm-prices*no such file*"),
+    (["--medhelm-budget", "inf"], "*medhelm-budget*expected a finite number, got 'inf'*"),
+    (["--medhelm-budget", "nan"], "*medhelm-budget*expected a finite number, got 'nan'*"),
+    (["--medhelm-timeout", "inf"], "*medhelm-timeout*expected a finite number, got 'inf'*"),
 ])
 def test_bad_options_are_usage_errors(pytester, server, args, message):
     pytester.makepyfile("def test_nothing(): pass")
@@ -558,6 +561,16 @@ def test_a_bad_threshold_in_the_ini_file_is_a_usage_error(pytester, server):
     result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*medhelm_thresholds*expected NAME>=VALUE*"])
+
+
+def test_an_infinite_budget_in_the_ini_file_is_a_usage_error(pytester, server):
+    pytester.makeini("[pytest]\nmedhelm_budget = inf\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
+                                server.url)
+    assert result.ret == 4, result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["*medhelm_budget*expected a finite number, got 'inf'*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str() and server.count == 0
 
 
 @pytest.mark.parametrize("content, message", [
