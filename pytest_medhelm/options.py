@@ -133,6 +133,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
            parse=_positive_int("--medhelm-max-instances"), metavar="N"),
     Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR"),
+    Option("data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "
+           "sha256 (repeatable; recorded in the results as run.data_unverified)", repeat=True, metavar="SLUG"),
     Option("cache-dir", "answer cache directory (default .medhelm_cache beside .pytest_cache)", metavar="DIR"),
     Option("cache", "on: read and write; refresh: ask again once; off: keep nothing",
            parse=_choice("--medhelm-cache", ("on", "off", "refresh")), metavar="on|off|refresh", default="on"),

@@ -103,6 +103,7 @@ class MedhelmSession:
         self._budget = None
         self._local = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
         self._frozen = False
+        self._data_verification = None
         # registered now, before pytest's own plugins register theirs, so that it runs after them: the session's
         # last full garbage collections (pytest's unraisable-exception check) still skip the frozen items
         config.add_cleanup(self._unfreeze)
@@ -122,6 +123,15 @@ class MedhelmSession:
 
             self._run_config = from_pytest(self.config, set(self.registry.slugs()))
         return self._run_config
+
+    @property
+    def data_verification(self):
+        """The check of the data files against their pins (pytest_medhelm.data.verification), one per run."""
+        if self._data_verification is None:
+            from pytest_medhelm.data.verification import DataVerification
+
+            self._data_verification = DataVerification.of(self.run_config.data_unverified)
+        return self._data_verification
 
     @property
     def is_controller(self) -> bool:
@@ -354,7 +364,7 @@ class MedhelmSession:
             rc = self.run_config
             files: Any = {}
             try:
-                files = resolve_files(bench, rc.data_dir)
+                files = resolve_files(bench, rc.data_dir, verification=self.data_verification)
                 loaded = bench.build_instances(files)
                 # a loader's filters never drop silently: what they removed is reported with the results
                 self.removed[slug] = dict(getattr(loaded, "removed", {}) or {})
@@ -904,6 +914,7 @@ class MedhelmSession:
 
             apply_file_prices(results, self.prices, {m: self.model_spec(m).litellm_model for m in rc.models})
         results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
+        results["run"]["data_unverified"] = self.data_verification.record()
         if self._budget is not None:
             results["run"]["budget"] = self._budget.as_json()
         if rc.shard is None:

@@ -2,7 +2,9 @@
 
 Lookup order for each file of a benchmark:
 
-1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run).
+1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run); checked
+   against the pinned sha256 when the run passes a :class:`~pytest_medhelm.data.verification.DataVerification`
+   (a run always does; a loader called on its own, as the tests do with synthetic files, checks nothing);
 2. the user data cache (``$MEDHELM_DATA_HOME`` or ``~/.cache/pytest-medhelm/data``), ``<slug>/<file name>``,
    verified against the pinned sha256 the first time it is used;
 3. a public file with a pinned URL is downloaded once into that cache, verified, and used from there.
@@ -24,6 +26,7 @@ from pytest_medhelm.data.errors import DataMissing
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Benchmark
+    from pytest_medhelm.data.verification import DataVerification
 
 
 @dataclass(frozen=True)
@@ -95,14 +98,19 @@ def _download(url: str, target: Path, sha256: str) -> None:
             os.unlink(tmp_name)
 
 
-def resolve_files(benchmark: "Benchmark", data_dir: Path | None, download: bool = True) -> Mapping[str, Path]:
-    """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent."""
+def resolve_files(benchmark: "Benchmark", data_dir: Path | None, download: bool = True,
+                  verification: "DataVerification | None" = None) -> Mapping[str, Path]:
+    """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent. With
+    ``verification``, a file under ``data_dir`` that differs from its pinned sha256 is a
+    :class:`~pytest_medhelm.data.errors.DataError` (unless accepted there)."""
     found: dict[str, Path] = {}
     for file in benchmark.files:
         if any(alt.stands_in_for == file.name and alt.name in found for alt in benchmark.files):
             continue
         path = _resolve_one(benchmark, file, data_dir, download)
         if path is not None:
+            if verification is not None and data_dir is not None:  # the data home is verified on its own
+                verification.check(benchmark, file, path)
             found[file.name] = path
     return found
 
