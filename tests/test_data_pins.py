@@ -120,3 +120,13 @@ def test_the_public_data_matches_its_pins_and_hashing_is_cheap(shared_data, caps
     with capsys.disabled():
         print(f"\ndata pins: {files} pinned files, {size / 1e6:.1f} MB checked in {elapsed:.3f} s "
               f"(again from the memo: {memo * 1000:.2f} ms)")
+
+
+def test_the_list_shows_a_changed_file_as_an_error(pytester, server, pinned):
+    (pinned / "toy" / "toy.json").write_text(json.dumps(toy_rows(3)))
+    result = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(pinned))
+    assert result.ret == 0
+    text = result.stdout.str()
+    assert f"differs from the pinned {PINNED}" in text, text
+    accepted = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(pinned), "--medhelm-data-unverified", "toy")
+    assert "differs from the pinned" not in accepted.stdout.str()
