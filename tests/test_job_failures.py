@@ -3,8 +3,9 @@
 The scheduler's own failures (``ModelError``) are covered by the fault matrix (test_faults.py). Here the exceptions
 are the ones nobody planned for, injected into real parts against our test server: a cache whose ``put`` raises
 diskcache's lock timeout for one key, a wire that raises ``KeyError`` (a parser bug) or ``asyncio.TimeoutError``
-for one request, a follow-up builder that raises for one answer. Through the scheduler alone and through both
-background senders (the thread, and the child process, where the fault is planted by a ``sitecustomize``).
+for one request, a follow-up builder that raises for one answer. Through the scheduler alone, through both
+background senders, and through whole pytest runs (serially with each sender, and under xdist); in other processes
+the fault is planted by a ``sitecustomize``.
 """
 
 from __future__ import annotations
@@ -160,3 +161,57 @@ def test_the_process_sender_goes_on_after_an_odd_failure(tmp_path, monkeypatch):
     assert isinstance(bad, ModelError) and str(bad) == "openai/toy: KeyError: 'choices'"
     assert all(isinstance(r, Completion) and r.text == "A" for r in results.values())
     assert Path(tmp_path / "logs" / "sender.log").read_text() == ""  # no traceback in the child's log
+
+
+PUT_FAILS = textwrap.dedent('''
+    # planted by tests/test_job_failures.py (every process of the run: pytest, xdist workers, the sender child):
+    # the real cache, except that storing the answer to question 3 raises diskcache's lock timeout
+    import os
+    if os.environ.get("MEDHELM_TEST_PUT_FAILS"):
+        import diskcache
+        from pytest_medhelm.models.cache import AnswerCache
+
+        _put = AnswerCache.put
+
+        def put(self, key, completion, request_json=None):
+            if request_json and any(os.environ["MEDHELM_TEST_PUT_FAILS"] in text
+                                    for _role, text in request_json["messages"]):
+                raise diskcache.Timeout("database is locked")
+            return _put(self, key, completion, request_json)
+
+        AnswerCache.put = put
+''')
+
+
+@pytest.mark.parametrize("sender, how", [
+    pytest.param("thread", ["-p", "no:xdist"], id="thread-sender"),
+    pytest.param("process", ["-p", "no:xdist"], id="process-sender"),
+    pytest.param("thread", ["-n", "2"], id="xdist-2"),
+])
+def test_a_whole_run_goes_on_when_one_answer_cannot_be_stored(pytester, toy, tmp_path, monkeypatch, sender, how):
+    """Through pytest, as users run it: the item whose answer could not be stored is an error saying so; every
+    other item is scored (before, the sender stopped and every waiting item failed)."""
+    import json
+
+    from pytest_medhelm.models.background import SENDER_ENV
+
+    data = toy(8)
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(PUT_FAILS)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plant), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("MEDHELM_TEST_PUT_FAILS", "question 3?")
+    monkeypatch.setenv(SENDER_ENV, sender)
+    out = pytester.path / "r.json"
+    with running_server(answer="A") as srv:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model",
+                                               "openai/toy-model", "--medhelm-api-base", srv.url,
+                                               "--medhelm-data-dir", str(data), "--medhelm-json", str(out), *how)
+        assert srv.count == 8  # every question asked once
+    text = result.stdout.str()
+    assert result.ret == 1, text
+    assert "INTERNALERROR" not in text and "sender stopped" not in text
+    instances = {i["instance_id"]: i for i in json.loads(out.read_text())["instances"]}
+    assert [k for k, i in instances.items() if i["error"]] == ["q003"], text
+    assert "could not be stored in the cache: Timeout: database is locked" in instances["q003"]["error"]
+    assert all(i["score"] is not None for k, i in instances.items() if k != "q003")
