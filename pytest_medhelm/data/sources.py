@@ -101,7 +101,7 @@ def _download(url: str, target: Path, sha256: str) -> None:
 def resolve_files(benchmark: "Benchmark", data_dir: Path | None, download: bool = True,
                   verification: "DataVerification | None" = None) -> Mapping[str, Path]:
     """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent. With
-    ``verification``, a file under ``data_dir`` that differs from its pinned sha256 is a
+    ``verification``, a file that differs from its pinned sha256 is a
     :class:`~pytest_medhelm.data.errors.DataError` (unless accepted there)."""
     found: dict[str, Path] = {}
     for file in benchmark.files:
@@ -109,7 +109,7 @@ def resolve_files(benchmark: "Benchmark", data_dir: Path | None, download: bool 
             continue
         path = _resolve_one(benchmark, file, data_dir, download)
         if path is not None:
-            if verification is not None and data_dir is not None:  # the data home is verified on its own
+            if verification is not None:  # in the data home too: a file edited after its first check
                 verification.check(benchmark, file, path)
             found[file.name] = path
     return found
