@@ -2,12 +2,14 @@
 
 Lookup order for each file of a benchmark:
 
-1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run); checked
-   against the pinned sha256 when the run passes a :class:`~pytest_medhelm.data.verification.DataVerification`
-   (a run always does; a loader called on its own, as the tests do with synthetic files, checks nothing);
+1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run);
 2. the user data cache (``$MEDHELM_DATA_HOME`` or ``~/.cache/pytest-medhelm/data``), ``<slug>/<file name>``,
    verified against the pinned sha256 the first time it is used;
 3. a public file with a pinned URL is downloaded once into that cache, verified, and used from there.
+
+Wherever a file is found, a run also checks it against its pinned sha256 every time (it passes a
+:class:`~pytest_medhelm.data.verification.DataVerification`; cheap, see there). A loader called on its own, as the
+tests do with synthetic files, checks nothing beyond the rules above.
 
 A file that cannot be found is a :class:`DataMissing` whose message says which file to put where and where it
 comes from; the benchmark's items are then skipped with that reason.
