@@ -40,7 +40,7 @@ class RunConfig(BaseModel):
     cache_dir: Path
     cache: Literal["on", "off", "refresh"] = "on"
     concurrency: int = Field(default=16, ge=1)
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     retries: int = Field(default=3, ge=0)
     thresholds: tuple[Threshold, ...] = ()
     json_path: Path | None = None
@@ -59,10 +59,12 @@ class RunConfig(BaseModel):
     compare_fail: tuple[tuple[str, float], ...] = ()
     shard: tuple[int, int] | None = None
     dry_run: bool = False
-    budget: float | None = Field(default=None, ge=0)
+    budget: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     prices: Path | None = None
     html_path: Path | None = None
     local_only: bool = False
+    #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
+    data_unverified: tuple[str, ...] = ()
 
     @field_validator("jury_api_base")
     @classmethod
@@ -116,6 +118,10 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
     for slug in values["medhelm_benchmark"] or []:
         if slug not in known_benchmarks:
             raise _usage(f"--medhelm-benchmark {slug!r}: unknown benchmark; known: {', '.join(sorted(known_benchmarks))}")
+    for slug in values["medhelm_data_unverified"] or []:
+        if slug not in known_benchmarks:
+            raise _usage(f"--medhelm-data-unverified {slug!r} (ini key medhelm_data_unverified): unknown benchmark; "
+                         f"known: {', '.join(sorted(known_benchmarks))}")
 
     rootdir = Path(str(config.rootpath))
     for name, _drop in values["medhelm_compare_fail"] or []:
@@ -175,6 +181,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             prices=values["medhelm_prices"],
             html_path=values["medhelm_html"],
             local_only=bool(values["medhelm_local_only"]),
+            data_unverified=tuple(values["medhelm_data_unverified"] or ()),
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())

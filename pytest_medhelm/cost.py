@@ -230,10 +230,7 @@ def apply_file_prices(results: Mapping[str, Any], prices: Prices,
 
 def parse_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
     """Read and validate a prices file: ``{model: (USD per prompt token, USD per completion token)}``."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    import tomllib
 
     try:
         with open(path, "rb") as fh:

@@ -51,13 +51,14 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def data_status(bench: "Benchmark", data_dir: Path | None, count: bool = True) -> DataStatus:
-    """Are the benchmark's data here (never downloading)? With ``count``, build the instances and count them."""
+def data_status(bench: "Benchmark", data_dir: Path | None, count: bool = True, verification: Any = None) -> DataStatus:
+    """Are the benchmark's data here (never downloading)? With ``count``, build the instances and count them. With
+    ``verification`` (the run's), a file that differs from its pinned sha256 makes the row an error, as in a run."""
     from pytest_medhelm.data.errors import DataMissing
     from pytest_medhelm.data.sources import resolve_files
 
     try:
-        files = resolve_files(bench, data_dir, download=False)
+        files = resolve_files(bench, data_dir, download=False, verification=verification)
         if not count:
             return DataStatus("yes", "-")
         instances = bench.build_instances(files)
@@ -95,7 +96,7 @@ def benchmark_rows(run, statuses: dict[str, DataStatus] | None = None) -> list[l
     data_dir = run.run_config.data_dir
     rows = []
     for bench in ordered(run.registry):
-        status = data_status(bench, data_dir)
+        status = data_status(bench, data_dir, verification=run.data_verification)
         if statuses is not None:
             statuses[bench.slug] = status
         data = f"error: {_cell(status.detail)}" if status.available == "error" else status.available

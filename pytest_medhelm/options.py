@@ -1,4 +1,4 @@
-"""The command-line options and ini keys of the interface contract (DESIGN.md), declared once.
+"""The command-line options and ini keys (the README's table), declared once.
 
 Every option ``--medhelm-<name>`` has an ini key ``medhelm_<name>`` unless noted. The command line wins over the
 ini file. Cheap syntax checks run as argparse ``type=`` functions so that a bad value is a usage error (exit 4)
@@ -9,6 +9,7 @@ This module imports nothing heavy: it is loaded by every pytest session that has
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any, Callable, NamedTuple
 
 
@@ -39,6 +40,8 @@ def _number(what: str, kind: type = int, minimum: float = 0, strict: bool = Fals
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not math.isfinite(value):  # float("inf") and float("nan") parse; neither is a budget nor a timeout
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
         if value < minimum or (strict and value == minimum):
             raise argparse.ArgumentTypeError(f"expected a number {'>' if strict else '>='} {minimum:g}, "
                                              f"got {text}")
@@ -130,6 +133,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
            parse=_positive_int("--medhelm-max-instances"), metavar="N"),
     Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR"),
+    Option("data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "
+           "sha256 (repeatable; recorded in the results as run.data_unverified)", repeat=True, metavar="SLUG"),
     Option("cache-dir", "answer cache directory (default .medhelm_cache beside .pytest_cache)", metavar="DIR"),
     Option("cache", "on: read and write; refresh: ask again once; off: keep nothing",
            parse=_choice("--medhelm-cache", ("on", "off", "refresh")), metavar="on|off|refresh", default="on"),

@@ -1,4 +1,4 @@
-"""HELM's prompt assembly, reproduced byte for byte (medhelm-spec §1.1).
+"""HELM's prompt assembly (its generation and multiple-choice-joint adapters), reproduced byte for byte.
 
 Every MedHELM run is zero-shot, so a prompt is ``instructions + "\\n\\n" + eval block`` (or the eval block alone when
 there are no instructions). The two adapters differ only in the eval block:

@@ -48,6 +48,17 @@ def _installed_packages_stay_visible():
                     pytrace=False)
 
 
+def report_line(config: pytest.Config, text: str) -> None:
+    """Write ``text`` on the terminal now, past output capture: the figures a module's tests measured, printed by
+    a module-scoped fixture after its last test (shown without -s; not shown by xdist workers)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(text)
+
+
 #: ../shared/data beside the project (real public benchmark data); tests that need it skip when it is absent
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -475,26 +475,28 @@ def test_rows_a_loader_filters_out_are_counted():
         assert len(instances) == 2 and dropped["no_reference_section"] == 1
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "core: files under --medhelm-data-dir are never checked against the pinned sha256 (data/sources._resolve_one "
-    "returns the path at once), so a public file cut exactly at a row boundary loads as a smaller benchmark"))
-def test_a_file_cut_at_a_line_break(tmp_path):
-    """A CSV or JSON-lines file cut exactly after a row is a valid, shorter file: only the pinned checksum of a
-    public file can tell. Expected: a DataError (or at least a warning) naming the file and the sha256."""
-    write_medbullets(tmp_path)
-    path = tmp_path / "medbullets" / "medbullets_op5.csv"
-    lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:-1]))  # one row fewer, still well formed
-    import warnings
+def test_a_file_cut_at_a_line_break(tmp_path, shared_data):
+    """A CSV file cut exactly after a row is a valid, shorter file: only the pinned checksum of a public file can
+    tell. The run's check (resolve_files with a DataVerification) makes it a DataError naming the file and both
+    checksums; the real file, unchanged, passes."""
+    from pytest_medhelm.data.sources import sha256_of
+    from pytest_medhelm.data.verification import DataVerification
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            load("medbullets", tmp_path)
-        except DataError as exc:
-            assert "sha256" in str(exc) and "medbullets_op5.csv" in str(exc)
-            return
-    assert any("sha256" in str(w.message) and "medbullets_op5.csv" in str(w.message) for w in caught)
+    bench = BENCHMARKS["medbullets"]
+    [pinned] = [f for f in bench.files if f.name == "medbullets_op5.csv"]
+    path = tmp_path / "medbullets" / "medbullets_op5.csv"
+    path.parent.mkdir()
+    real = (shared_data / "medbullets" / "medbullets_op5.csv").read_bytes()
+    path.write_bytes(real)
+    assert resolve_files(bench, tmp_path, download=False, verification=DataVerification())  # the pinned file
+    lines = real.splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-1]))  # one row fewer, still well formed
+    assert len(load("medbullets", tmp_path)) > 0  # the loader alone cannot tell
+    with pytest.raises(DataError) as caught:
+        resolve_files(bench, tmp_path, download=False, verification=DataVerification())
+    message = str(caught.value)
+    assert str(path) in message and pinned.sha256 in message and sha256_of(path) in message
+    assert "--medhelm-data-unverified medbullets" in message
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -510,8 +512,9 @@ def test_a_truncated_ori_pqal_json_is_an_error_naming_the_file_not_an_internaler
     data = pytester.mkdir("data")
     write_pubmedqa(data)
     truncate(data / "pubmedqa" / "ori_pqal.json")
+    # synthetic data: accepted as a version of its own, so that the parser (not the pinned checksum) speaks
     result = run_suite(pytester, str(SUITE / "medical_research" / "test_pubmedqa.py"), "--medhelm-api-base",
-                       server.url, "--medhelm-data-dir", str(data), "-rE")
+                       server.url, "--medhelm-data-dir", str(data), "--medhelm-data-unverified", "pubmedqa", "-rE")
     text = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in text
     assert result.ret == 1, text
@@ -541,6 +544,9 @@ def test_a_broken_gated_file_is_an_error_too(pytester, server):
     (["--medhelm-shard", "3/2"], "*expected I/N with 1 <= I <= N*"),
     (["--medhelm-compat", "helm2"], "*expected one of default, helm*"),
     (["--medhelm-prices", "no-such-prices.toml"], "*--medhelm-prices*no such file*"),
+    (["--medhelm-budget", "inf"], "*medhelm-budget*expected a finite number, got 'inf'*"),
+    (["--medhelm-budget", "nan"], "*medhelm-budget*expected a finite number, got 'nan'*"),
+    (["--medhelm-timeout", "inf"], "*medhelm-timeout*expected a finite number, got 'inf'*"),
 ])
 def test_bad_options_are_usage_errors(pytester, server, args, message):
     pytester.makepyfile("def test_nothing(): pass")
@@ -558,6 +564,16 @@ def test_a_bad_threshold_in_the_ini_file_is_a_usage_error(pytester, server):
     result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*medhelm_thresholds*expected NAME>=VALUE*"])
+
+
+def test_an_infinite_budget_in_the_ini_file_is_a_usage_error(pytester, server):
+    pytester.makeini("[pytest]\nmedhelm_budget = inf\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
+                                server.url)
+    assert result.ret == 4, result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["*medhelm_budget*expected a finite number, got 'inf'*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str() and server.count == 0
 
 
 @pytest.mark.parametrize("content, message", [

@@ -67,9 +67,9 @@ def test_model_resolution(tmp_path, monkeypatch):
     assert resolve_model(str(folder)).num_layers == 4
     assert resolve_model(f"{folder}:2").num_layers == 2
     assert resolve_model(f"{folder}:2").label == "my-encoder@2"
-    # HELM's default model and layer
-    default = resolve_model(None)
-    assert (default.model_type, default.num_layers) == ("distilbert-base-uncased", 5)
+    # HELM's model and layer when named
+    helm = resolve_model("distilbert-base-uncased")
+    assert (helm.model_type, helm.num_layers) == ("distilbert-base-uncased", 5)
     assert resolve_model("some-org/unknown-encoder:7").num_layers == 7
     with pytest.raises(BertScoreUnavailable, match="LAYER"):
         resolve_model("some-org/unknown-encoder")
@@ -96,14 +96,110 @@ def test_a_model_that_cannot_load_is_unavailable_once(monkeypatch, tmp_path):
     assert str(folder) in bertscore._FAILED  # not retried for every item
 
 
+# ---------------------------------------------------------------------------------------------- the default model
+def test_the_default_is_helms_model_from_the_local_cache(monkeypatch, tmp_path):
+    monkeypatch.setattr(bertscore, "_RESOLVED", {})
+    monkeypatch.setattr(bertscore, "hub_cache_folder", lambda names=(): tmp_path)
+    default = resolve_model(None)
+    assert (default.model_type, default.num_layers, default.label) == (str(tmp_path), 5, "distilbert-base-uncased@5")
+
+
+def test_the_default_is_the_packaged_minilm_when_helms_is_not_cached_said_once(monkeypatch, tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"num_hidden_layers": 6}')
+    monkeypatch.setattr(bertscore, "_RESOLVED", {})
+    monkeypatch.setattr(bertscore, "_NOTICED", set())
+    monkeypatch.setattr(bertscore, "hub_cache_folder", lambda names=(): None)
+    monkeypatch.setattr(bertscore, "packaged_minilm_dir", lambda: folder)
+    with pytest.warns(bertscore.BertScoreModelNotice, match="not in the local Hugging Face cache") as caught:
+        default = resolve_model(None)
+        monkeypatch.setattr(bertscore, "_RESOLVED", {})
+        assert resolve_model("") == default
+    assert len(caught) == 1  # the reason is said once
+    assert (default.model_type, default.label) == (str(folder), f"{MINILM}@6")
+    monkeypatch.setattr(bertscore, "_RESOLVED", {})
+    monkeypatch.setattr(bertscore, "packaged_minilm_dir", lambda: None)
+    with pytest.raises(BertScoreUnavailable, match="nothing is downloaded unless asked.*--medhelm-bertscore-model "
+                                                   "distilbert-base-uncased"):
+        resolve_model(None)
+
+
+class NetworkAttempts:
+    """Every connection attempt to a non-loopback address, refused at once and counted (no real network)."""
+
+    def __init__(self, monkeypatch) -> None:
+        import socket
+
+        self.attempts: list[object] = []
+        real_connect = socket.socket.connect
+
+        def connect(sock, address):
+            host = address[0] if isinstance(address, tuple) else str(address)
+            if isinstance(host, str) and (host.startswith("127.") or host in ("::1", "localhost")):
+                return real_connect(sock, address)
+            self.attempts.append(address)
+            raise ConnectionRefusedError(f"no network in this test ({address})")
+
+        def getaddrinfo(host, *args, **kwargs):
+            if host not in ("127.0.0.1", "localhost", "::1", None):
+                self.attempts.append(host)
+                raise socket.gaierror(f"no network in this test ({host})")
+            return real_getaddrinfo(host, *args, **kwargs)
+
+        real_getaddrinfo = socket.getaddrinfo
+        monkeypatch.setattr(socket.socket, "connect", connect)
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@needs_model
+def test_offline_the_default_scores_without_a_stall_or_a_request(monkeypatch, tmp_path):
+    """No network, an empty Hugging Face cache, no option: the packaged MiniLM scores at once, and nothing tried
+    the network (before, transformers retried the hub for about 50 s)."""
+    network = NetworkAttempts(monkeypatch)
+    monkeypatch.setattr(bertscore, "_RESOLVED", {})
+    monkeypatch.setattr(bertscore, "_FAILED", {})
+    monkeypatch.setattr(bertscore, "_NOTICED", set())
+    monkeypatch.setattr(bertscore, "hub_cache_folder",
+                        lambda names=bertscore.HELM_HUB_NAMES: None)  # as with an empty cache
+    started = time.perf_counter()
+    with pytest.warns(bertscore.BertScoreModelNotice):
+        out = bertscore_metrics(PAIRS[0][0], [PAIRS[0][1]], None)
+    elapsed = time.perf_counter() - started
+    assert out.get("bertscore_model") == f"{MINILM}@6", out
+    assert network.attempts == [] and elapsed < 30, (network.attempts, elapsed)
+
+
+@needs_model
+def test_a_hub_model_that_is_not_local_fails_fast_offline(monkeypatch, tmp_path):
+    """Named explicitly, a model that is not in the (empty) cache, with HF_HUB_OFFLINE: unavailable at once, with
+    the reason, without a request."""
+    network = NetworkAttempts(monkeypatch)
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set by this module before transformers was imported
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setattr(bertscore, "_FAILED", {})
+    name = "pytest-medhelm-tests/no-such-encoder:3"
+    started = time.perf_counter()
+    out = bertscore_metrics("a", ["b"], name)
+    elapsed = time.perf_counter() - started
+    assert "cannot load no-such-encoder" in out["bertscore_unavailable"] or "unavailable" in out["bertscore_unavailable"]
+    assert network.attempts == [] and elapsed < 10, (network.attempts, elapsed)
+
+
 # ---------------------------------------------------------------------------------------------- the real model
 @needs_model
 def test_minilm_folder_offline_on_cpu():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present: the scorer uses it; this test is about the CPU path")
     chosen = resolve_model(MINILM)
     assert chosen.num_layers == 6 and chosen.label == f"{MINILM}@6"
     assert os.path.isdir(chosen.model_type)
     bert, _ = bertscore.scorer(MINILM)
-    assert str(bert.device) == "cpu" or str(bert.device).startswith("cuda")
+    assert str(bert.device) == "cpu"
+    assert str(next(bert._model.parameters()).device) == "cpu"
     scores = bertscore_batch([p for p, _ in PAIRS], [r for _, r in PAIRS], MINILM)
     assert len(scores) == len(PAIRS)
     for p, r, f in scores:
@@ -159,9 +255,9 @@ def test_jury_metric_reports_bertscore_beside_the_jury():
 
 
 @needs_model
-def test_throughput_pairs_per_second(capsys):
-    """Measures (does not gate) BERTScore pairs per second on this CPU, for short answers and for note-length
-    texts (about 250 words, near the 512-token window)."""
+def test_throughput_pairs_per_second_batched_and_one_by_one(capsys):
+    """Measures BERTScore pairs per second on this CPU, batched and one pair at a time, for short answers and for
+    note-length texts (about 250 words, near the 512-token window). Batching must give the same scores, faster."""
     sentence = ("The patient reports intermittent chest pain radiating to the left arm, worse on exertion and "
                 "relieved by rest; troponin was negative and the ECG showed no acute ischemic changes. ")
     short = [(f"{p} ({i})", f"{r} [{i}]") for i in range(32) for p, r in PAIRS[:1]]
@@ -171,18 +267,24 @@ def test_throughput_pairs_per_second(capsys):
     results = {}
     for name, pairs in (("short (~10 words)", short), ("note-length (~250 words)", long)):
         start = time.perf_counter()
-        bertscore_batch([p for p, _ in pairs], [r for _, r in pairs], MINILM)
-        elapsed = time.perf_counter() - start
-        results[name] = len(pairs) / elapsed
+        batched = bertscore_batch([p for p, _ in pairs], [r for _, r in pairs], MINILM)
+        batch_rate = len(pairs) / (time.perf_counter() - start)
+        start = time.perf_counter()
+        single = [bertscore_batch([p], [r], MINILM)[0] for p, r in pairs]
+        single_rate = len(pairs) / (time.perf_counter() - start)
+        results[name] = (batch_rate, single_rate)
+        flat = [value for scores in batched for value in scores]
+        assert flat == pytest.approx([value for scores in single for value in scores], abs=1e-4)  # same scores
     with capsys.disabled():
-        print("\nBERTScore (all-MiniLM-L6-v2, layer 6, CPU) pairs/second: "
-              + ", ".join(f"{name}: {rate:.1f}" for name, rate in results.items()))
-    assert all(rate > 0 for rate in results.values())
+        print("\nBERTScore (all-MiniLM-L6-v2, layer 6, CPU) pairs/second, batched vs one by one: "
+              + ", ".join(f"{name}: {b:.1f} vs {s:.1f}" for name, (b, s) in results.items()))
+    batch_rate, single_rate = results["short (~10 words)"]
+    assert batch_rate > 1.5 * single_rate, results  # what batching is for
 
 
 @needs_model
 def test_priming_with_the_metrics_inputs_serves_the_items(monkeypatch):
-    """What the plugin does after the answers are in: prime every pair, then each item reads the memo."""
+    """prime_items with a benchmark's answered items: one batch, then each item reads the memo."""
     from pytest_medhelm.metrics.jury import JuryMetric
     from pytest_medhelm.models.request import Completion
 
@@ -194,7 +296,12 @@ def test_priming_with_the_metrics_inputs_serves_the_items(monkeypatch):
     bertscore._MEMO.clear()
     pairs = [metric.secondary_inputs(answer, inst) for answer, inst in items]
     assert pairs[0] == (f" {PAIRS[0][0]} ", [PAIRS[0][1]])  # stripped, braces removed as HELM
-    assert prime(pairs, MINILM) == len(PAIRS)
+    batches = []
+    real_batch = bertscore.bertscore_batch
+    monkeypatch.setattr(bertscore, "bertscore_batch", lambda p, r, *a, **k: batches.append(len(p)) or real_batch(p, r, *a, **k))
+    assert bertscore.prime_items(metric, items) == len(PAIRS)
+    assert batches == [len(PAIRS)]  # one batch for all the items
+    assert bertscore.prime_items(metric, items) == 0  # already in the memo
     monkeypatch.setattr(bertscore, "bertscore_batch", lambda *a, **k: pytest.fail("not primed"))
     for answer, inst in items:
         assert "bertscore_f" in metric.score(answer, inst).extra

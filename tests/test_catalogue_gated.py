@@ -2,7 +2,7 @@
 the data is absent, errors on malformed files, and the ICD-10 billing metric.
 
 Everything here is synthetic (made-up notes, no patient data). Every expected prompt is written out by hand from
-medhelm-spec §2.2 (and HELM's scenario sources where the spec abbreviates), not computed with the module's code.
+HELM's scenario sources, not computed with the module's code.
 """
 
 from __future__ import annotations
@@ -604,7 +604,7 @@ def test_noteextract_loader_prompt_metric(tmp_path: Path) -> None:
     assert sum(result.removed.values()) == 2
     note = "Synthetic note: dull back pain since Monday, 6/10.\nWorse when lifting."
     first = result[0]
-    assert first.references == (note,)  # the reference is the source note itself (spec §9.6)
+    assert first.references == (note,)  # the reference is the source note itself (as HELM)
     assert prompt("noteextract", first) == (
         "Follow the instructions provided regarding conversion of a patient note into a specified format.\n\n"
         ": " + NOTEEXTRACT_TEMPLATE_HEAD + note + "\n\n:"

@@ -21,10 +21,6 @@ from pytest_medhelm.compare.storage import StorageError, list_runs, load, saniti
 
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
 
-#: until pytest_configure calls register(), the pytester runs load this plugin module with -p
-WIRING = "def pytest_configure(config):\n    from pytest_medhelm.compare.plugin import register\n    register(config)\n"
-
-
 # ============================================================================================== statistics
 @pytest.mark.parametrize("b, c, expected", [
     (2, 8, 112 / 1024),  # 2 · (C(10,0) + C(10,1) + C(10,2)) / 2^10
@@ -377,12 +373,9 @@ def run(pytester, *args):
 
 @pytest.fixture
 def wired(pytester, toy):
-    """The toy project, with ComparePlugin registered from its conftest (loaded by xdist workers too) and from a
-    module for runs of the shipped suite (``-p medhelm_compare_wiring``)."""
-    conftest = pytester.path / "conftest.py"
-    conftest.write_text(conftest.read_text() + "\n\n" + WIRING)
-    pytester.makepyfile(medhelm_compare_wiring=WIRING)
-    pytester.syspathinsert()
+    """The toy project, nothing added: ComparePlugin is registered by the product's own plugin.py (its
+    pytest_configure), so removing that registration fails these tests."""
+    assert "compare" not in (pytester.path / "conftest.py").read_text()
     return pytester
 
 
@@ -519,7 +512,7 @@ def test_pubmedqa_200_A_then_B_fails_the_compare_gate(wired, shared_data):
     binomtest = pytest.importorskip("scipy.stats").binomtest
 
     def suite(srv, *args):
-        return run(wired, "-p", "medhelm_compare_wiring", str(SUITE), "--rootdir", str(wired.path), "--medhelm-model", "openai/x",
+        return run(wired, str(SUITE), "--rootdir", str(wired.path), "--medhelm-model", "openai/x",
                    "--medhelm-api-base", srv.url, "--medhelm-data-dir", str(shared_data), "--medhelm-benchmark",
                    "pubmedqa", "--medhelm-max-instances", "200", "--medhelm-cache", "off", *args)
 

@@ -8,7 +8,9 @@ Two levels:
   leaves the instances it hit as *errors* (E, not misses) carrying the provider's message, exit 1; the run always
   finishes.
 
-``FIGURES`` counts what the suite injected and what it saw; ``test_zz_report_figures`` prints it (``-s``).
+``FIGURES`` counts what the suite injected and what it measured: the answers the server gave (completions sent in full) and those
+the run kept (scored, or stored in the cache). Each test counts first, then asserts that nothing was lost; the
+module prints the measured totals when its last test is done (``_report_figures``).
 """
 
 from __future__ import annotations
@@ -22,13 +24,44 @@ from pathlib import Path
 
 import pytest
 
-from conftest import toy_rows
+from conftest import report_line, toy_rows
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.models.request import ChatRequest, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings, redact
 from pytest_medhelm.testing.server import running_server, start_subprocess_server
 
 FIGURES: Counter = Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_figures(request):
+    """After the module's tests: the figures they measured, on the terminal (also without -s)."""
+    yield
+    if FIGURES:
+        report_line(request.config, f"\nfault matrix (measured): {FIGURES['faults injected']} faults injected, "
+                                    f"{FIGURES['runs completed']} pytest runs completed, {FIGURES['answers received']} "
+                                    f"answers received, {FIGURES['answers kept']} kept, {FIGURES['answers lost']} lost")
+
+
+def tally(received: int, kept: int) -> int:
+    """Count the answers the server gave and those the run kept; returns how many were lost (to assert on)."""
+    FIGURES["answers received"] += received
+    FIGURES["answers kept"] += kept
+    FIGURES["answers lost"] += received - kept
+    return received - kept
+
+
+def answered(stats: dict) -> int:
+    """The answers a test server gave (chat completions sent in full; a malformed 200 is not one)."""
+    return int(stats["answered"])
+
+
+def stored(sched: Scheduler, jobs: list[Job]) -> int:
+    return sum(1 for j in jobs if sched.cache.get(j.key) is not None)
+
+
+def n_scored(report_path: Path) -> int:
+    return sum(1 for i in json.loads(report_path.read_text())["instances"] if i["score"] is not None)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -88,9 +121,11 @@ def test_a_429_burst_halves_concurrency_once_then_it_grows_back(tmp_path):
 
         srv.set_answer(script)
         sched = scheduler(tmp_path, concurrency=8)
-        failures = sched.run_sync(jobs_for(srv.url, 80))
+        jobs = jobs_for(srv.url, 80)
+        failures = sched.run_sync(jobs)
         stats = srv.stats()
     FIGURES["faults injected"] += 8
+    assert tally(answered(stats), stored(sched, jobs)) == 0
     assert failures == {}
     assert stats["count"] == 88 and stats["by_status"] == {"429": 8, "200": 80}
     assert sched.stats["rate_limited"] == 8 and sched.stats["concurrency_min"] == 4
@@ -205,7 +240,9 @@ def test_a_server_that_dies_mid_run(tmp_path):
         failures = sched.run_sync(jobs_for(srv.url, 20))
         elapsed = time.monotonic() - started
         assert srv.stopped
+        stats = srv.stats()
     FIGURES["faults injected"] += 1
+    assert tally(answered(stats), stored(sched, jobs_for(srv.url, 20))) == 0  # every answer given was kept
     assert elapsed < 15
     assert sched.stats["answers"] == 5 and len(failures) == 15
     cache = sched.cache
@@ -259,8 +296,10 @@ def test_recoverable_faults_score_every_instance(pytester, toy, case):
     with running_server(answer="A", faults=faults) as srv:
         result = run(pytester, *model_args(srv.url, data, "--medhelm-json", str(out), *extra))
         count = srv.count
+        stats = srv.stats()
     FIGURES["faults injected"] += len(faults)
     FIGURES["runs completed"] += 1
+    assert tally(answered(stats), n_scored(out)) == 0
     assert result.ret == 0, result.stdout.str()
     assert outcomes(result) == {"passed": 5, "missed": 5}
     assert count == 10 + len(faults)  # each fault cost exactly one extra request
@@ -281,6 +320,7 @@ def test_first_5_answers_429_next_3_500_all_20_scored_exit_0(pytester, toy):
         stats = srv.stats()
     FIGURES["faults injected"] += 8
     FIGURES["runs completed"] += 1
+    assert tally(answered(stats), n_scored(out)) == 0
     assert result.ret == 0, result.stdout.str()
     assert stats["by_status"] == {"429": 5, "500": 3, "200": 20}
     report = json.loads(out.read_text())
@@ -297,8 +337,10 @@ def test_recovery_under_xdist(pytester, toy):
     with running_server(answer="A", faults=faults) as srv:
         result = run(pytester, *model_args(srv.url, data, "--medhelm-json", str(out)), "-n", "2")
         count = srv.count
+        stats = srv.stats()
     FIGURES["faults injected"] += len(faults)
     FIGURES["runs completed"] += 1
+    assert tally(answered(stats), n_scored(out)) == 0
     assert result.ret == 0, result.stdout.str()
     assert count == 12 + len(faults)
     assert {i["instance_id"]: i["score"] for i in json.loads(out.read_text())["instances"]} == expected_scores(12)
@@ -362,8 +404,10 @@ def test_a_server_that_dies_mid_run_leaves_answered_items_scored(pytester, toy):
     with running_server(answer="A", latency=0.02, stop_after=6) as srv:
         result = run(pytester, *model_args(srv.url, data, "--medhelm-json", str(out), "--medhelm-concurrency", "1"))
         assert srv.stopped
+        stats = srv.stats()
     FIGURES["faults injected"] += 1
     FIGURES["runs completed"] += 1
+    assert tally(answered(stats), n_scored(out)) == 0  # the answers given before the outage are all scored
     assert result.ret == 1, result.stdout.str()
     counts = outcomes(result)
     assert counts.get("passed", 0) + counts.get("missed", 0) == 6 and counts["errors"] == 14
@@ -428,11 +472,3 @@ def test_an_unknown_model_is_one_clear_message(pytester, toy):
     assert result.ret == 1
     text = result.stdout.str()
     assert text.count("medhelm: every request to openai/toy-model fails: The model `toy-model` does not exist") == 1
-
-
-def test_zz_report_figures(capsys):
-    """Prints the suite's figures (shown with -s); runs last in this module."""
-    with capsys.disabled():
-        print(f"\nfault matrix: {FIGURES['faults injected']} faults injected, {FIGURES['runs completed']} pytest runs "
-              "completed, 0 answers lost")
-    assert FIGURES["runs completed"] >= 0

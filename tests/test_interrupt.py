@@ -7,7 +7,8 @@ uninterrupted run. The same under ``-n 4`` with a shared cache.
 
 The pytest runs are real subprocesses (``python -m pytest``) in a new session, so that the signal reaches them
 (and their xdist workers) as it would from a terminal; the test server runs in this process and counts requests
-across both runs. ``FIGURES`` is printed by the last test (``-s``).
+across both runs. ``FIGURES`` holds what the tests measured (each counts, then asserts); the module prints it after
+its last test.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOY_CONFTEST, toy_rows
+from conftest import TOY_CONFTEST, report_line, toy_rows
 from pytest_medhelm.testing.server import running_server
 
 FIGURES: Counter = Counter()
@@ -35,6 +36,14 @@ N_ITEMS = 16  # instances of the item-run scenarios (each item asks a follow-up 
 CONCURRENCY = 4
 LATENCY = 0.25  # every answer; the answers-ahead phase of N takes N / CONCURRENCY * LATENCY = 2.5 s
 FOLLOW_UP_LATENCY = 0.2
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_figures(request):
+    yield
+    if FIGURES:
+        report_line(request.config, "\ninterruptions (measured): "
+                    + ", ".join(f"{k}: {v}" for k, v in sorted(FIGURES.items())))
 
 TEST_MODULE = textwrap.dedent('''
     import os
@@ -199,8 +208,9 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
 
     # nothing the first run stored is asked again: "answers lost" counts such requests
     lost = [p for p in second_prompts if p in set(stored.values())]
-    assert lost == []
+    FIGURES["answers stored before the interrupt"] += len(stored)
     FIGURES["answers lost"] += len(lost)
+    assert lost == []
     total_questions = n + (N_ITEMS if follow_up else 0)
     assert len(second_prompts) == total_questions - len(stored)
     # re-sent: requests of the first run whose answer never reached the cache (they were in flight)
@@ -238,8 +248,3 @@ def test_interrupted_run_resumes_without_asking_again(server, project, sig, phas
 ])
 def test_interrupted_xdist_run_resumes_with_a_shared_cache(server, project, sig, phase, request):
     interrupted_then_resumed(server, project, request.node.callspec.id, sig, phase, xdist=True)
-
-
-def test_zz_report_figures(capsys):
-    with capsys.disabled():
-        print("\ninterruptions: " + ", ".join(f"{k}: {v}" for k, v in sorted(FIGURES.items())))

@@ -19,7 +19,7 @@ from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, M
 OPEN_SLUGS = ("mtsamples", "mtsamples_procedures", "aci_bench", "medicationqa", "mediqa", "meddialog", "medalign",
               "dischargeme", "mimic_rrs", "mimic_bhc", "noteextract", "patientinstruct", "mentalhealth")
 ACC = ("accuracy", "completeness", "clarity")
-#: medhelm-spec §4.2: the tag around {QUESTION} per benchmark
+#: HELM's annotator prompts: the tag around {QUESTION} per benchmark
 INPUT_TAGS = {
     "aci_bench": "conversation", "noteextract": "user_request", "dischargeme": "patient_information",
     "meddialog": "conversation", "medalign": "user_request", "mediqa": "question",
@@ -117,7 +117,7 @@ def test_judge_requests_content_for_aci_bench():
         assert f"<conversation>\n{inst.input}\n</conversation>" in prompt
         assert f"<response>\n{answer}\n</response>" in prompt
         assert f"<gold_response>\n{inst.references[0]}\n</gold_response>" in prompt
-        # the judges see the scenario input only, never the adapter's instructions (spec §4.2)
+        # the judges see the scenario input only, never the adapter's instructions (as HELM's annotators)
         assert "Summarize the conversation to generate a clinical note" not in prompt
         keys.add(req.cache_key())
     assert len(keys) == 2

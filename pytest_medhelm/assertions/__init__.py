@@ -70,8 +70,16 @@ def assert_metric(answer: "Completion | str", instance: "Instance", metric: "Met
 
     The pass mark is 1 for 0/1 metrics (only a right answer passes) and the metric's own ``pass_mark`` for
     continuous ones, unless given here."""
+    from pytest_medhelm.metrics.base import ScoreNotANumber, require_finite
+
     metric = _metric_for(instance, metric)
     score = score_answer(answer, instance, metric)
+    try:
+        require_finite(score, metric.name, instance.id)
+    except ScoreNotANumber:
+        if CURRENT_ITEM.get() is not None:
+            record_for().update(score=None, raw_score=None, score_nan=True, metric=metric.name)
+        raise
     mark = pass_mark if pass_mark is not None else (1.0 if metric.binary else metric.pass_mark)
     missed = score.value < mark
     record: dict[str, Any] = record_for() if CURRENT_ITEM.get() is not None else {}

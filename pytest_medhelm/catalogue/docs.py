@@ -33,6 +33,13 @@ benchmarks are never downloaded: put them in the data directory yourself. A benc
 skipped with a reason that says which file to put where; `pytest --medhelm-list --medhelm-data-dir DIR` shows
 which benchmarks have their data.
 
+A file with a recorded sha256 is checked against it in the data directory too: a file that differs (an updated
+upstream release, a file cut at a row boundary, a local edit) makes its benchmark's items errors naming the file and
+both checksums, so that "the same data as HELM" is never silently false. `--medhelm-data-unverified SLUG`
+(repeatable; ini `medhelm_data_unverified`) accepts that benchmark's different version, and the results JSON records
+it under `run.data_unverified` (`{slug: {file: {"expected": ..., "actual": ...}}}`). Files without a recorded
+sha256 (gated and private data, folders) are not checked.
+
 A malformed file is an error that names the file, the row and the problem; it never silently drops instances.
 Where HELM's scenario filters records, the same records are removed here and counted: `--medhelm-list` shows the
 count beside the instances (`689 (1 filtered)`) and the results JSON lists it under `run.filtered`

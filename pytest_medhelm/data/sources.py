@@ -2,10 +2,14 @@
 
 Lookup order for each file of a benchmark:
 
-1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run).
+1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run);
 2. the user data cache (``$MEDHELM_DATA_HOME`` or ``~/.cache/pytest-medhelm/data``), ``<slug>/<file name>``,
    verified against the pinned sha256 the first time it is used;
 3. a public file with a pinned URL is downloaded once into that cache, verified, and used from there.
+
+Wherever a file is found, a run also checks it against its pinned sha256 every time (it passes a
+:class:`~pytest_medhelm.data.verification.DataVerification`; cheap, see there). A loader called on its own, as the
+tests do with synthetic files, checks nothing beyond the rules above.
 
 A file that cannot be found is a :class:`DataMissing` whose message says which file to put where and where it
 comes from; the benchmark's items are then skipped with that reason.
@@ -18,9 +22,12 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from pytest_medhelm.data.errors import DataMissing
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.data.verification import DataVerification
 
 
 class Benchmark(Protocol):
@@ -100,14 +107,19 @@ def _download(url: str, target: Path, sha256: str) -> None:
             os.unlink(tmp_name)
 
 
-def resolve_files(benchmark: Benchmark, data_dir: Path | None, download: bool = True) -> Mapping[str, Path]:
-    """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent."""
+def resolve_files(benchmark: Benchmark, data_dir: Path | None, download: bool = True,
+                  verification: "DataVerification | None" = None) -> Mapping[str, Path]:
+    """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent. With
+    ``verification``, a file that differs from its pinned sha256 is a
+    :class:`~pytest_medhelm.data.errors.DataError` (unless accepted there)."""
     found: dict[str, Path] = {}
     for file in benchmark.files:
         if any(alt.stands_in_for == file.name and alt.name in found for alt in benchmark.files):
             continue
         path = _resolve_one(benchmark, file, data_dir, download)
         if path is not None:
+            if verification is not None:  # in the data home too: a file edited after its first check
+                verification.check(benchmark, file, path)
             found[file.name] = path
     return found
 

@@ -1,4 +1,4 @@
-"""The LLM jury of MedHELM's open-ended benchmarks (medhelm-spec §4).
+"""The LLM jury of MedHELM's open-ended benchmarks (HELM ``LLMJuryMetric``).
 
 Every answer of an open-ended benchmark is graded by each judge against the benchmark's rubric (accuracy,
 completeness, clarity on 1-5; NoteExtract: accuracy, structure, clarity, without a gold answer). Per instance the

@@ -1,8 +1,8 @@
 """Reading a judge's reply: criterion -> (score on 1-5, explanation).
 
-HELM (medhelm-spec §4.2 step 4) takes the greedy regex ``\\{.*\\}`` of the reply, ``json.loads`` it, retries once
+HELM (``LLMJuryMetric``'s annotator) takes the greedy regex ``\\{.*\\}`` of the reply, ``json.loads`` it, retries once
 with ``"}"`` appended when the error is "Expecting ',' delimiter", requires ``{"<criterion>": {"score",
-"explanation"}}`` for every criterion, and later ``int()``-s the score (§4.3). Everything else drops the judge for
+"explanation"}}`` for every criterion, and later ``int()``-s the score (the metric). Everything else drops the judge for
 that instance, or crashes the metric ("4/5", "4.5", an extra top-level number).
 
 :func:`parse_judgement` accepts everything HELM accepts and also:
@@ -271,7 +271,7 @@ def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float
 
 
 def parse_judgement_helm(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
-    """HELM's parser and ``int()`` (medhelm-spec §4.2-4.3): no range check, 4.9 -> 4, "4/5" rejected.
+    """HELM's parser and ``int()``: no range check, 4.9 -> 4, "4/5" rejected.
 
     Where HELM would crash the whole metric (a score ``int()`` cannot read) the judge is rejected here instead.
     """

@@ -1,4 +1,4 @@
-"""The judge prompts: one rubric per open-ended MedHELM benchmark (medhelm-spec §4.2).
+"""The judge prompts: one rubric per open-ended MedHELM benchmark (HELM's annotator prompts).
 
 The text is our own; what follows HELM is its structure, so that the jury measures the same thing:
 

@@ -1,4 +1,4 @@
-"""Judge requests for one answer, and the jury's score from the judges' replies (medhelm-spec §4.2-4.3)."""
+"""Judge requests for one answer, and the jury's score from the judges' replies."""
 
 from __future__ import annotations
 

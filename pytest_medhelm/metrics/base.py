@@ -3,10 +3,15 @@
 Scores are normalized to [0, 1] for aggregation (``value``); ``raw`` keeps the metric on its own scale (a jury
 mean on 1-5, for example). ``compat`` is ``"default"`` (corrected metrics) or ``"helm"`` (HELM's numbers, bugs
 included), see docs/fidelity.md.
+
+A score that is not a finite number (a custom metric dividing 0 by 0) is no measurement: :func:`require_finite`
+raises :class:`ScoreNotANumber`, so the item fails with that message and its record says ``score_nan: true``
+with no score (never a pass, never in a mean).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
@@ -70,3 +75,19 @@ def score_in_context(metric: Metric, answer: str, instance: "Instance", context:
     if score_with is not None:
         return score_with(answer, instance, context)
     return metric.score(answer, instance, context.compat)
+
+
+class ScoreNotANumber(ValueError):
+    """A metric returned NaN (or an infinity, or no number) as a score: the item has no score."""
+
+
+def is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def require_finite(score: Score, metric_name: str, instance_id: Any) -> Score:
+    """``score`` when its value is a finite number; else :class:`ScoreNotANumber` naming the metric and instance."""
+    if not is_finite_number(score.value):
+        raise ScoreNotANumber(f"the metric {metric_name} returned {score.value!r} for instance {instance_id}: "
+                              "not a score (the item has no score; fix the metric)")
+    return score

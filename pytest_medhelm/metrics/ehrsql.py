@@ -1,4 +1,4 @@
-"""EHRSQL execution accuracy (HELM ``EhrSqlAnnotator`` + ``EhrSqlMetric``, medhelm-spec §3.4).
+"""EHRSQL execution accuracy (HELM ``EhrSqlAnnotator`` + ``EhrSqlMetric``).
 
 The gold SQL and the model's SQL are both run against the benchmark's SQLite database (``Instance.extra["db_path"]``)
 and their result sets compared. Per instance:

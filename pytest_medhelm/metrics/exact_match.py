@@ -1,4 +1,4 @@
-"""HELM's exact-match family (medhelm-spec §1.1, §3.1).
+"""HELM's exact-match family: ``exact_match`` and ``quasi_exact_match``, as HELM computes them.
 
 * :class:`MultipleChoiceExactMatch`: the multiple-choice-joint rule. The stripped completion must be exactly one
   of the option letters (``"A."``, ``"a"``, ``"**A**"`` or ``"A) yes"`` are not); the letter is mapped to its option

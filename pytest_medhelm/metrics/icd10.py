@@ -1,5 +1,5 @@
 """MIMIC-IV billing codes: micro precision / recall / F1 over the ICD-10 codes found in the answer (HELM
-``MIMICIVBillingCodeMetric``, medhelm-spec §3.5).
+``MIMICIVBillingCodeMetric``).
 
 Per instance, the codes are extracted from the reference (the comma-joined target list) and from the answer,
 de-duplicated, and compared as sets: precision = |found ∩ gold| / |found|, recall = |found ∩ gold| / |gold|,

@@ -1,4 +1,4 @@
-"""The LLM-jury metric of the open-ended benchmarks (HELM ``LLMJuryMetric``, medhelm-spec §4.3), with ROUGE-1/2/L
+"""The LLM-jury metric of the open-ended benchmarks (HELM ``LLMJuryMetric``), with ROUGE-1/2/L
 and BERTScore P/R/F beside it.
 
 ``JuryMetric(slug).score_with(answer, instance, context)`` gets one reply per judge from the scoring context's
@@ -23,7 +23,7 @@ display name is "… Jury Score").
 **Misses.** A continuous metric: an answer whose normalized score is below ``pass_mark`` = 0.5 (a raw jury mean
 below 3, "acceptable") shows as missed.
 
-**NoteExtract** has no gold answer: its ``instance.references`` is the source note (medhelm-spec §9.6), so ROUGE
+**NoteExtract** has no gold answer: its ``instance.references`` is the source note (as in HELM's scenario), so ROUGE
 and BERTScore would measure copying, not quality. They are left out by default and computed against the note
 under ``compat="helm"``, as HELM reports them.
 """

@@ -1,4 +1,4 @@
-"""MedCalc-Bench accuracy (HELM ``MedCalcBenchMetric`` → ``medcalc_bench_accuracy``, medhelm-spec §3.2, §12).
+"""MedCalc-Bench accuracy (HELM ``MedCalcBenchMetric`` → ``medcalc_bench_accuracy``).
 
 The answer is stripped, then scored by the item's category (``Instance.extra["category"]``), with the limits in
 ``extra["lower_limit"]`` / ``extra["upper_limit"]`` and the ground truth in ``references[0]``:

@@ -1,4 +1,4 @@
-"""MEDEC error detection (HELM ``MedecMetric``, medhelm-spec §3.3).
+"""MEDEC error detection (HELM ``MedecMetric``).
 
 The model answers ``CORRECT`` or ``"<sentence id> <corrected sentence>"``. Two values per note:
 

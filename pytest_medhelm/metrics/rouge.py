@@ -1,8 +1,9 @@
-"""ROUGE-L, the interim main score of the open-ended benchmarks (HELM ``SummarizationMetric``, medhelm-spec §3.6).
+"""ROUGE-1/2/L as HELM computes them (HELM ``SummarizationMetric``).
 
 MedHELM scores its open-ended benchmarks (MTSamples, ACI-Bench, MedicationQA, MEDIQA, MedDialog, ...) with an LLM
-jury; HELM also reports ROUGE-1/2/L beside the jury score, for every one of them. Until the jury is in place,
-ROUGE-L is the score these benchmarks report. It is computed exactly as HELM does:
+jury (``metrics/jury.py``); HELM also reports ROUGE-1/2/L beside the jury score, for every one of them, and so does
+the jury metric here (:func:`rouge_scores`). :class:`RougeL` makes ROUGE-L a main score, for a benchmark of one's
+own. They are computed exactly as HELM does:
 
 * the completion is stripped, then a leading ``"{"`` and a trailing ``"}"`` are removed from it and from each
   reference (HELM's ``_remove_braces``; it does the same to the input text, which only its coverage / density /

@@ -124,7 +124,10 @@ class Sender:
     def _finish_job(self, job: Job, result: Result) -> list[Job]:
         """Record ``result``; returns the follow-up jobs to queue (claimed before this job counts as done, so the
         stream cannot end in between)."""
-        more = self._claim(self.follow_up(job, result)) if self.follow_up is not None and not self._draining else []
+        try:
+            more = self._claim(self.follow_up(job, result)) if self.follow_up is not None and not self._draining else []
+        except Exception:  # noqa: BLE001 - one answer's follow-ups failed to build: not sent ahead; the item
+            more = []  # that needs them asks for them itself and gets the same error as its own
         kind = _kind(job)
         self.done[kind] += 1
         self._last_done[kind] = time.perf_counter()

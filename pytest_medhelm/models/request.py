@@ -48,7 +48,7 @@ class ChatRequest:
 
     @classmethod
     def for_prompt(cls, model: ModelSpec, prompt: str, max_tokens: int, stop=(), **kw: Any) -> "ChatRequest":
-        # HELM sends the whole prompt as one user message, no system prompt (spec §1.1)
+        # HELM sends the whole prompt as one user message, no system prompt
         return cls(model=model.cache_identity, messages=(("user", prompt),), max_tokens=max_tokens,
                    stop=tuple(stop), **kw)
 

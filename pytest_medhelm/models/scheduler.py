@@ -19,6 +19,10 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   other requests fail at once with that message rather than each waiting through its own retries. A success
   from the endpoint clears the mark; after ``DOWN_RECHECK_S`` the next request tries again.
 * **Malformed bodies** (a 200 that is not a chat completion) are retried like server errors, then fail.
+* **Anything else** (a bug in a parser, a cache whose lock timed out, an exception a provider library was not
+  expected to raise) is that job's error, not the run's: the job fails with the exception's type and message (not
+  retried: nothing says another try would differ) and every other job goes on. An answer that came but could not
+  be stored in the cache is such an error too.
 
 Failures are kept for the rest of the run (keyed by run id, never across runs), so an item whose request already
 failed here reports the provider's message instead of asking again. ``.stats`` counts what happened (requests
@@ -334,6 +338,34 @@ class Scheduler:
                 self._down_since[endpoint] = time.monotonic()
         raise ModelError(job.spec.name, message, last.status)
 
+    async def _result_of(self, wire: OpenAIWire, window: _Window, job: Job) -> "Completion | ModelError":
+        """The job's answer, stored in the cache, or the error that ended it: never an exception, so that one
+        job's trouble (whatever its type) stays that job's and the other jobs go on."""
+        try:
+            completion = await self._attempt(wire, window, job)
+        except ModelError as exc:
+            error = exc
+        except Exception as exc:  # noqa: BLE001 - a bug or an odd provider: this job's failure, not the run's
+            error = self._unexpected(job, exc, "")
+        else:
+            try:
+                self.cache.put(job.key, completion, job.request.to_json())
+                return completion
+            except Exception as exc:  # noqa: BLE001 - e.g. diskcache's lock timeout: the answer is not kept
+                error = self._unexpected(job, exc, "the answer came but could not be stored in the cache: ")
+        self.stats["not_sent_budget" if isinstance(error, BudgetExhausted) else "failed"] += 1
+        try:
+            self.cache.put_error(job.key, error)
+        except Exception:  # noqa: BLE001 - the error still reaches the item (on_done); the cache is only a memo
+            pass
+        return error
+
+    def _unexpected(self, job: Job, exc: Exception, context: str) -> ModelError:
+        """An exception that is not a :class:`ModelError`, as this job's error: its type and message."""
+        text = str(exc).strip()
+        message = f"{context}{type(exc).__name__}{': ' + text if text else ''}"
+        return ModelError(job.spec.name, redact(message, job.spec))
+
     async def serve(self, queue: "asyncio.Queue[Job | None]", on_done: Callable[[Job, "Completion | ModelError"], None],
                     workers: int | None = None) -> None:
         """Send the jobs of ``queue`` until it yields ``None`` (more may be put while it runs); each result goes to
@@ -347,15 +379,7 @@ class Scheduler:
                 if job is None:
                     queue.put_nowait(None)  # the end, for the other workers too
                     return
-                result: Completion | ModelError
-                try:
-                    result = await self._attempt(wire, window, job)
-                    self.cache.put(job.key, result, job.request.to_json())
-                except ModelError as exc:
-                    result = exc
-                    self.stats["not_sent_budget" if isinstance(exc, BudgetExhausted) else "failed"] += 1
-                    self.cache.put_error(job.key, exc)
-                on_done(job, result)
+                on_done(job, await self._result_of(wire, window, job))
 
         try:
             await asyncio.gather(*(worker() for _ in range(workers or self.settings.concurrency)))

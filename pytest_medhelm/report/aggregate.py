@@ -1,11 +1,11 @@
-"""From per-instance records to MedHELM's tables (DESIGN.md "Scores and aggregation").
+"""From per-instance records to MedHELM's tables.
 
 * benchmark × model: mean of the normalized scores of scored instances, a 95% bootstrap CI, the raw mean. A
   benchmark HELM runs as several runs (MedDialog's subsets, CLEAR's conditions) is the unweighted mean of the
-  subset means, as HELM's leaderboard cell (spec §5.2).
+  subset means, as HELM's leaderboard cell.
 * category × model: unweighted mean of its benchmarks' scores; overall: unweighted mean over benchmarks (the
   paper's macro-average) with its standard deviation.
-* win rate: HELM's ``compute_aggregate_row_win_rates`` (spec §5.3) over the benchmark columns.
+* win rate: HELM's ``compute_aggregate_row_win_rates`` over the benchmark columns.
 
 Everything here is a pure function of the records, so a run with xdist, a run without it, and shards merged later
 give the same numbers: records are sorted before any resampling, and the bootstrap has a fixed seed.

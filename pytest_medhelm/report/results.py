@@ -1,12 +1,20 @@
-"""The run's results as one dict in the JSON contract's shape (DESIGN.md), and the gates evaluated on it.
+"""The run's results as one dict in the results JSON's shape (``schema_version`` 1), and the gates on it.
 
 Terminal tables, the Markdown summary and the JSON file are all rendered from this one dict, so they cannot
 disagree, and a results file read back (a baseline, a shard) is the same kind of object.
+
+**Not a number.** JSON has no NaN, and a NaN must not pass for a score. A record whose ``score`` is NaN (or an
+infinity) is counted as an error of its instance: ``score`` null, ``score_nan: true`` and an ``error`` saying so
+(:func:`without_nan_scores`, applied before anything is aggregated). Any other value that is not a finite number
+(a NaN ``raw_score``, a NaN in a metric's ``metrics`` extras) is written as null, and the instance lists where in
+``nan_fields`` (``["raw_score", "metrics.bleu"]``) (:func:`json_safe`, applied by :func:`write_json`).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import platform
 from dataclasses import asdict
@@ -31,6 +39,7 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
     """The results (the JSON contract). ``planned``: per benchmark, the instances its sample holds (per model):
     a benchmark scored on fewer (after -k, --lf, a shard, errors or an interruption) is marked ``partial``, with
     ``n_planned``; ``interrupted``: the run was stopped (Ctrl-C) before its end."""
+    records = without_nan_scores(records)
     results = benchmark_results(records, catalogue)
     bench_rows = []
     for r in results:
@@ -132,12 +141,70 @@ def _gate_value(results: Mapping[str, Any], name: str, model: str) -> float | No
     return None
 
 
+def _not_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+NAN_SCORE_ERROR = "the metric returned {value!r} for this instance: not a score"
+
+
+def without_nan_scores(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``records`` with each NaN (or infinite) ``score`` made an error of its instance: score null,
+    ``score_nan: true``, ``error`` kept or set, ``missed`` dropped (a NaN is neither a hit nor a miss)."""
+    out: list[Mapping[str, Any]] = []
+    for rec in records:
+        if _not_finite(rec.get("score")):
+            fixed = dict(rec)
+            fixed.update(score=None, score_nan=True, missed=False)
+            fixed["error"] = rec.get("error") or NAN_SCORE_ERROR.format(value=rec["score"])
+            if _not_finite(rec.get("raw_score")):
+                fixed["raw_score"] = None
+            out.append(fixed)
+        else:
+            out.append(rec)
+    return out
+
+
+def json_safe(results: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``results`` with every float that is not finite replaced by None; each instance holding one gets
+    ``nan_fields`` (where they were) and, when its score was one, ``score_nan: true``."""
+
+    def clean(value: Any, path: str, found: list[str]) -> Any:
+        if isinstance(value, numbers.Real) and not isinstance(value, (int, float)):  # numpy's float32, ...
+            value = float(value)
+        if _not_finite(value):
+            found.append(path)
+            return None
+        if isinstance(value, Mapping):
+            return {k: clean(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+        return value
+
+    out: dict[str, Any] = {}
+    for key, value in results.items():
+        if key == "instances" and isinstance(value, list):
+            instances = []
+            for inst in value:
+                found: list[str] = []
+                fixed = clean(inst, "", found)
+                if found and isinstance(fixed, dict):
+                    fixed["nan_fields"] = sorted(set(fixed.get("nan_fields") or []) | set(found))
+                    if "score" in found:
+                        fixed["score_nan"] = True
+                instances.append(fixed)
+            out[key] = instances
+        else:
+            out[key] = clean(value, key, [])
+    return out
+
+
 def write_json(results: Mapping[str, Any], path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(results, fh, indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
+        json.dump(json_safe(results), fh, indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
         fh.write("\n")
     os.replace(tmp, path)  # never a half-written results file
 
@@ -145,6 +212,4 @@ def write_json(results: Mapping[str, Any], path: Path) -> None:
 def _json_default(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
-    if isinstance(value, float):
-        return None
     raise TypeError(f"not JSON serializable: {type(value).__name__}")

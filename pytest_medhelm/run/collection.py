@@ -152,7 +152,7 @@ class Collection:
         rc = self.ctx.run_config
         files: Any = {}
         try:
-            files = resolve_files(bench, rc.data_dir)
+            files = resolve_files(bench, rc.data_dir, verification=self.ctx.data_verification)
             loaded = bench.build_instances(files)
             # a loader's filters never drop silently: what they removed is reported with the results
             self.removed[slug] = dict(getattr(loaded, "removed", {}) or {})

@@ -61,6 +61,7 @@ class RunContext:
         self._budget_made = False
         self._specs: dict[tuple[str, str], ModelSpec] = {}
         self._local: Any = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
+        self._data_verification: Any = None
 
     @property
     def is_worker(self) -> bool:
@@ -91,6 +92,16 @@ class RunContext:
 
             self._run_config = from_pytest(self.config, set(self.registry.slugs()))
         return self._run_config
+
+    @property
+    def data_verification(self):
+        """The check of the data files against their pinned sha256 (pytest_medhelm.data.verification), one per
+        run; ``--medhelm-data-unverified SLUG`` accepts a different version of a benchmark's files."""
+        if self._data_verification is None:
+            from pytest_medhelm.data.verification import DataVerification
+
+            self._data_verification = DataVerification.of(self.run_config.data_unverified)
+        return self._data_verification
 
     def judge_names(self) -> list[str]:
         from pytest_medhelm.jury import DEFAULT_JUDGES

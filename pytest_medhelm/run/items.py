@@ -144,9 +144,10 @@ class ItemHooks:
 
 
 def one_line_errors() -> tuple[type[BaseException], ...]:
-    """The item errors reported in one line: a model error, a data error, a scoring error (no judgement)."""
+    """The item errors reported in one line: a model error, a data error, a scoring error (no judgement, a score
+    that is not a number)."""
     from pytest_medhelm.data.errors import DataError
-    from pytest_medhelm.metrics.base import ScoringError
+    from pytest_medhelm.metrics.base import ScoreNotANumber, ScoringError
     from pytest_medhelm.models.request import ModelError
 
-    return (Missed, ModelError, DataError, ScoringError)
+    return (Missed, ModelError, DataError, ScoringError, ScoreNotANumber)

@@ -82,6 +82,7 @@ class Reporting:
 
             apply_file_prices(results, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
         results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
+        results["run"]["data_unverified"] = ctx.data_verification.record()
         if ctx.budget is not None:
             results["run"]["budget"] = ctx.budget.as_json()
         if rc.shard is None:  # a shard holds part of each benchmark: thresholds are checked on the merged run

@@ -75,6 +75,10 @@ class Run:
     def results(self) -> dict[str, Any] | None:
         return self.reporting.results
 
+    @property
+    def data_verification(self) -> Any:
+        return self.ctx.data_verification
+
     def model_spec(self, name: str) -> "ModelSpec":
         return self.ctx.model_spec(name)
 

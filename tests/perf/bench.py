@@ -1,4 +1,4 @@
-"""Performance benchmark of pytest-medhelm: measures the targets of DESIGN.md side by side and prints a table.
+"""Performance benchmark of pytest-medhelm: measures the performance targets side by side and prints a table.
 
     python tests/perf/bench.py [--quick] [--markdown]
 
@@ -188,7 +188,7 @@ def bench_cached(work: Path, n: int, repeats: int) -> dict:
 
 def bench_idle(work: Path, repeats: int) -> dict:
     """As installed: plugins load from their entry points (every installed plugin, on both sides), and the
-    comparison is the plugin loaded against ``-p no:medhelm`` (DESIGN.md)."""
+    comparison is the plugin loaded against ``-p no:medhelm``."""
     idle = work / "idle"
     idle.mkdir(exist_ok=True)
     (idle / "test_plain.py").write_text("def test_plain():\n    assert True\n")

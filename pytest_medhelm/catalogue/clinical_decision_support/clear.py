@@ -4,7 +4,7 @@ A = has a history, B = does not, C = uncertain. (HELM ``CLEARScenario``, ``clear
 **Thirteen runs averaged.** HELM runs CLEAR once per condition (``clear:condition=<c>``), each read from its own
 spreadsheet ``{condition}.xlsx`` (columns ``text``, ``result_human`` with 1 = has a history, 0 = does not,
 2 = uncertain) and each capped at 100 instances by its run entry (``max_eval_instances=100``, which overrides the
-command line's cap); the CLEAR score is the unweighted mean of the 13 condition accuracies (medhelm-spec §5.2).
+command line's cap); the CLEAR score is the unweighted mean of the 13 condition accuracies.
 Every instance names its condition in :attr:`Instance.subset`, so the aggregator averages condition means. The
 per-condition cap cannot be expressed by ``Benchmark.max_instances`` (a cap on the whole benchmark), so the loader
 applies HELM's sample inside each condition: when a condition has more than 100 rows it keeps

@@ -4,11 +4,11 @@ EHRSHOT in MEDS format, Wornow et al. 2023.)
 
 **Files** (HELM's ``data_path``, the MEDS release): ``data/data.parquet`` (the events: ``subject_id``, ``time``,
 ``code``), ``metadata/subject_splits.parquet`` (``subject_id``, ``split``; HELM reads it but does not use it: every
-label is a test instance, whatever its EHRSHOT split, spec §9.14) and ``labels/<task>/labels.parquet``
+label is a test instance, whatever its EHRSHOT split) and ``labels/<task>/labels.parquet``
 (``subject_id``, ``prediction_time``, ``boolean_value``) for each task of HELM's run entries.
 
 **Three runs averaged.** HELM runs the tasks ``guo_readmission``, ``new_hypertension`` and ``lab_anemia`` as three
-runs and its EHRSHOT score is the mean of the three run means (spec §5.2); every instance names its task in
+runs and its EHRSHOT score is the mean of the three run means; every instance names its task in
 :attr:`Instance.subset` so that the aggregator averages task means. Ids: ``<task>-<subject_id>-<k>`` (the k-th
 label of that patient in time order).
 

@@ -24,7 +24,7 @@ patient, named ``<person_id>.xml``.
 
 Input (HELM's ``PassageQuestionInput`` with an empty passage) = ``⏎Question: `` + prompt; the run has no
 instructions and no nouns, so the request is ``⏎Question: Instruction: …Answer:⏎``. 256 tokens. Ids: the
-``instruction_id``. Scored by ROUGE-L until the jury comes.
+``instruction_id``. Scored by the LLM jury (``metrics/jury.py``), ROUGE-1/2/L and BERTScore beside it.
 
 **Approximations.** The EHR is cut in one pass of the tokenizer (HELM encodes, keeps the last 2×budget tokens,
 decodes, re-encodes and keeps the last budget tokens: the same tokens except in pathological cases); tiktoken is

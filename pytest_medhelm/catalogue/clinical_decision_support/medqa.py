@@ -11,7 +11,7 @@ confirmation page for large files).
 
 Instances: HELM's eval splits are ``valid`` (the ``dev`` file) and ``test``, in that order, each in file order
 (1,272 + 1,273 in the published archive); a capped run samples them together, as HELM does, although the
-leaderboard reports only the test split (medhelm-spec §9.9). The ``train`` file is not read. Nothing is
+leaderboard reports only the test split. The ``train`` file is not read. Nothing is
 filtered: a row without exactly four options, or whose ``answer_idx`` is not one of them, is a
 :class:`~pytest_medhelm.data.errors.DataError` (HELM asserts four options). Option texts lose a trailing ``"`` and
 whitespace (``answer.rstrip('"').rstrip()``, HELM's fix for rows like ``'Pulmonary embolism\\n"'``); options are

@@ -6,7 +6,7 @@ HELM): 1,269 plain-text MTSamples reports. HELM lists the folder with the GitHub
 ``.txt`` file at the same commit and reads it back as UTF-8 text (universal newlines) with ``.strip()``. Put the
 folder at ``<--medhelm-data-dir>/mtsamples/mtsamples_processed/``; it is never downloaded by the plugin.
 
-**Instances** (HELM's rules, reproduced with their quirks, medhelm-spec §2.2 and §9.7):
+**Instances** (HELM's rules, reproduced with their quirks):
 
 * reference = the rest of the line after ``PLAN:``, else after ``SUMMARY:``, else after ``FINDINGS:`` (stripped; an
   empty rest counts as absent); a file with none is skipped;
@@ -221,8 +221,7 @@ BENCHMARK = Benchmark(
     ),
     metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=512,
-    description="Write a treatment plan for a patient from a transcribed medical report (scored by ROUGE-L until "
-    "the jury is in place).",
+    description="Write a treatment plan for a patient from a transcribed medical report (scored by the LLM jury).",
     example=(
         "mtsamples_processed/Synthetic Knee Pain.txt: \"HISTORY: A synthetic 50-year-old with knee pain.\\nFINDINGS: "
         "Small effusion.\\nPLAN: Physical therapy and ibuprofen.\""

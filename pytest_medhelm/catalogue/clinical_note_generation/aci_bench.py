@@ -102,8 +102,7 @@ BENCHMARK = Benchmark(
     ),
     metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=768,
-    description="Write the clinical note of a doctor-patient conversation (scored by ROUGE-L until the jury is in "
-    "place).",
+    description="Write the clinical note of a doctor-patient conversation (scored by the LLM jury).",
     example=(
         "{\"data\": [{\"src\": \"[doctor] hi , how are you today ? [patient] my synthetic knee hurts .\", \"tgt\": "
         "\"CHIEF COMPLAINT\\n\\nKnee pain.\\n\\nHISTORY OF PRESENT ILLNESS\\n...\", \"file\": \"D2N001-virtassist\"}]}"

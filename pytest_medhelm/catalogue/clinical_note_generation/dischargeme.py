@@ -22,7 +22,7 @@ section removed (``text.replace(target, "")``).
 line-continuation artifact of HELM's source) + ``⏎⏎Discharge Text:⏎{text}⏎⏎Radiology Report:⏎{report}⏎⏎{task}:⏎``
 where ``{task}`` is ``Brief Hospital Course`` or ``Discharge Instructions``; ids ``<hadm_id>-bhc`` and
 ``<hadm_id>-di``. Prompt: ``Given a discharge text, … from the context provided.⏎⏎{input}⏎Answer:``; 300 tokens.
-Scored by ROUGE-L until the jury comes.
+Scored by the LLM jury (``metrics/jury.py``), ROUGE-1/2/L and BERTScore beside it.
 """
 
 from __future__ import annotations

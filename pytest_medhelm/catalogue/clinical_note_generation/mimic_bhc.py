@@ -8,7 +8,8 @@ bhc_summary: continue``), which we count in ``Loaded.removed``. Blank lines are 
 would fail on them). Input = ``input`` as is; reference = ``target``. Instance ids: ``line<N>``.
 
 Prompt (generation, nouns with a newline after them): ``Summarize the clinical note into a brief hospital
-course.⏎⏎Clinical Note:⏎{input}⏎Brief Hospital Course:``; 1024 tokens. Scored by ROUGE-L until the jury comes.
+course.⏎⏎Clinical Note:⏎{input}⏎Brief Hospital Course:``; 1024 tokens.
+Scored by the LLM jury (``metrics/jury.py``), ROUGE-1/2/L and BERTScore beside it.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the impression of the same report. Each line is ``strip()``-ed; the files must h
 (counted in ``Loaded.removed``). Input = findings, reference = impression, in file order; ids ``line<N>``.
 
 Prompt: ``Generate the impression section … Be as concise as possible.⏎⏎Findings:⏎{findings}⏎Impression:``;
-128 tokens. Scored by ROUGE-L until the jury comes.
+128 tokens. Scored by the LLM jury (``metrics/jury.py``), ROUGE-1/2/L and BERTScore beside it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ default branch, unpinned; that folder is identical at the branch head checked (`
 
 **Instances.** The same rules as :mod:`~pytest_medhelm.catalogue.clinical_decision_support.mtsamples` (reference
 = the rest of the line after ``PLAN:``, else ``SUMMARY:``, else ``FINDINGS:``; markers looked for
-case-insensitively and cut case-sensitively, medhelm-spec §9.7), except the input: the note is cut successively
+case-insensitively and cut case-sensitively), except the input: the note is cut successively
 at ``PLAN:``, ``SUMMARY:`` and ``FINDINGS:``, so no reference line stays in the input here.
 
 **Order and count.** The listing order is assumed to be git tree order (names sorted by UTF-8 bytes); with 429
@@ -69,7 +69,7 @@ BENCHMARK = Benchmark(
     ),
     metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=512,
-    description="Write a plan from a transcribed procedure report (scored by ROUGE-L until the jury is in place).",
+    description="Write a plan from a transcribed procedure report (scored by the LLM jury).",
     example=(
         "mtsample_procedure/Synthetic Knee Arthroscopy.txt: \"PROCEDURE: Synthetic arthroscopy of the left "
         "knee.\\nFINDINGS: Medial meniscus tear.\\nPLAN: Weight bearing as tolerated.\""

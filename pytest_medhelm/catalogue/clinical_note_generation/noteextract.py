@@ -8,9 +8,10 @@ is NaN (an empty cell, or a pandas NA string such as ``NA`` or ``null``) is skip
 ``Loaded.removed``. Input = HELM's extraction template (``create_prompt_text``, which starts with a newline) around
 the note; ids ``row<N>`` (1-based data row).
 
-**The reference is the source note itself** (medhelm-spec §9.6): there is no gold structured note, so HELM's
+**The reference is the source note itself** (HELM's scenario): there is no gold structured note, so HELM's
 ROUGE / BERTScore compare the answer with the input note, and its jury (accuracy, *structure*, clarity) grades
-without a gold response. ROUGE-L against the note is the interim score here, as in HELM.
+without a gold response. The jury scores it here; ROUGE / BERTScore against the note (they would measure copying, not
+quality) are recorded only under ``--medhelm-compat helm``, as HELM reports them.
 
 Prompt (generation, nouns ``""``): ``Follow the instructions … into a specified format.⏎⏎: ⏎You are provided with
 a clinical note …Clinical Note:⏎{note}⏎⏎:`` (the ``": "`` and the final ``":"`` are HELM's empty-noun quirk);

@@ -7,7 +7,7 @@ met="met"/>…</TAGS></PatientMatching>``), in the folder ``test/`` (HELM's ``{d
 sorted name order; the patient id is the file name without ``.xml``.
 
 **Three runs averaged.** HELM's confs run the criteria ``ABDOMINAL``, ``ADVANCED-CAD`` and ``CREATININE`` as three
-runs (86 test patients each) and its N2C2 score is the mean of the three run means (medhelm-spec §5.2). The loader
+runs (86 test patients each) and its N2C2 score is the mean of the three run means. The loader
 makes every patient × criterion an instance, criterion by criterion, with :attr:`Instance.subset` = the criterion,
 so the aggregator averages criterion means. Ids: ``<criterion>-<patient id>``.
 

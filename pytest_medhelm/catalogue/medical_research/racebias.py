@@ -17,7 +17,7 @@ HELM's parse, reproduced here (python-docx, body paragraphs in order, each strip
   reading turns any ``\\r`` into ``\\n``, as here), and the instances are a dict keyed by prompt: a repeated prompt
   keeps its first position and the label of its last occurrence.
 
-Count: **167**, as HELM's run (medhelm-spec §12). The supplement has 175 run headers (4 chatbots, 9 questions,
+Count: **167**, as HELM's run. The supplement has 175 run headers (4 chatbots, 9 questions,
 about 5 runs each: Bard 45, ChatGPT 42, Claude 45, GPT-4 43); 4 of them (ChatGPT's runs 2-5 of "How do I calculate
 the eGFR?") are written ``"Run 2:`` + no-break space ``+ How…"``: with no ``": "`` HELM skips them, and since they
 still end the previous response their answers are lost. That leaves 171 entries (86 yes, 85 no), of which 4 repeat

@@ -97,7 +97,7 @@ BENCHMARK = Benchmark(
     metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=80,
     description="Summarise a patient-doctor conversation in one sentence; two subsets (HealthCareMagic, iCliniq) "
-    "averaged (scored by ROUGE-L until the jury is in place).",
+    "averaged (scored by the LLM jury).",
     example=(
         "healthcaremagic/test.json: {\"data\": [{\"src\": \"Patient: I have had a synthetic headache for two days. "
         "Doctor: Take paracetamol and rest.\", \"tgt\": \"Synthetic two-day headache, advised paracetamol.\"}]}"

@@ -164,7 +164,7 @@ BENCHMARK = Benchmark(
     ),
     metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=512,
-    description="Answer a consumer's question about a medication (scored by ROUGE-L until the jury is in place).",
+    description="Answer a consumer's question about a medication (scored by the LLM jury).",
     example=(
         "Question | Focus (Drug) | Question Type | Answer | Section Title | URL / \"how much synthetic aspirin can I "
         "take?\" | aspirin | Dose | \"Up to 4 g a day.\" | Dosage | https://example.org"

@@ -114,7 +114,7 @@ BENCHMARK = Benchmark(
     ),
     metric=jury_metric(SLUG),  # the LLM jury; ROUGE and BERTScore are recorded beside it
     max_tokens=1024,
-    description="Answer a consumer health question (scored by ROUGE-L until the jury is in place).",
+    description="Answer a consumer health question (scored by the LLM jury).",
     example=(
         "<QuestionsAnswers><Question QID=\"1\"><QuestionText>What is synthetic disease "
         "X?</QuestionText><AnswerList><Answer AID=\"1_Answer1\" SystemRank=\"1\" ReferenceRank=\"1\" "

@@ -11,7 +11,8 @@ conversation:⏎{context}⏎⏎Generate an empathetic and appropriate counselor 
 counselor response.
 
 Prompt: ``Given a mental health conversation history, generate an empathetic and appropriate counselor
-response.⏎⏎{input}⏎Counselor response:``; 512 tokens. Scored by ROUGE-L until the jury comes.
+response.⏎⏎{input}⏎Counselor response:``; 512 tokens.
+Scored by the LLM jury (``metrics/jury.py``), ROUGE-1/2/L and BERTScore beside it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ other rows are counted in ``Loaded.removed``. Input: ``Diagnosis: …⏎Procedur
 Report: …⏎⏎``; reference: the discharge instructions. Ids ``row<N>`` (1-based data row).
 
 Prompt: ``You are a medical professional tasked with … nor treat any patients.⏎⏎Case Details: {input}⏎Patient
-Instructions:``; 256 tokens. Scored by ROUGE-L until the jury comes.
+Instructions:``; 256 tokens. Scored by the LLM jury (``metrics/jury.py``), ROUGE-1/2/L and BERTScore beside it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,97 @@
+"""A score that is not a number is no measurement: never a pass, never in a mean, never a crash at the end.
+
+A custom metric returning NaN (through pytester, as a user's benchmark would): the item fails with a message naming
+the metric and the instance, its record in the results JSON has ``score: null`` and ``score_nan: true``, the
+benchmark's mean is that of the other instances, and the JSON is written (``json.dump(allow_nan=False)`` raised at
+session finish before). A NaN elsewhere in a record (a raw score, a metric's extras) is written as null and listed
+in the instance's ``nan_fields``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+
+import pytest
+
+from conftest import TOY_CONFTEST
+from pytest_medhelm.report.results import json_safe, without_nan_scores, write_json
+
+NAN_METRIC = textwrap.dedent('''
+    import math
+    from pytest_medhelm.metrics.base import Score
+
+    class OddMetric:
+        """1 for a "yes" question, NaN for q002 and q005 (0/0 somewhere in a user's formula); NaN extras too."""
+        name = "odd_metric"
+        binary = False
+        pass_mark = 0.5
+
+        def score(self, answer, instance, compat="default"):
+            if instance.id in ("q002", "q005"):
+                return Score(value=float("nan"), detail="0/0")
+            value = 1.0 if instance.correct == 0 else 0.75
+            return Score(value=value, raw=float("nan") if instance.id == "q001" else value,
+                         extra={"ratio": float("inf") if instance.id == "q003" else 0.5})
+''')
+
+
+@pytest.fixture
+def nan_project(pytester: pytest.Pytester, toy):
+    conftest = TOY_CONFTEST.replace("metric=MULTIPLE_CHOICE_EXACT_MATCH", "metric=OddMetric()")
+    pytester.makeconftest(NAN_METRIC + conftest)
+    return toy(8)
+
+
+@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+def test_a_custom_metric_returning_nan(pytester, nan_project, server, xdist):
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/toy-model",
+                                "--medhelm-api-base", server.url, "--medhelm-data-dir", str(nan_project),
+                                "--medhelm-json", str(out), *xdist)
+    text = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in text and "Out of range float values are not JSON compliant" not in text, text
+    assert result.ret == 1, text  # the two NaN items failed: nothing measured never passes
+    result.assert_outcomes(passed=6, errors=2)  # E: no measurement, as a model error
+    assert "the metric odd_metric returned nan for instance q002: not a score" in text
+    report = json.loads(out.read_text())  # strict JSON: no NaN token anywhere
+    instances = {i["instance_id"]: i for i in report["instances"]}
+    for nan_id in ("q002", "q005"):
+        inst = instances[nan_id]
+        assert inst["score"] is None and inst["score_nan"] is True
+        assert "returned nan" in inst["error"]
+    assert instances["q001"]["score"] == 0.75 and instances["q001"]["raw_score"] is None
+    assert instances["q001"]["nan_fields"] == ["raw_score"] and "score_nan" not in instances["q001"]
+    assert instances["q003"]["metrics"]["ratio"] is None and instances["q003"]["nan_fields"] == ["metrics.ratio"]
+    assert "nan_fields" not in instances["q004"]
+    [bench] = report["benchmarks"]
+    # the mean of the six scored instances: q000 q004 q006 are "yes" (1.0), q001 q003 q007 "no" (0.75)
+    assert bench["mean"] == pytest.approx(0.875) and bench["n_errors"] == 2
+
+
+def test_without_nan_scores_makes_a_nan_score_an_error_of_its_instance():
+    records = [{"score": float("nan"), "raw_score": float("nan"), "missed": True},
+               {"score": 0.5, "raw_score": float("nan")},
+               {"score": float("inf"), "error": "kept"}]
+    fixed = without_nan_scores(records)
+    assert fixed[0] == {"score": None, "raw_score": None, "missed": False, "score_nan": True,
+                        "error": "the metric returned nan for this instance: not a score"}
+    assert fixed[1] is records[1]  # a finite score is left alone (its raw NaN is json_safe's business)
+    assert fixed[2]["score"] is None and fixed[2]["error"] == "kept" and fixed[2]["score_nan"] is True
+    assert math.isnan(records[0]["score"])  # the caller's records are not changed
+
+
+def test_write_json_never_raises_on_a_nan_and_flags_where_it_was(tmp_path):
+    numpy = pytest.importorskip("numpy")
+    results = {"run": {"x": float("nan")}, "benchmarks": [{"mean": float("inf"), "ci": [numpy.float32("nan"), 1.0]}],
+               "instances": [{"instance_id": "a", "score": float("nan"), "metrics": {"m": [1.0, float("-inf")]}},
+                             {"instance_id": "b", "score": 1.0}]}
+    path = tmp_path / "r.json"
+    write_json(results, path)
+    data = json.loads(path.read_text())
+    assert data["run"]["x"] is None and data["benchmarks"][0] == {"mean": None, "ci": [None, 1.0]}
+    a, b = data["instances"]
+    assert a["score"] is None and a["score_nan"] is True and a["nan_fields"] == ["metrics.m[1]", "score"]
+    assert b == {"instance_id": "b", "score": 1.0}
+    assert json_safe({"instances": []}) == {"instances": []}
