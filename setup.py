@@ -1,0 +1,16 @@
+"""What pyproject.toml cannot say: the suite in benchmarks/ ships inside the package as ``pytest_medhelm.suite``.
+
+benchmarks/ stays the one copy of the 37 test modules (``pytest benchmarks`` from a checkout); the wheel maps it
+to ``pytest_medhelm/suite`` so that an installed plugin runs it with ``pytest --pyargs pytest_medhelm.suite``.
+Every other setting is in pyproject.toml.
+"""
+
+from setuptools import find_packages, setup
+
+SUITE = "pytest_medhelm.suite"
+
+setup(
+    packages=find_packages(include=["pytest_medhelm", "pytest_medhelm.*"])
+    + [SUITE] + [f"{SUITE}.{name}" for name in find_packages("benchmarks")],
+    package_dir={SUITE: "benchmarks"},
+)
