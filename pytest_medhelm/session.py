@@ -834,6 +834,10 @@ class MedhelmSession:
             rec.update(benchmark=case.benchmark, model=case.model,
                        instance_id=case.instance.id if case.instance else None,
                        subset=case.instance.subset if case.instance else "")
+            if case.instance is not None and self.run_config.report_text:  # opt-in: may be patient data
+                from pytest_medhelm.report.texts import instance_texts
+
+                rec.update(instance_texts(case.instance))
             if excinfo is not None and excinfo.errisinstance(Missed):
                 rec["missed"] = True
                 if self.run_config.strict:

@@ -82,9 +82,10 @@ def test_instance_rows_carry_hash_answer_expected_score_and_jury(page, results):
     assert set(blocks) == set(BENCHMARKS)
     mts = blocks["mtsamples"]
     assert len(mts) == 12
-    model, iid, sha, answer, expected, score, raw, missed, error, jury = mts[0]
+    model, iid, sha, answer, expected, score, raw, missed, error, jury, question, reference = mts[0]
     assert model in MODELS and len(sha) == 64 and answer.startswith("Plan") and expected.startswith("Reference")
     assert 0 <= score <= 1 and 1 <= raw <= 5 and error is None
+    assert question is None and reference is None  # not asked for: the texts stay out of the report
     labels = {j[0] for j in jury}
     assert {f"{judge} / {c}" for judge in JUDGES[:2] for c in ("accuracy", "completeness", "clarity")} <= labels
     assert any(j[2].endswith("accurate <b>dose</b>") for j in jury)
@@ -395,3 +396,44 @@ def test_chromium_heatmap_numbers_are_readable_on_every_cell(browser, results, t
         background = max(set(colours), key=colours.count)  # the cell's fill around the glyphs
         painted[text] = max(contrast_ratio(c, background) for c in colours)  # the glyphs' strongest ink
     assert min(painted.values()) >= 4.5, sorted(painted.items(), key=lambda kv: kv[1])[:5]
+
+
+def with_texts(results: dict) -> dict:
+    """The sample run as --medhelm-report-text records it: each instance with its question and reference."""
+    import copy
+
+    texts = copy.deepcopy(results)
+    for inst in texts["instances"]:
+        inst["question"] = f"Question of {inst['benchmark']} {inst['instance_id']}: chest pain?\nA. yes\nB. no"
+        inst["reference"] = "A. yes"
+    return texts
+
+
+def test_questions_and_references_only_when_asked_for(results):
+    plain = render_html(results)
+    assert "Questions and references are not in this report" in plain
+    assert "--medhelm-report-text (ini: medhelm_report_text = true)" in plain  # says how
+    assert "chest pain?" not in plain
+    shown = render_html(with_texts(results))
+    assert "This report holds each instance's question and reference" in shown
+    rows = [row for block in data_blocks(shown) for row in block["rows"]]
+    assert all(row[10].startswith("Question of ") and row[11] == "A. yes" for row in rows)
+
+
+def test_chromium_shows_the_question_and_the_reference(browser, results, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    path = write_html(with_texts(results), tmp_path / "texts.html")
+    browser.get(path.as_uri())
+    deadline = time.monotonic() + 20
+    while browser.execute_script("return document.documentElement.getAttribute('data-medhelm-ready')") != "1":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#instances-table tbody tr:first-child td'))"
+        ".map(function (td) { return td.textContent; })")
+    assert first[2].startswith("Question of ") and first[2].endswith("chest pain?\nA. yes\nB. no")
+    assert first[4] == "A. yes"
+    box = browser.find_element(By.ID, "search")
+    box.send_keys("id003: chest pain")  # the question is searchable: that instance, for each model
+    wait_rows(browser, len(MODELS))

@@ -12,8 +12,8 @@ Sections, after the paper's figures:
 * category scores per model (Figure 4) as labelled bars, each model with its own colour (Okabe-Ito) *and* fill
   pattern, the value printed beside every bar;
 * cost versus win rate (Figure 5), labelled points;
-* a per-benchmark drill-down of instances (prompt hash, answer, expected, score, judge explanations) with a
-  search box and a "misses only" filter. Instance rows are embedded as JSON, one ``<script
+* a per-benchmark drill-down of instances (the question, or the prompt's hash when the question is not included
+  (see :mod:`pytest_medhelm.report.texts`), answer, expected, score, judge explanations) with a search box and a "misses only" filter. Instance rows are embedded as JSON, one ``<script
   type="application/json">`` block per benchmark, parsed and turned into table rows only when that benchmark is
   shown, a page of rows at a time: a run of 100,000 instances stays usable. Long texts are cut at ``max_text``
   characters (the JSON results file keeps them whole).
@@ -254,7 +254,8 @@ def _instance_rows(results: Mapping[str, Any], max_text: int) -> dict[str, list[
             inst.get("model") or "", str(inst.get("instance_id") or ""), inst.get("prompt_sha256") or "",
             _clip(answer, max_text), _clip(inst.get("expected"), max_text), _finite(inst.get("score")),
             _finite(inst.get("raw_score")), 1 if _is_miss(inst) else 0, _clip(inst.get("error"), max_text) or None,
-            jury_entries(inst, max_text)])
+            jury_entries(inst, max_text), _clip(inst.get("question"), max_text) or None,
+            _clip(inst.get("reference"), max_text) or None])
     return rows
 
 
@@ -547,16 +548,25 @@ def _drilldown(results: Mapping[str, Any], max_text: int) -> str:
     controls = (
         "<div class=\"controls\">"
         "<label>Benchmark <select id=\"bench-select\">" + "".join(options) + "</select></label> "
-        "<label>Search <input type=\"search\" id=\"search\" placeholder=\"answer, expected, id, hash, model…\" "
+        "<label>Search <input type=\"search\" id=\"search\" placeholder=\"question, answer, expected, id, model…\" "
         "autocomplete=\"off\"></label> "
         "<label><input type=\"checkbox\" id=\"misses-only\"> misses only</label> "
         "<span id=\"row-count\" aria-live=\"polite\"></span></div>")
+    from pytest_medhelm.report.texts import HOW
+
+    if any(r[10] is not None or r[11] is not None for slug in benches for r in rows[slug]):
+        texts = (f"<p class=\"note\" id=\"texts-note\">This report holds each instance's question and reference "
+                 f"({_e(HOW)}): they may be patient data; share the report as you would the data.</p>")
+    else:
+        texts = ("<p class=\"note\" id=\"texts-note\">Questions and references are not in this report (benchmark "
+                 "data may be patient data): the Question column shows the sha256 of the prompt sent, and Expected "
+                 f"the gold answer. To show them, run with {_e(HOW)}.</p>")
     table = ("<table class=\"data instances\" id=\"instances-table\"><thead><tr><th>Model</th><th>Instance</th>"
-             "<th>Prompt sha256</th><th>Answer</th><th>Expected</th><th>Score</th><th>Judges</th></tr></thead>"
+             "<th>Question</th><th>Answer</th><th>Expected</th><th>Score</th><th>Judges</th></tr></thead>"
              "<tbody></tbody></table><button type=\"button\" id=\"show-more\" hidden>show more</button>"
              "<noscript><p>The instance table needs JavaScript; every instance is in the results JSON.</p>"
              "</noscript>")
-    return controls + table + "".join(blocks)
+    return texts + controls + table + "".join(blocks)
 
 
 CSS = """
@@ -615,7 +625,8 @@ JS = r"""
       parsed[idx] = el ? JSON.parse(el.textContent).rows : [];
       haystacks[idx] = parsed[idx].map(function (r) {
         var judges = r[9].map(function (j) { return j[0] + " " + (j[2] || ""); }).join(" ");
-        return [r[0], r[1], r[2], r[3], r[4], r[8] || "", judges].join("\u0000").toLowerCase();
+        return [r[0], r[1], r[2], r[3], r[4], r[8] || "", judges, r[10] || "", r[11] || ""].join("\u0000")
+          .toLowerCase();
       });
     }
     return parsed[idx];
@@ -632,10 +643,14 @@ JS = r"""
     if (r[8]) { tr.className = "error"; } else if (r[7]) { tr.className = "miss"; }
     td = document.createElement("td"); td.textContent = r[0]; tr.appendChild(td);
     td = document.createElement("td"); td.textContent = r[1]; tr.appendChild(td);
-    td = document.createElement("td"); td.className = "hash"; td.title = r[2];
-    td.textContent = r[2] ? r[2].slice(0, 12) + "…" : "–"; tr.appendChild(td);
+    td = document.createElement("td");
+    if (r[10]) { text(td, r[10]); td.title = "prompt sha256 " + r[2]; } else {
+      td.className = "hash"; td.title = "prompt sha256 " + r[2] + " (the question is not in this report)";
+      td.textContent = r[2] ? "sha256 " + r[2].slice(0, 12) + "…" : "–";
+    }
+    tr.appendChild(td);
     td = document.createElement("td"); text(td, r[8] ? "error: " + r[8] : r[3]); tr.appendChild(td);
-    td = document.createElement("td"); text(td, r[4]); tr.appendChild(td);
+    td = document.createElement("td"); text(td, r[11] || r[4]); tr.appendChild(td);
     td = document.createElement("td"); td.className = "score";
     td.textContent = r[8] ? "error" : fmt(r[5]) + (r[7] ? " ✗ miss" : "");
     if (r[6] !== null && r[6] !== r[5]) { td.title = "raw " + r[6]; }
