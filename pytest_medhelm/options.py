@@ -1,4 +1,4 @@
-"""The command-line options and ini keys of the interface contract (DESIGN.md), declared once.
+"""The command-line options and ini keys of the interface contract (docs/contract.md), declared once.
 
 Every option ``--medhelm-<name>`` has an ini key ``medhelm_<name>`` unless noted. The command line wins over the
 ini file. Cheap syntax checks run as argparse ``type=`` functions so that a bad value is a usage error (exit 4)
