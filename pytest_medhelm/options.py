@@ -207,7 +207,8 @@ def add_options(parser: Any) -> None:
         group.addoption(f"--medhelm-{opt.name}", **kwargs)
         if opt.ini:
             ini_type = "linelist" if opt.repeat else ("bool" if opt.flag else "string")
-            parser.addini(opt.dest, f"default for --medhelm-{opt.name}", type=ini_type, default=None)
+            parser.addini(opt.dest, f"default for --medhelm-{opt.name}" + (" (relative to the ini file)" if opt.path
+                                                                               else ""), type=ini_type, default=None)
     parser.addini(INI_THRESHOLDS, "gates, one NAME>=VALUE per line (see --medhelm-threshold)", type="linelist",
                   default=[])
 

@@ -92,3 +92,10 @@ def test_the_installed_suite_runs_from_a_users_directory(installed, user_project
     assert server.count == 3  # the server always answers A ("yes"): two of three right
     [bench] = json.loads(out.read_text())["benchmarks"]
     assert (bench["slug"], bench["n"], round(bench["mean"], 4)) == ("pubmedqa", 3, 0.6667)
+
+    # one category of the installed suite, under xdist, asking the server again (no cache)
+    dist = run_user(installed, user_project, "--pyargs", "pytest_medhelm.suite.medical_research", "-n", "2",
+                    "--medhelm-model", "openai/m", "--medhelm-api-base", server.url, "--medhelm-data-dir",
+                    "medhelm-data", "--medhelm-benchmark", "pubmedqa", "--medhelm-cache", "off")
+    assert dist.returncode == 0, dist.stdout + dist.stderr
+    assert "2 passed, 1 missed" in dist.stdout and server.count == 6
