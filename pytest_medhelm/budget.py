@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from pytest_medhelm.cost import Price, cost
+from pytest_medhelm.cost import Price, cost, format_usd
 from pytest_medhelm.models.request import ModelError
 
 if TYPE_CHECKING:
@@ -74,10 +74,6 @@ def usd_limit(value: float) -> str:
     """The limit as the user wrote it: ``0.05``, ``10``, ``12.5`` (no trailing zeros)."""
     text = f"{value:.6f}".rstrip("0").rstrip(".")
     return text if text != "0" or value == 0 else repr(value)
-
-
-def _money(value: float) -> str:
-    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
 
 
 class BudgetExhausted(ModelError):
@@ -279,7 +275,7 @@ class Budget:
         """One line for the terminal."""
         with self._lock:
             spent, not_sent = float(self._spent), self._not_sent
-        text = f"medhelm budget: spent {_money(spent)} of {_money(self.limit_usd)}"
+        text = f"medhelm budget: spent {format_usd(spent)} of {format_usd(self.limit_usd)}"
         if not_sent:
             text += (f"; {not_sent} request{'s' if not_sent != 1 else ''} not sent "
                      f"(their items are skipped)")
