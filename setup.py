@@ -5,12 +5,13 @@ to ``pytest_medhelm/suite`` so that an installed plugin runs it with ``pytest --
 Every other setting is in pyproject.toml.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 SUITE = "pytest_medhelm.suite"
 
 setup(
-    packages=find_packages(include=["pytest_medhelm", "pytest_medhelm.*"])
-    + [SUITE] + [f"{SUITE}.{name}" for name in find_packages("benchmarks")],
+    # namespace packages too (a folder without __init__.py, like pytest_medhelm/report, is a package as well)
+    packages=find_namespace_packages(include=["pytest_medhelm", "pytest_medhelm.*"])
+    + [SUITE] + [f"{SUITE}.{name}" for name in find_namespace_packages("benchmarks", exclude=["*__pycache__*"])],
     package_dir={SUITE: "benchmarks"},
 )
