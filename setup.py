@@ -11,7 +11,7 @@ SUITE = "pytest_medhelm.suite"
 
 setup(
     # namespace packages too (a folder without __init__.py, like pytest_medhelm/report, is a package as well)
-    packages=find_namespace_packages(include=["pytest_medhelm", "pytest_medhelm.*"])
+    packages=find_namespace_packages(include=["pytest_medhelm", "pytest_medhelm.*"], exclude=["*__pycache__*"])
     + [SUITE] + [f"{SUITE}.{name}" for name in find_namespace_packages("benchmarks", exclude=["*__pycache__*"])],
     package_dir={SUITE: "benchmarks"},
 )
