@@ -56,7 +56,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from pytest_medhelm.cost import Price, cost
+from pytest_medhelm.cost import Price, cost, format_usd
 from pytest_medhelm.models.request import BudgetExhausted
 
 if TYPE_CHECKING:
@@ -80,8 +80,6 @@ def usd_limit(value: float) -> str:
     return text if text != "0" or value == 0 else repr(value)
 
 
-def _money(value: float) -> str:
-    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
 
 
 def is_local(spec: "ModelSpec") -> bool:
@@ -347,7 +345,7 @@ class Budget:
         """One line for the terminal."""
         state = self._state()
         spent, not_sent = float(state.spent), state.not_sent
-        text = f"medhelm budget: spent {_money(spent)} of {_money(self.limit_usd)}"
+        text = f"medhelm budget: spent {format_usd(spent)} of {format_usd(self.limit_usd)}"
         if not_sent:
             text += (f"; {not_sent} request{'s' if not_sent != 1 else ''} not sent "
                      f"(their items are skipped)")

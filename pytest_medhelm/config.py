@@ -14,7 +14,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pytest_medhelm.options import INI_THRESHOLDS, OPTIONS, parse_threshold, raw_value
+from pytest_medhelm.options import INI_THRESHOLDS, OPTIONS, Option, from_ini, parse_threshold, raw_value
 
 
 class Threshold(BaseModel):
@@ -65,6 +65,7 @@ class RunConfig(BaseModel):
     local_only: bool = False
     #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
     data_unverified: tuple[str, ...] = ()
+    report_text: bool = False
 
     @field_validator("jury_api_base")
     @classmethod
@@ -117,7 +118,8 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
 
     for slug in values["medhelm_benchmark"] or []:
         if slug not in known_benchmarks:
-            raise _usage(f"--medhelm-benchmark {slug!r}: unknown benchmark; known: {', '.join(sorted(known_benchmarks))}")
+            raise _usage(f"{_where(config, OPTION['medhelm_benchmark'])} {slug!r}: unknown benchmark; known: "
+                         f"{', '.join(sorted(known_benchmarks))}")
     for slug in values["medhelm_data_unverified"] or []:
         if slug not in known_benchmarks:
             raise _usage(f"--medhelm-data-unverified {slug!r} (ini key medhelm_data_unverified): unknown benchmark; "
@@ -127,9 +129,14 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
     for name, _drop in values["medhelm_compare_fail"] or []:
         if name.lower() != "overall":
             _threshold(name, 0.0, known_benchmarks, what=f"--medhelm-compare-fail {name}:{_drop:g}")
+    given = dict(values)
+    for opt in OPTIONS:
+        if opt.path and values[opt.dest] is not None:
+            values[opt.dest] = _resolve(config, opt, values[opt.dest])
     prices = values["medhelm_prices"]
-    if prices is not None and not Path(prices).is_file():
-        raise _usage(f"--medhelm-prices {prices!r}: no such file (expected a TOML file of model prices)")
+    if prices is not None and not prices.is_file():
+        raise _usage(f"{_named(config, 'medhelm_prices', given, prices)}: no such file (expected a TOML file of "
+                     "model prices)")
     if prices is not None:
         from pytest_medhelm.cost import PricesError, parse_prices
 
@@ -139,14 +146,9 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             raise _usage(str(exc)) from None
 
     data_dir = values["medhelm_data_dir"]
-    if data_dir is not None:
-        data_dir = Path(data_dir)
-        if not data_dir.is_absolute():
-            data_dir = Path.cwd() / data_dir
-        if not data_dir.is_dir():
-            raise _usage(f"--medhelm-data-dir {values['medhelm_data_dir']!r}: not a directory")
-    cache_dir = values["medhelm_cache_dir"]
-    cache_dir = Path(cache_dir) if cache_dir else rootdir / ".medhelm_cache"
+    if data_dir is not None and not data_dir.is_dir():
+        raise _usage(f"{_named(config, 'medhelm_data_dir', given, data_dir)}: not a directory")
+    cache_dir = values["medhelm_cache_dir"] or rootdir / ".medhelm_cache"
 
     try:
         return RunConfig(
@@ -182,10 +184,47 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             html_path=values["medhelm_html"],
             local_only=bool(values["medhelm_local_only"]),
             data_unverified=tuple(values["medhelm_data_unverified"] or ()),
+            report_text=bool(values["medhelm_report_text"]),
         )
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+        problems = "; ".join(f"{_field_name(config, err['loc'])}: {err['msg']}" for err in exc.errors())
         raise _usage(problems) from None
+
+
+OPTION = {opt.dest: opt for opt in OPTIONS}
+#: RunConfig fields whose name is not the option's
+_FIELD_OPTION = {"models": "model", "benchmarks": "benchmark", "thresholds": "threshold", "json_path": "json",
+                 "markdown_path": "markdown", "html_path": "html", "list_benchmarks": "list", "judges": "jury"}
+
+
+def _where(config: pytest.Config, opt: Option) -> str:
+    """``--medhelm-<name>``, or ``ini key medhelm_<name> (in FILE)`` when the value came from the ini file."""
+    if from_ini(config, opt):
+        return f"ini key {opt.dest} (in {config.inipath})" if config.inipath else f"ini key {opt.dest}"
+    return f"--medhelm-{opt.name}"
+
+
+def _named(config: pytest.Config, dest: str, given: dict[str, Any], path: Path) -> str:
+    """The option or ini key, the value as written, and the path it was resolved to when that differs."""
+    text = f"{_where(config, OPTION[dest])} {str(given[dest])!r}"
+    return text if str(given[dest]) == str(path) else f"{text} (resolved to {path})"
+
+
+def _field_name(config: pytest.Config, loc: tuple) -> str:
+    field = str(loc[0]) if loc else ""
+    opt = OPTION.get("medhelm_" + _FIELD_OPTION.get(field, field))
+    return _where(config, opt) if opt is not None else ".".join(str(p) for p in loc)
+
+
+def _resolve(config: pytest.Config, opt: Option, value: str | Path) -> Path:
+    """A path option as an absolute path: relative to the ini file's directory when it came from the ini file
+    (as pytest resolves its own path options), else to the directory pytest was invoked from."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return path
+    if from_ini(config, opt) and config.inipath is not None:
+        return Path(config.inipath).parent / path
+    return Path(config.invocation_params.dir) / path
 
 
 def _threshold(name: str, value: float, known_benchmarks: set[str], what: str = "") -> Threshold:

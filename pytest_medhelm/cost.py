@@ -84,6 +84,31 @@ def add_costs(costs: Iterable[float | None]) -> float | None:
     return math.fsum(values)
 
 
+def format_usd(value: float | None) -> str:
+    """A cost as people read it: ``unknown`` when no price is known (never $0), ``$1,234.56`` from a dollar on,
+    and below a dollar at least four decimals and two significant digits (``$0.0012``, ``$0.0000075``), so that
+    a small known cost never prints as ``$0.0000``. Every report (terminal, Markdown, HTML, dry run) uses this."""
+    if value is None or not math.isfinite(value):
+        return "unknown"
+    if value == 0:
+        return "$0.00"
+    if abs(value) >= 1:
+        return f"${value:,.2f}"
+    decimals = max(4, 1 - math.floor(math.log10(abs(value))))
+    return f"${value:.{decimals}f}"
+
+
+def model_row_costs(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The model's, the jury's and the total cost of a ``results["models"]`` row, as the reports print them.
+
+    The jury's is ``-`` when no judge was asked (no jury tokens at no cost); the total is unknown when either part
+    is. Terminal, Markdown and HTML leaderboards all show these three."""
+    model, jury = row.get("cost_usd"), row.get("jury_cost_usd")
+    no_jury = jury == 0 and not (row.get("jury_tokens_in") or row.get("jury_tokens_out"))
+    total = add_costs([model, jury if "jury_cost_usd" in row else 0.0])
+    return format_usd(model), "-" if no_jury else format_usd(jury), format_usd(total)
+
+
 def import_litellm() -> Any:
     """litellm, imported so that it never fetches its price table from the internet."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

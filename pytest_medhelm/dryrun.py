@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pytest_medhelm.cost import Prices, add_costs, cost
+from pytest_medhelm.cost import Prices, add_costs, cost, format_usd
 from pytest_medhelm.jury.scoring import JUDGE_MAX_TOKENS
 from pytest_medhelm.tokens import TokenCounter
 
@@ -151,13 +151,9 @@ def usd(value: float | None, known_part: float | None = None) -> str:
     """``$1,234.56`` (``$0.0012`` below a dollar), ``unknown``, or ``$X + unknown`` when only part is priced."""
     if value is None:
         if known_part:
-            return f"{_money(known_part)} + unknown"
+            return f"{format_usd(known_part)} + unknown"
         return "unknown"
-    return _money(value)
-
-
-def _money(value: float) -> str:
-    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
+    return format_usd(value)
 
 
 def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_tokens: int = JUDGE_MAX_TOKENS) -> str:

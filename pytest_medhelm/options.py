@@ -1,4 +1,4 @@
-"""The command-line options and ini keys (the README's table), declared once.
+"""The command-line options and ini keys of the interface contract (docs/contract.md), declared once.
 
 Every option ``--medhelm-<name>`` has an ini key ``medhelm_<name>`` unless noted. The command line wins over the
 ini file. Cheap syntax checks run as argparse ``type=`` functions so that a bad value is a usage error (exit 4)
@@ -118,6 +118,9 @@ class Option(NamedTuple):  # (not a frozen dataclass: building one costs millise
     #: "?" for an option whose value may be left out (then ``const``)
     nargs: str | None = None
     const: Any = None
+    #: a file or directory: relative to the invocation directory on the command line, to the ini file's directory
+    #: in the ini file (as pytest does for its own path options)
+    path: bool = False
 
     @property
     def dest(self) -> str:
@@ -132,10 +135,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG"),
     Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
            parse=_positive_int("--medhelm-max-instances"), metavar="N"),
-    Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR"),
+    Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR",
+           path=True),
     Option("data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "
            "sha256 (repeatable; recorded in the results as run.data_unverified)", repeat=True, metavar="SLUG"),
-    Option("cache-dir", "answer cache directory (default .medhelm_cache beside .pytest_cache)", metavar="DIR"),
+    Option("cache-dir", "answer cache directory (default .medhelm_cache beside .pytest_cache)", metavar="DIR",
+           path=True),
     Option("cache", "on: read and write; refresh: ask again once; off: keep nothing",
            parse=_choice("--medhelm-cache", ("on", "off", "refresh")), metavar="on|off|refresh", default="on"),
     Option("concurrency", "requests in flight at once (default 16)",
@@ -147,8 +152,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("threshold", "a gate NAME>=VALUE (benchmark slug, category or 'overall'; VALUE in [0, 1]); "
            "repeatable; ini key medhelm_thresholds, one per line", repeat=True, parse=parse_threshold,
            metavar="SPEC", ini=False),
-    Option("json", "write the run's results as JSON", metavar="PATH", ini=True),
-    Option("markdown", "write a Markdown summary (for a pull-request comment)", metavar="PATH"),
+    Option("json", "write the run's results as JSON", metavar="PATH", path=True),
+    Option("markdown", "write a Markdown summary (for a pull-request comment)", metavar="PATH", path=True),
     Option("strict", "misses count as failures", flag=True, default=False),
     Option("strict-gates", "a gate on a benchmark or category that was deselected (-k, -m, --medhelm-benchmark) "
            "fails instead of being reported as not evaluated", flag=True, default=False),
@@ -182,8 +187,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("budget", "stop sending requests before spending more than USD", parse=_non_negative_float(
         "--medhelm-budget"), metavar="USD"),
     Option("prices", "TOML file of prices for models litellm does not know: [\"model\"] input_per_million, "
-           "output_per_million (USD)", metavar="FILE"),
-    Option("html", "write a self-contained HTML report", metavar="PATH"),
+           "output_per_million (USD)", metavar="FILE", path=True),
+    Option("html", "write a self-contained HTML report", metavar="PATH", path=True),
+    Option("report-text", "put each instance's question and reference text in the results JSON and the HTML "
+           "report (off by default: they may hold patient data)", flag=True, default=False),
     # data governance
     Option("local-only", "refuse to send gated or private benchmark data to an endpoint that is not on loopback "
            "or a private network", flag=True, default=False),
@@ -207,7 +214,8 @@ def add_options(parser: Any) -> None:
         group.addoption(f"--medhelm-{opt.name}", **kwargs)
         if opt.ini:
             ini_type = "linelist" if opt.repeat else ("bool" if opt.flag else "string")
-            parser.addini(opt.dest, f"default for --medhelm-{opt.name}", type=ini_type, default=None)
+            parser.addini(opt.dest, f"default for --medhelm-{opt.name}" + (" (relative to the ini file)" if opt.path
+                                                                               else ""), type=ini_type, default=None)
     parser.addini(INI_THRESHOLDS, "gates, one NAME>=VALUE per line (see --medhelm-threshold)", type="linelist",
                   default=[])
 
@@ -220,6 +228,12 @@ def option_given(config: Any) -> bool:
         if opt.ini and config.getini(opt.dest) not in (None, [], "", False):
             return True
     return bool(config.getini(INI_THRESHOLDS))
+
+
+def from_ini(config: Any, opt: Option) -> bool:
+    """Does the option's value come from the ini file (not given on the command line, set in the ini file)?"""
+    return (config.getoption(opt.dest) in (None, []) and opt.ini
+            and config.getini(opt.dest) not in (None, [], ""))
 
 
 def raw_value(config: Any, opt: Option) -> Any:

@@ -61,6 +61,9 @@ def pytest_cmdline_main(config: pytest.Config):
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    from pytest_medhelm.catalogue.registration import install_guard
+
+    install_guard(config)  # benchmarks registered by a conftest that is loaded later would come too late
     if option_given(config):
         run = start_run(config)
         run.run_config  # validate now: a bad value is a usage error before anything runs

@@ -374,7 +374,7 @@ def test_fifty_jobs_at_concurrency_4_with_room_for_ten(tmp_path):
     s = sched.stats
     assert (s["requests"], s["answers"], s["failed"], s["not_sent_budget"], s["retries"]) == (10, 10, 0, 40, 0)
     assert sched.summary() == "40 request(s) not sent (--medhelm-budget reached)"
-    assert budget.summary() == ("medhelm budget: spent $0.0002 of $0.0002; 40 requests not sent "
+    assert budget.summary() == ("medhelm budget: spent $0.00015 of $0.00016; 40 requests not sent "
                                 "(their items are skipped)")
 
 

@@ -82,9 +82,10 @@ def test_instance_rows_carry_hash_answer_expected_score_and_jury(page, results):
     assert set(blocks) == set(BENCHMARKS)
     mts = blocks["mtsamples"]
     assert len(mts) == 12
-    model, iid, sha, answer, expected, score, raw, missed, error, jury = mts[0]
+    model, iid, sha, answer, expected, score, raw, missed, error, jury, question, reference = mts[0]
     assert model in MODELS and len(sha) == 64 and answer.startswith("Plan") and expected.startswith("Reference")
     assert 0 <= score <= 1 and 1 <= raw <= 5 and error is None
+    assert question is None and reference is None  # not asked for: the texts stay out of the report
     labels = {j[0] for j in jury}
     assert {f"{judge} / {c}" for judge in JUDGES[:2] for c in ("accuracy", "completeness", "clarity")} <= labels
     assert any(j[2].endswith("accurate <b>dose</b>") for j in jury)
@@ -335,3 +336,104 @@ def test_chromium_opens_a_large_report(browser, results, tmp_path):
     browser.find_element("id", "misses-only").click()
     wait_rows(browser, 500)
     assert browser.find_element("id", "row-count").text.startswith("showing 500 of 5000 matching")
+
+
+def spread_results(results: dict) -> dict:
+    """The sample run with 21 benchmark rows whose scores span 0 to 1 (both models: i/20 and 1 - i/20)."""
+    import copy
+
+    spread = copy.deepcopy(results)
+    template = spread["benchmarks"][0]
+    spread["benchmarks"] = [dict(template, slug=f"s{i:02d}", model=model, mean=mean, ci_low=mean, ci_high=mean)
+                            for i in range(21)
+                            for model, mean in ((MODELS[0], i / 20), (MODELS[1], (20 - i) / 20))]
+    return spread
+
+
+def _rgb(css: str) -> str:
+    """``rgb(r, g, b)`` (a computed style) → ``#rrggbb``."""
+    r, g, b = (int(float(v)) for v in re.findall(r"[\d.]+", css)[:3])
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def test_chromium_heatmap_numbers_are_readable_on_every_cell(browser, results, tmp_path):
+    """Every printed score has a WCAG contrast of at least 4.5:1 against its cell, as the browser computes the
+    colours after the style sheet and as it paints them (a screenshot of the heatmap, pixel by pixel)."""
+    import io
+
+    from PIL import Image
+    from selenium.webdriver.common.by import By
+
+    from pytest_medhelm.report.html import contrast_ratio
+
+    path = write_html(spread_results(results), tmp_path / "spread.html")
+    browser.get(path.as_uri())
+    deadline = time.monotonic() + 20
+    while browser.execute_script("return document.documentElement.getAttribute('data-medhelm-ready')") != "1":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    cells = browser.execute_script("""
+        var svg = document.getElementById('heatmap-chart').getBoundingClientRect();
+        return Array.from(document.querySelectorAll('#heatmap-chart g.cell:not(.empty)')).map(function (g) {
+          var t = g.querySelector('text'), r = g.querySelector('rect'), b = t.getBoundingClientRect();
+          return [t.textContent, getComputedStyle(t).fill, getComputedStyle(r).fill,
+                  b.left - svg.left, b.top - svg.top, b.width, b.height]; });""")
+    assert len(cells) == 42
+    computed = {text: contrast_ratio(_rgb(ink), _rgb(bg)) for text, ink, bg, *_box in cells}
+    assert min(computed.values()) >= 4.5, sorted(computed.items(), key=lambda kv: kv[1])[:5]
+
+    heatmap = browser.find_element(By.ID, "heatmap-chart")
+    png = heatmap.screenshot_as_png
+    (tmp_path / "heatmap.png").write_bytes(png)  # kept with the test's files for a person to look at
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    scale = image.width / heatmap.rect["width"]
+    painted = {}
+    for text, ink, bg, left, top, width, height in cells:
+        box = image.crop((round(left * scale), round(top * scale), round((left + width) * scale),
+                          round((top + height) * scale)))
+        raw = box.tobytes()
+        colours = [f"#{raw[i]:02x}{raw[i + 1]:02x}{raw[i + 2]:02x}" for i in range(0, len(raw), 3)]
+        background = max(set(colours), key=colours.count)  # the cell's fill around the glyphs
+        painted[text] = max(contrast_ratio(c, background) for c in colours)  # the glyphs' strongest ink
+    assert min(painted.values()) >= 4.5, sorted(painted.items(), key=lambda kv: kv[1])[:5]
+
+
+def with_texts(results: dict) -> dict:
+    """The sample run as --medhelm-report-text records it: each instance with its question and reference."""
+    import copy
+
+    texts = copy.deepcopy(results)
+    for inst in texts["instances"]:
+        inst["question"] = f"Question of {inst['benchmark']} {inst['instance_id']}: chest pain?\nA. yes\nB. no"
+        inst["reference"] = "A. yes"
+    return texts
+
+
+def test_questions_and_references_only_when_asked_for(results):
+    plain = render_html(results)
+    assert "Questions and references are not in this report" in plain
+    assert "--medhelm-report-text (ini: medhelm_report_text = true)" in plain  # says how
+    assert "chest pain?" not in plain
+    shown = render_html(with_texts(results))
+    assert "This report holds each instance's question and reference" in shown
+    rows = [row for block in data_blocks(shown) for row in block["rows"]]
+    assert all(row[10].startswith("Question of ") and row[11] == "A. yes" for row in rows)
+
+
+def test_chromium_shows_the_question_and_the_reference(browser, results, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    path = write_html(with_texts(results), tmp_path / "texts.html")
+    browser.get(path.as_uri())
+    deadline = time.monotonic() + 20
+    while browser.execute_script("return document.documentElement.getAttribute('data-medhelm-ready')") != "1":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#instances-table tbody tr:first-child td'))"
+        ".map(function (td) { return td.textContent; })")
+    assert first[2].startswith("Question of ") and first[2].endswith("chest pain?\nA. yes\nB. no")
+    assert first[4] == "A. yes"
+    box = browser.find_element(By.ID, "search")
+    box.send_keys("id003: chest pain")  # the question is searchable: that instance, for each model
+    wait_rows(browser, len(MODELS))

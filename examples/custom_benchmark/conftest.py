@@ -1,37 +1,55 @@
-"""A benchmark of your own, next to MedHELM's: a CSV of yes/no questions about your clinic's notes.
+"""A benchmark of your own, next to MedHELM's: yes/no triage questions about your clinic's messages.
 
-Run it:  pytest examples/custom_benchmark --medhelm-model local/smollm2 --medhelm-data-dir examples/custom_benchmark/data
+The whole authoring API in one file: the data file, an instance builder, a prompt, a metric, and the registration
+hook. Run it (the data folder is the benchmark's own ``data_dir``, so no --medhelm-data-dir is needed):
+
+    pytest examples/custom_benchmark --medhelm-model local/smollm2
+
+Register benchmarks here, in a conftest.py that pytest loads at start-up (the rootdir's, or that of a directory
+named on the command line), or in a plugin: a conftest in a subfolder is loaded too late and is refused.
 """
-
-import csv
 
 from pytest_medhelm.catalogue.definition import Benchmark, Instance
 from pytest_medhelm.data.readers import read_csv_rows
 from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
-from pytest_medhelm.prompting import MultipleChoicePrompt
+from pytest_medhelm.metrics.base import Score
+from pytest_medhelm.prompting import GenerationPrompt
 
 
 def build_instances(files):
-    """One instance per row of triage.csv (columns id, note, question, answer with answer yes or no)."""
+    """One instance per row of triage.csv (columns id, note, question, answer; answer is yes or no)."""
     rows = read_csv_rows(files["triage.csv"], ["id", "note", "question", "answer"])
-    return [Instance(id=row["id"], input=f"{row['note']}\n\nQuestion: {row['question']}\n",
-                     choices=("yes", "no"), correct=("yes", "no").index(row["answer"]), references=(row["answer"],))
+    return [Instance(id=row["id"], input=f"{row['note']}\nQuestion: {row['question']}", references=(row["answer"],))
             for row in rows]
+
+
+class YesNoMatch:
+    """1 when the answer's first word is the reference (yes/no), else 0."""
+
+    name = "yes_no_match"
+    binary = True  # a 0 is a miss
+    pass_mark = 1.0
+
+    def score(self, answer, instance, compat="default"):
+        words = answer.strip().lower().split()
+        said = words[0].strip(".,!") if words else ""
+        return Score(float(said == instance.references[0]), detail=f"expected {instance.references[0]!r}, "
+                                                                   f"got {answer.strip()[:40]!r}")
 
 
 TRIAGE = Benchmark(
     slug="clinic_triage",
     name="Clinic triage (example)",
-    category="administration_workflow",
+    category="administration_workflow",  # one of MedHELM's five categories (slug or display name)
     subcategory="Organizing Workflow Processes",
-    access="private",
-    kind="closed",
+    access="private",  # public | gated | private: the markers, and what --medhelm-local-only protects
+    kind="closed",  # closed | open (open-ended answers are judged by the jury)
     files=(DataFile("triage.csv", description="columns id, note, question, answer (yes or no)"),),
+    data_dir="data/clinic_triage",  # relative to this file; --medhelm-data-dir DIR/clinic_triage/ wins if present
     build_instances=build_instances,
-    prompt=MultipleChoicePrompt(instructions="Answer A for yes, B for no.", input_noun="Note"),
-    metric=MULTIPLE_CHOICE_EXACT_MATCH,
-    max_tokens=1,
+    prompt=GenerationPrompt(instructions="Answer yes or no.", input_noun="Message", output_noun="Answer"),
+    metric=YesNoMatch(),
+    max_tokens=3,
 )
 
 

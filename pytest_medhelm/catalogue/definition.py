@@ -9,6 +9,7 @@ built at collection time and must stay cheap.
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -119,8 +120,21 @@ class Benchmark:
     instance_count: int | None = None
     #: … and what the loader's filters remove (counted in :attr:`Loaded.removed`); "" when nothing is filtered
     filters: str = ""
+    #: the benchmark's own data folder, holding its files by name (``<data_dir>/<file name>``), for a benchmark
+    #: shipped with its data; relative to the folder of the file that creates the Benchmark. ``--medhelm-data-dir
+    #: DIR/<slug>/`` still wins when it holds the files. None: the usual lookup (pytest_medhelm.data.sources).
+    data_dir: str | Path | None = None
 
     def __post_init__(self) -> None:
+        from pytest_medhelm.catalogue.taxonomy import CATEGORIES, category_named
+
+        category = category_named(self.category) if isinstance(self.category, str) else None
+        if category is None:
+            raise ValueError(f"benchmark {self.slug!r}: category {self.category!r} is not a MedHELM category; "
+                             "expected one of: " + ", ".join(f"{c.slug} ({c.name})" for c in CATEGORIES))
+        object.__setattr__(self, "category", category.slug)  # a display name or code works too; kept as the slug
+        if self.data_dir is not None and not Path(self.data_dir).is_absolute():
+            object.__setattr__(self, "data_dir", _caller_dir() / self.data_dir)
         if self.access not in ACCESS_LEVELS:
             raise ValueError(f"{self.slug}: access must be one of {ACCESS_LEVELS}, got {self.access!r}")
         if self.kind not in KINDS:
@@ -134,3 +148,14 @@ class Benchmark:
         """Whether the LLM jury scores this benchmark (its metric asks for judges): the one answer to that
         question, for planning, sending, the dry run's estimate and the reports."""
         return bool(getattr(self.metric, "judged", False))
+
+def _caller_dir() -> Path:
+    """The folder of the source file whose code is creating a Benchmark (past this module and the dataclass's
+    generated ``__init__``, whose file name is ``<string>``)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename != __file__ and not filename.startswith("<"):
+            return Path(filename).resolve().parent
+        frame = frame.f_back
+    return Path.cwd()

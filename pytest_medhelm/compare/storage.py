@@ -1,6 +1,6 @@
 """Saved runs under ``<rootdir>/.medhelm/runs/``, numbered like pytest-benchmark's storage.
 
-A saved run is a results JSON (``schema_version`` 1) named ``NNNN_<name>.json``: ``NNNN``
+A saved run is a results JSON (the contract of docs/contract.md, ``schema_version`` 1) named ``NNNN_<name>.json``: ``NNNN``
 is one more than the highest number already there (``0001_base.json``, ``0002_autosave.json``, ...), ``<name>``
 the sanitized ``--medhelm-save`` name (``autosave`` for ``--medhelm-autosave``). The file is the run's results with
 three additions, so that it still reads back as a results file anywhere (a baseline, a shard to merge):

@@ -2,10 +2,12 @@
 
 Lookup order for each file of a benchmark:
 
-1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run);
-2. the user data cache (``$MEDHELM_DATA_HOME`` or ``~/.cache/pytest-medhelm/data``), ``<slug>/<file name>``,
+1. ``--medhelm-data-dir DIR`` given: ``DIR/<slug>/<file name>`` and nothing else (a fully offline run), except
+   for a benchmark that names its own ``data_dir``: there its files are found when DIR does not hold them;
+2. a benchmark's own ``data_dir`` (a custom benchmark shipped with its data): ``<data_dir>/<file name>`` only;
+3. the user data cache (``$MEDHELM_DATA_HOME`` or ``~/.cache/pytest-medhelm/data``), ``<slug>/<file name>``,
    verified against the pinned sha256 the first time it is used;
-3. a public file with a pinned URL is downloaded once into that cache, verified, and used from there.
+4. a public file with a pinned URL is downloaded once into that cache, verified, and used from there.
 
 Wherever a file is found, a run also checks it against its pinned sha256 every time (it passes a
 :class:`~pytest_medhelm.data.verification.DataVerification`; cheap, see there). A loader called on its own, as the
@@ -36,6 +38,7 @@ class Benchmark(Protocol):
     slug: str
     files: Sequence["DataFile"]
     data_help: str
+    data_dir: "str | Path | None"
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,12 @@ def sha256_of(path: Path) -> str:
 def _missing_message(benchmark: Benchmark, file: DataFile, data_dir: Path | None, why: str = "") -> str:
     where = (data_dir / benchmark.slug / file.name) if data_dir else Path("<DIR>") / benchmark.slug / file.name
     parts = [f"{benchmark.slug}: data file {file.name!r} not found" + (f" ({why})" if why else "")]
-    parts.append(f"expected at {where}" + ("" if data_dir else " with --medhelm-data-dir DIR"))
+    own = f"{Path(benchmark.data_dir) / file.name} (the benchmark's data_dir)" if benchmark.data_dir else ""
+    if own and data_dir is None:
+        parts.append(f"expected at {own}")
+    else:
+        parts.append(f"expected at {where}" + ("" if data_dir else " with --medhelm-data-dir DIR")
+                     + (f" or at {own}" if own else ""))
     if file.url:
         parts.append(f"source: {file.url}" + (f" (sha256 {file.sha256})" if file.sha256 else ""))
     if file.description:
@@ -125,10 +133,11 @@ def resolve_files(benchmark: Benchmark, data_dir: Path | None, download: bool = 
 
 
 def _resolve_one(benchmark: Benchmark, file: DataFile, data_dir: Path | None, download: bool) -> Path | None:
-    if data_dir is not None:
-        path = data_dir / benchmark.slug / file.name
-        if path.exists():
-            return path
+    own = Path(benchmark.data_dir) / file.name if benchmark.data_dir else None
+    if data_dir is not None or own is not None:
+        for path in (data_dir / benchmark.slug / file.name if data_dir is not None else None, own):
+            if path is not None and path.exists():
+                return path
         if file.optional:
             return None
         raise DataMissing(_missing_message(benchmark, file, data_dir))

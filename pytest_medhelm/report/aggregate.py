@@ -1,4 +1,4 @@
-"""From per-instance records to MedHELM's tables.
+"""From per-instance records to MedHELM's tables (docs/contract.md, "Scores and aggregation").
 
 * benchmark × model: mean of the normalized scores of scored instances, a 95% bootstrap CI, the raw mean. A
   benchmark HELM runs as several runs (MedDialog's subsets, CLEAR's conditions) is the unweighted mean of the

@@ -12,8 +12,8 @@ Sections, after the paper's figures:
 * category scores per model (Figure 4) as labelled bars, each model with its own colour (Okabe-Ito) *and* fill
   pattern, the value printed beside every bar;
 * cost versus win rate (Figure 5), labelled points;
-* a per-benchmark drill-down of instances (prompt hash, answer, expected, score, judge explanations) with a
-  search box and a "misses only" filter. Instance rows are embedded as JSON, one ``<script
+* a per-benchmark drill-down of instances (the question, or the prompt's hash when the question is not included
+  (see :mod:`pytest_medhelm.report.texts`), answer, expected, score, judge explanations) with a search box and a "misses only" filter. Instance rows are embedded as JSON, one ``<script
   type="application/json">`` block per benchmark, parsed and turned into table rows only when that benchmark is
   shown, a page of rows at a time: a run of 100,000 instances stays usable. Long texts are cut at ``max_text``
   characters (the JSON results file keeps them whole).
@@ -58,10 +58,9 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def _usd(value: Any) -> str:
-    v = _finite(value)
-    if v is None:
-        return "unknown"
-    return f"${v:,.2f}" if v >= 1 or v == 0 else f"${v:.4f}"
+    from pytest_medhelm.cost import format_usd
+
+    return format_usd(_finite(value))
 
 
 def _int(value: Any) -> str:
@@ -78,9 +77,26 @@ def viridis(t: float) -> str:
     return "#" + "".join(f"{c:02x}" for c in rgb)
 
 
+def relative_luminance(colour: str) -> float:
+    """WCAG 2 relative luminance of ``#rrggbb``."""
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(int(colour[k:k + 2], 16)) for k in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two ``#rrggbb`` colours (1 to 21; 4.5 is the minimum for normal text)."""
+    la, lb = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
 def _ink(t: float) -> str:
-    """Text colour readable on viridis(t)."""
-    return "#ffffff" if t < 0.55 else "#000000"
+    """Text colour on viridis(t): white or black, whichever contrasts more (at least 4.58:1 on any colour)."""
+    background = viridis(t)
+    return max(("#ffffff", "#000000"), key=lambda ink: contrast_ratio(ink, background))
 
 
 def _text_width(text: str, size: float = 11.0) -> float:
@@ -143,10 +159,9 @@ def _leaderboard_rows(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _total_cost(row: Mapping[str, Any]) -> float | None:
-    model, jury = _finite(row.get("cost_usd")), _finite(row.get("jury_cost_usd"))
-    if model is None or jury is None:
-        return None
-    return model + jury
+    from pytest_medhelm.cost import add_costs
+
+    return add_costs([_finite(row.get("cost_usd")), _finite(row.get("jury_cost_usd", 0.0))])
 
 
 def _is_miss(inst: Mapping[str, Any]) -> bool:
@@ -239,7 +254,8 @@ def _instance_rows(results: Mapping[str, Any], max_text: int) -> dict[str, list[
             inst.get("model") or "", str(inst.get("instance_id") or ""), inst.get("prompt_sha256") or "",
             _clip(answer, max_text), _clip(inst.get("expected"), max_text), _finite(inst.get("score")),
             _finite(inst.get("raw_score")), 1 if _is_miss(inst) else 0, _clip(inst.get("error"), max_text) or None,
-            jury_entries(inst, max_text)])
+            jury_entries(inst, max_text), _clip(inst.get("question"), max_text) or None,
+            _clip(inst.get("reference"), max_text) or None])
     return rows
 
 
@@ -259,18 +275,22 @@ def _leaderboard(results: Mapping[str, Any]) -> str:
     head = ["Rank", "Model", "Win rate", "Win SD", "Macro avg", "SD", "Tokens in", "Tokens out", "Model cost",
             "Jury tokens in", "Jury tokens out", "Jury cost", "Total cost"]
     body = []
+    from pytest_medhelm.cost import model_row_costs
+
     for rank, r in enumerate(_leaderboard_rows(results), 1):
+        model_cost, jury_cost, total_cost = ("–" if text == "-" else _e(text) for text in model_row_costs(r))
         cells = [str(rank), _e(r.get("model")), _fmt(r.get("win_rate"), 2), _fmt(r.get("win_sd"), 2),
                  _fmt(r.get("macro_avg")), _fmt(r.get("macro_sd")), _int(r.get("tokens_in")),
-                 _int(r.get("tokens_out")), _usd(r.get("cost_usd")), _int(r.get("jury_tokens_in")),
-                 _int(r.get("jury_tokens_out")), _usd(r.get("jury_cost_usd")), _usd(_total_cost(r))]
+                 _int(r.get("tokens_out")), model_cost, _int(r.get("jury_tokens_in")),
+                 _int(r.get("jury_tokens_out")), jury_cost, total_cost]
         body.append("<tr>" + "".join(("<td class=\"name\">" if i == 1 else "<td>") + c + "</td>"
                                      for i, c in enumerate(cells)) + "</tr>")
     if not body:
         body.append(f"<tr><td colspan=\"{len(head)}\">no model was scored</td></tr>")
     note = ("<p class=\"note\">Win rate: HELM's mean win rate over the benchmark columns (needs two models or "
             "more). Macro avg: the unweighted mean of the benchmark scores. Cost in USD; <em>unknown</em> where a "
-            "price is unknown (never counted as 0).</p>")
+            "price is unknown (never counted as 0; give it with <code>--medhelm-prices FILE</code>); – for the jury "
+            "when no judge was asked.</p>")
     return ("<table class=\"data\" id=\"leaderboard-table\"><thead><tr>" + "".join(f"<th scope=\"col\">{h}</th>"
                                                                                  for h in head)
             + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>" + note)
@@ -315,7 +335,8 @@ def _heatmap(results: Mapping[str, Any]) -> str:
                    f"n={r.get('n')}")
             parts.append(f"<g class=\"cell\"><title>{_e(tip)}</title><rect x=\"{x}\" y=\"{y:.0f}\" "
                          f"width=\"{cw - 2}\" height=\"{ch - 2}\" fill=\"{viridis(mean)}\"/>"
-                         f"<text x=\"{x + cw / 2 - 1:.0f}\" y=\"{y + ch / 2 + 3:.0f}\" text-anchor=\"middle\" "
+                         f"<text class=\"{'on-dark' if _ink(mean) == '#ffffff' else 'on-light'}\" "
+                         f"x=\"{x + cw / 2 - 1:.0f}\" y=\"{y + ch / 2 + 3:.0f}\" text-anchor=\"middle\" "
                          f"fill=\"{_ink(mean)}\">{mean:.3f}</text></g>")
         y += ch
     for j, model in enumerate(models):
@@ -433,6 +454,11 @@ def _scatter(results: Mapping[str, Any]) -> str:
             missing.append(f"{r.get('model')} ({'cost unknown' if cost is None else 'no ' + y_label})")
         else:
             points.append((r.get("model"), cost, y))
+    if not points:  # nothing to plot: a sentence, not an empty chart with a made-up axis
+        why = "; ".join(missing) if missing else "no model was scored"
+        return (f"<p class=\"note\" id=\"cost-none\">No cost chart: {_e(why)}. A cost is never counted as 0 when "
+                "its price is unknown: give the prices of the models and judges with <code>--medhelm-prices "
+                "FILE</code>.</p>")
     w, h, left, bottom, top, right = 560, 300, 64, 46, 16, 190
     x_max = _nice_max(max((p[1] for p in points), default=0.0) * 1.05)
     parts = [f"<rect x=\"{left}\" y=\"{top}\" width=\"{w}\" height=\"{h}\" fill=\"#fafafa\" stroke=\"#999\"/>"]
@@ -522,16 +548,25 @@ def _drilldown(results: Mapping[str, Any], max_text: int) -> str:
     controls = (
         "<div class=\"controls\">"
         "<label>Benchmark <select id=\"bench-select\">" + "".join(options) + "</select></label> "
-        "<label>Search <input type=\"search\" id=\"search\" placeholder=\"answer, expected, id, hash, model…\" "
+        "<label>Search <input type=\"search\" id=\"search\" placeholder=\"question, answer, expected, id, model…\" "
         "autocomplete=\"off\"></label> "
         "<label><input type=\"checkbox\" id=\"misses-only\"> misses only</label> "
         "<span id=\"row-count\" aria-live=\"polite\"></span></div>")
+    from pytest_medhelm.report.texts import HOW
+
+    if any(r[10] is not None or r[11] is not None for slug in benches for r in rows[slug]):
+        texts = (f"<p class=\"note\" id=\"texts-note\">This report holds each instance's question and reference "
+                 f"({_e(HOW)}): they may be patient data; share the report as you would the data.</p>")
+    else:
+        texts = ("<p class=\"note\" id=\"texts-note\">Questions and references are not in this report (benchmark "
+                 "data may be patient data): the Question column shows the sha256 of the prompt sent, and Expected "
+                 f"the gold answer. To show them, run with {_e(HOW)}.</p>")
     table = ("<table class=\"data instances\" id=\"instances-table\"><thead><tr><th>Model</th><th>Instance</th>"
-             "<th>Prompt sha256</th><th>Answer</th><th>Expected</th><th>Score</th><th>Judges</th></tr></thead>"
+             "<th>Question</th><th>Answer</th><th>Expected</th><th>Score</th><th>Judges</th></tr></thead>"
              "<tbody></tbody></table><button type=\"button\" id=\"show-more\" hidden>show more</button>"
              "<noscript><p>The instance table needs JavaScript; every instance is in the results JSON.</p>"
              "</noscript>")
-    return controls + table + "".join(blocks)
+    return texts + controls + table + "".join(blocks)
 
 
 CSS = """
@@ -561,6 +596,7 @@ tr.fail td { background: var(--err); }
 svg.chart { max-width: 100%; height: auto; display: block; margin: .4rem 0; }
 svg text { font: 11px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; fill: #1a1a1a; }
 svg text.cat { font-weight: 700; font-size: 12px; } svg .cell text { font-size: 11px; }
+svg .cell text.on-dark { fill: #ffffff; } svg .cell text.on-light { fill: #000000; }
 svg text.pointlabel { font-size: 11.5px; font-weight: 600; }
 button { margin: .4rem 0; }
 @media print {
@@ -589,7 +625,8 @@ JS = r"""
       parsed[idx] = el ? JSON.parse(el.textContent).rows : [];
       haystacks[idx] = parsed[idx].map(function (r) {
         var judges = r[9].map(function (j) { return j[0] + " " + (j[2] || ""); }).join(" ");
-        return [r[0], r[1], r[2], r[3], r[4], r[8] || "", judges].join("\u0000").toLowerCase();
+        return [r[0], r[1], r[2], r[3], r[4], r[8] || "", judges, r[10] || "", r[11] || ""].join("\u0000")
+          .toLowerCase();
       });
     }
     return parsed[idx];
@@ -606,10 +643,14 @@ JS = r"""
     if (r[8]) { tr.className = "error"; } else if (r[7]) { tr.className = "miss"; }
     td = document.createElement("td"); td.textContent = r[0]; tr.appendChild(td);
     td = document.createElement("td"); td.textContent = r[1]; tr.appendChild(td);
-    td = document.createElement("td"); td.className = "hash"; td.title = r[2];
-    td.textContent = r[2] ? r[2].slice(0, 12) + "…" : "–"; tr.appendChild(td);
+    td = document.createElement("td");
+    if (r[10]) { text(td, r[10]); td.title = "prompt sha256 " + r[2]; } else {
+      td.className = "hash"; td.title = "prompt sha256 " + r[2] + " (the question is not in this report)";
+      td.textContent = r[2] ? "sha256 " + r[2].slice(0, 12) + "…" : "–";
+    }
+    tr.appendChild(td);
     td = document.createElement("td"); text(td, r[8] ? "error: " + r[8] : r[3]); tr.appendChild(td);
-    td = document.createElement("td"); text(td, r[4]); tr.appendChild(td);
+    td = document.createElement("td"); text(td, r[11] || r[4]); tr.appendChild(td);
     td = document.createElement("td"); td.className = "score";
     td.textContent = r[8] ? "error" : fmt(r[5]) + (r[7] ? " ✗ miss" : "");
     if (r[6] !== null && r[6] !== r[5]) { td.title = "raw " + r[6]; }

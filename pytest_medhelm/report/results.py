@@ -1,4 +1,4 @@
-"""The run's results as one dict in the results JSON's shape (``schema_version`` 1), and the gates on it.
+"""The run's results as one dict in the JSON contract's shape (docs/contract.md), and the gates evaluated on it.
 
 Terminal tables, the Markdown summary and the JSON file are all rendered from this one dict, so they cannot
 disagree, and a results file read back (a baseline, a shard) is the same kind of object.

@@ -6,14 +6,11 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from pytest_medhelm.catalogue.taxonomy import CATEGORIES
+from pytest_medhelm.cost import model_row_costs
 
 
 def _f(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _cost(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _models(results: Mapping[str, Any]) -> list[str]:
@@ -59,13 +56,14 @@ def category_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str
 
 
 def leaderboard_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["model", "win rate", "win SD", "macro avg", "SD", "tokens in", "tokens out", "cost"]
+    header = ["model", "win rate", "win SD", "macro avg", "SD", "tokens in", "tokens out", "model cost", "jury cost",
+              "total cost"]
     rows = []
     ranked = sorted(results["models"], key=lambda r: (-(r["win_rate"] if r["win_rate"] is not None else -1),
                                                       -(r["macro_avg"] or 0)))
     for r in ranked:
         rows.append([r["model"], _f(r["win_rate"], 2), _f(r["win_sd"], 2), _f(r["macro_avg"]), _f(r["macro_sd"]),
-                     str(r["tokens_in"]), str(r["tokens_out"]), _cost(r["cost_usd"])])
+                     str(r["tokens_in"]), str(r["tokens_out"]), *model_row_costs(r)])
     return header, rows
 
 

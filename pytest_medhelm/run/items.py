@@ -89,6 +89,10 @@ class ItemHooks:
         rec.update(benchmark=case.benchmark, model=case.model,
                    instance_id=case.instance.id if case.instance else None,
                    subset=case.instance.subset if case.instance else "")
+        if case.instance is not None and self.ctx.run_config.report_text:  # opt-in: may be patient data
+            from pytest_medhelm.report.texts import instance_texts
+
+            rec.update(instance_texts(case.instance))
         if excinfo is not None and excinfo.errisinstance(Missed):
             rec["missed"] = True
             if self.ctx.run_config.strict:
