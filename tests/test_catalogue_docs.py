@@ -44,10 +44,7 @@ def test_documented_count_and_filters_match_the_real_data(slug: str) -> None:
     assert bool(removed) == bool(bench.filters), removed  # documented filters are exactly those that remove
 
 
-def test_loaded_is_one_class_re_exported() -> None:
-    from pytest_medhelm.catalogue import local_data
-
-    assert local_data.Loaded is Loaded
+def test_loaded_counts_what_filters_removed() -> None:
     loaded = Loaded(slug="x")
     loaded.note_removed("a reason", 0)
     assert loaded.removed == {}

@@ -100,7 +100,7 @@ class ItemHooks:
             else:
                 report.outcome = "skipped"
                 report.wasxfail = f"MISSED: {excinfo.value.detail}"  # type: ignore[attr-defined]
-                report.longrepr = None
+                report.longrepr = report.wasxfail  # the one line reporters print (pytest-html's log)
         elif excinfo is not None and excinfo.errisinstance(one_line_errors()):
             rec.update(error=str(excinfo.value), score=None)
             if excinfo.errisinstance(ScoringError):

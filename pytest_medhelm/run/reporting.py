@@ -122,7 +122,9 @@ class Reporting:
             return
         if self.results is not None and self.misses:
             tr.section("medhelm misses", sep="-", yellow=True)
-            limit = None if config.option.verbose > 0 else 20
+            # all of them with -v, or when the short summary lists xfails and the like (-rA, -ra, -rx)
+            every = config.option.verbose > 0 or any(c in (config.option.reportchars or "") for c in "Aax")
+            limit = None if every else 20
             for nodeid, detail in self.misses[:limit]:
                 tr.write_line(f"MISSED {nodeid} - {detail}")
             if limit is not None and len(self.misses) > limit:

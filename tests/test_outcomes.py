@@ -1,0 +1,254 @@
+"""Nothing measured never passes, and what was measured is visible in the reporters users already have
+(JUnit XML, pytest-html, pytest-sugar, -rA), and plays with rerunfailures, timeout and -x."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pytest_medhelm.testing.server import running_server
+
+SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def toy_args(server, data, *extra: str) -> list[str]:
+    return ["-p", "no:randomly", "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+            "--medhelm-data-dir", str(data), *extra]
+
+
+# ------------------------------------------------------------------------------------------ the jury
+def writer_or_broken_judges(body):
+    if body["model"].startswith("judge"):
+        return "I would rate this response highly, it is quite good overall."  # no JSON at all
+    return "HISTORY OF PRESENT ILLNESS: the patient reports a cough. ASSESSMENT AND PLAN: rest."
+
+
+@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_items_without_a_valid_judgement_are_errors_not_misses(pytester, shared_data, xdist):
+    out = pytester.path / "r.json"
+    with running_server(answer="x") as server:
+        server.set_answer(writer_or_broken_judges)
+        result = pytester.runpytest(
+            str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/writer",
+            "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
+            "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mediqa", "--medhelm-max-instances", "3",
+            "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"),
+            "--medhelm-json", str(out), *xdist)
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    counts = result.parseoutcomes()
+    assert counts.get("errors", counts.get("error")) == 3 and "missed" not in counts, counts
+    text = result.stdout.str()
+    assert "ScoringError: no valid judgement: openai/judge-a:" in text
+    # one line per judge and reason for the whole run, not one per item
+    lines = [line for line in result.stdout.lines if line.startswith("medhelm: judge ")]
+    assert len(lines) == 2 and all("gave no valid judgement on 3 items" in line for line in lines), lines
+    report = json.loads(out.read_text())
+    [bench] = report["benchmarks"]
+    assert bench["n"] == 0 and bench["mean"] is None and bench["n_errors"] == 3  # left out of the mean
+    assert all(set(i["judge_failures"]) == {"openai/judge-a", "openai/judge-b"} for i in report["instances"])
+
+
+def test_under_helm_compat_a_judge_failure_scores_helms_default(pytester, shared_data):
+    out = pytester.path / "r.json"
+    with running_server(answer="x") as server:
+        server.set_answer(writer_or_broken_judges)
+        result = pytester.runpytest(
+            str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist", "--medhelm-model",
+            "openai/writer", "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a",
+            "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mediqa", "--medhelm-max-instances", "2",
+            "--medhelm-data-dir", str(shared_data), "--medhelm-compat", "helm", "--medhelm-json", str(out))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    [bench] = json.loads(out.read_text())["benchmarks"]
+    assert bench["raw_mean"] == 1.0 and bench["n"] == 2
+
+
+# ------------------------------------------------------------------------------------------ gates
+def test_gates_without_a_model_fail_with_one_line(pytester, toy):
+    toy(3)
+    result = pytester.runpytest("-p", "no:randomly", "--medhelm-threshold", "toy>=0.5")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*medhelm gate FAILED: toy>=0.5: no model under test (--medhelm-model)*"])
+    result.stdout.fnmatch_lines(["*nothing was measured*"])
+
+
+def test_gates_when_every_item_is_skipped_for_want_of_data_fail(pytester, toy, server):
+    toy(3)
+    empty = pytester.mkdir("empty")
+    result = pytester.runpytest(*toy_args(server, empty, "--medhelm-threshold", "overall>=0.1", "-p", "no:xdist"))
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*nothing was measured*",
+                                 "*medhelm gate FAILED: overall>=0.1 for openai/toy-model: no score*"])
+    assert server.count == 0
+
+
+GATED_TOY_CONFTEST_EXTRA = textwrap.dedent('''
+    from pytest_medhelm.catalogue.definition import Benchmark as _B
+    import dataclasses as _dc
+
+    OTHER = _dc.replace(TOY, slug="toy2", category="clinical_decision_support",
+                        subcategory="Supporting Diagnostic Decisions")
+
+    def pytest_medhelm_register_benchmarks(registry):
+        registry.register(TOY)
+        registry.register(OTHER)
+''')
+
+TWO_TESTS = textwrap.dedent('''
+    import pytest
+    from pytest_medhelm.assertions import assert_metric
+
+    @pytest.mark.medhelm(benchmark="toy")
+    def test_toy(medhelm_instance, medhelm_model):
+        assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
+
+    @pytest.mark.medhelm(benchmark="toy2")
+    def test_toy2(medhelm_instance, medhelm_model):
+        assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
+''')
+
+
+@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_gate_on_a_deselected_benchmark_is_not_evaluated(pytester, toy, server, mode):
+    from conftest import TOY_CONFTEST
+
+    data = toy(4)
+    (data / "toy2").mkdir()
+    (data / "toy2" / "toy.json").write_text((data / "toy" / "toy.json").read_text())
+    pytester.makeconftest(TOY_CONFTEST + GATED_TOY_CONFTEST_EXTRA)
+    pytester.makepyfile(test_toy=TWO_TESTS)
+    out = pytester.path / "r.json"
+    args = toy_args(server, data, "-k", "test_toy2", "--medhelm-threshold", "toy>=0.9",
+                    "--medhelm-threshold", "clinical_decision_support>=0.1", "--medhelm-json", str(out), *mode)
+    result = pytester.runpytest(*args)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*medhelm gate NOT EVALUATED: toy>=0.9 for openai/toy-model: deselected*",
+                                 "*medhelm gates: 1 passed, 1 not evaluated*"])
+    gates = {g["spec"]: g for g in json.loads(out.read_text())["gates"]}
+    assert gates["toy>=0.9"]["passed"] is None and gates["toy>=0.9"]["status"] == "not evaluated"
+    assert gates["clinical_decision_support>=0.1"]["passed"] is True
+    strict = pytester.runpytest(*args, "--medhelm-strict-gates")
+    assert strict.ret == 1, strict.stdout.str()
+
+
+# ------------------------------------------------------------------------------------------ subsets
+@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
+    data = toy(10)
+    out, md = pytester.path / "r.json", pytester.path / "r.md"
+    result = pytester.runpytest(*toy_args(server, data, "-k", "q001 or q002 or q003", "--medhelm-json", str(out),
+                                          "--medhelm-markdown", str(md), *mode))
+    assert result.ret == 0, result.stdout.str()
+    [bench] = json.loads(out.read_text())["benchmarks"]
+    assert (bench["n"], bench["n_planned"], bench["partial"]) == (3, 10, True)
+    result.stdout.fnmatch_lines(["*toy*n=3/10 partial*"])
+    assert "n=3/10 partial" in md.read_text()
+    full = pytester.runpytest(*toy_args(server, data, "--medhelm-json", str(out), *mode))
+    assert full.ret == 0
+    [bench] = json.loads(out.read_text())["benchmarks"]
+    assert (bench["n"], bench["n_planned"], bench["partial"]) == (10, 10, False)
+    assert json.loads(out.read_text())["run"]["interrupted"] is False
+
+
+# ------------------------------------------------------------------------------------------ reporters
+def test_a_miss_is_visible_in_junit_xml_with_its_score(pytester, toy, server):
+    data = toy(4)  # q000, q002 answer A (right); q001, q003 expect B (missed)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest(*toy_args(server, data, f"--junitxml={junit}", "-p", "no:xdist", "-rA"))
+    assert result.ret == 0, result.stdout.str()
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    missed = cases["test_toy[toy-model-q001]"]
+    skipped = missed.find("skipped")
+    assert skipped is not None and skipped.get("type") == "pytest.xfail"
+    assert skipped.get("message").startswith("MISSED: expected 'B' (no), got 'A'")
+    right = cases["test_toy[toy-model-q000]"]
+    assert right.find("skipped") is None and right.find("failure") is None
+    for case, score in ((right, "1.0"), (missed, "0.0")):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert props.get("medhelm_score") == score, ET.tostring(case)
+    # the terminal: its own outcome, and -rA lists the misses
+    assert result.parseoutcomes() == {"passed": 2, "missed": 2}
+    assert "MISSED test_toy.py::test_toy[toy-model-q001] - expected 'B' (no), got 'A'" in result.stdout.lines
+
+
+def test_a_miss_is_visible_in_pytest_html(pytester, toy, server):
+    pytest.importorskip("pytest_html")
+    data = toy(2)
+    html = pytester.path / "report.html"
+    result = pytester.runpytest(*toy_args(server, data, f"--html={html}", "--self-contained-html", "-p",
+                                          "no:xdist"))
+    assert result.ret == 0, result.stdout.str()
+    text = html.read_text()
+    # pytest-html shows an xfail apart from a pass, with the reason
+    assert "1 Expected failure" in text or "1 Expected failures" in text, text[:2000]
+    assert "MISSED: expected" in text
+
+
+def test_a_miss_is_counted_apart_by_pytest_sugar(pytester, toy, server):
+    pytest.importorskip("pytest_sugar")
+    data = toy(4)
+    result = pytester.runpytest(*toy_args(server, data, "-p", "no:xdist", "--force-sugar"))
+    assert result.ret == 0, result.stdout.str()
+    text = result.stdout.str()
+    assert "2 passed" in text and "2 xfailed" in text, text[-2000:]
+
+
+# ------------------------------------------------------------------------------------------ plugins
+def test_rerunfailures_asks_an_errored_item_again_and_keeps_one_record(pytester, toy):
+    pytest.importorskip("pytest_rerunfailures")
+    data = toy(5)
+    out = pytester.path / "r.json"
+    # the run's first request (question 0's) fails for good (no retries); asked again on the rerun, it is answered
+    with running_server(answer="A", faults=[("status", 500)]) as server:
+        result = pytester.runpytest(*toy_args(server, data, "--medhelm-retries", "0", "--reruns", "2",
+                                              "--medhelm-json", str(out), "-p", "no:xdist"))
+        count = server.count
+    assert result.ret == 0, result.stdout.str()
+    assert count == 6  # re-asked on the rerun, not served the stored error
+    assert result.parseoutcomes().get("rerun") == 1
+    report = json.loads(out.read_text())
+    assert len(report["instances"]) == 5  # one record per item: its last attempt
+    [bench] = report["benchmarks"]
+    assert (bench["n"], bench["n_errors"]) == (5, 0)
+
+
+def test_pytest_timeout_does_not_count_the_wait_in_the_send_queue(pytester, toy):
+    pytest.importorskip("pytest_timeout")
+    data = toy(8)
+    # concurrency 1 and 0.4 s per answer: the last item's answer comes about 3 s after the run starts
+    with running_server(answer="A", latency=0.4) as server:
+        result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-concurrency", "1",
+                                                         "--timeout", "1.5", "-p", "no:xdist"))
+    assert result.ret == 0, result.stdout.str()
+    assert "Timeout" not in result.stdout.str()
+    assert result.parseoutcomes() == {"passed": 4, "missed": 4}
+
+
+def test_exitfirst_keeps_the_answers_in_flight(pytester, toy):
+    data = toy(6)
+    pytester.makepyfile(test_toy=textwrap.dedent('''
+        import pytest
+        from pytest_medhelm.assertions import assert_metric
+
+        @pytest.mark.medhelm(benchmark="toy")
+        def test_toy(medhelm_instance, medhelm_model):
+            answer = medhelm_model.answer(medhelm_instance)
+            assert medhelm_instance.id != "q000", "the first item fails: -x stops the run"
+    '''))
+    cache = pytester.path / "cache"
+    with running_server(answer="A", latency=0.5) as server:
+        result = pytester.runpytest(*toy_args(server, data, "--medhelm-concurrency", "6", "-x", "-p", "no:xdist",
+                                              "--medhelm-cache-dir", str(cache)))
+        sent = server.count
+    assert result.ret == 1
+    assert sent == 6  # all six were in flight when the first item failed
+    from pytest_medhelm.models.cache import AnswerCache
+
+    stored = AnswerCache(cache)
+    try:
+        assert len(stored) == 6  # ... and all six answers, paid for, are in the cache
+    finally:
+        stored.close()
