@@ -67,7 +67,9 @@ def user_project(tmp_path) -> Path:
                         "CONTEXTS": [f"Synthetic abstract {pmid}."], "final_decision": decision, "YEAR": "2020"}
             for pmid, decision in ((101, "yes"), (102, "no"), (103, "yes"))}
     (project / "medhelm-data" / "pubmedqa" / "ori_pqal.json").write_text(json.dumps(rows))
-    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\nmedhelm_thresholds = ["pubmedqa>=0.6"]\n')
+    # (synthetic data is not the pinned file: the user accepts this version, as the option says)
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\nmedhelm_thresholds = ["pubmedqa>=0.6"]\n'
+                                            'medhelm_data_unverified = ["pubmedqa"]\n')
     return project
 
 

@@ -73,7 +73,7 @@ def test_a_cache_put_that_times_out_fails_that_job_only(tmp_path):
     assert isinstance(error, ModelError)
     assert "could not be stored in the cache" in str(error) and "Timeout: database is locked" in str(error)
     assert all(cache.get(j.key) is not None for i, j in enumerate(jobs) if i != BAD)
-    assert cache.get_error(jobs[BAD].key) == str(error)
+    assert str(cache.get_error(jobs[BAD].key)) == str(error)
     assert sched.stats["failed"] == 1 and sched.stats["answers"] == N
 
 

@@ -32,7 +32,8 @@ def test_items_without_a_valid_judgement_are_errors_not_misses(pytester, shared_
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(writer_or_broken_judges)
-        result = pytester.runpytest(
+        # (in a child process: BERTScore loads torch, which cannot be loaded twice into one process)
+        result = pytester.runpytest_subprocess(
             str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/writer",
             "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
             "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mediqa", "--medhelm-max-instances", "3",
@@ -56,7 +57,7 @@ def test_under_helm_compat_a_judge_failure_scores_helms_default(pytester, shared
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(writer_or_broken_judges)
-        result = pytester.runpytest(
+        result = pytester.runpytest_subprocess(
             str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist", "--medhelm-model",
             "openai/writer", "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a",
             "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mediqa", "--medhelm-max-instances", "2",
@@ -190,7 +191,8 @@ def test_a_miss_is_visible_in_pytest_html(pytester, toy, server):
 def test_a_miss_is_counted_apart_by_pytest_sugar(pytester, toy, server):
     pytest.importorskip("pytest_sugar")
     data = toy(4)
-    result = pytester.runpytest(*toy_args(server, data, "-p", "no:xdist", "--force-sugar"))
+    # (in a child process: pytest-sugar, once forced on, stays on in the process that ran it)
+    result = pytester.runpytest_subprocess(*toy_args(server, data, "-p", "no:xdist", "--force-sugar"))
     assert result.ret == 0, result.stdout.str()
     text = result.stdout.str()
     assert "2 passed" in text and "2 xfailed" in text, text[-2000:]

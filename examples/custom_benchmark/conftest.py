@@ -9,11 +9,7 @@ Register benchmarks here, in a conftest.py that pytest loads at start-up (the ro
 named on the command line), or in a plugin: a conftest in a subfolder is loaded too late and is refused.
 """
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
-from pytest_medhelm.data.readers import read_csv_rows
-from pytest_medhelm.data.sources import DataFile
-from pytest_medhelm.metrics.base import Score
-from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm import Benchmark, DataFile, GenerationPrompt, Instance, Score, read_csv_rows
 
 
 def build_instances(files):

@@ -1,6 +1,6 @@
 import pytest
 
-from pytest_medhelm.assertions import assert_metric
+from pytest_medhelm import assert_metric
 
 
 @pytest.mark.medhelm(benchmark="clinic_triage")

@@ -42,6 +42,8 @@ class Reporting:
         self.selected: set[str] | None = None
         self.planned: dict[str, int] = {}
         self.interrupted = False
+        #: files accepted although they differ from their pins (None: this process checked them itself)
+        self.data_unverified: dict[str, Any] | None = None
 
     def add(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
         self._records.pop(report.nodeid, None)  # (re-inserted: the order is that of the last attempts)
@@ -82,7 +84,8 @@ class Reporting:
 
             apply_file_prices(results, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
         results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
-        results["run"]["data_unverified"] = ctx.data_verification.record()
+        results["run"]["data_unverified"] = (ctx.data_verification.record() if self.data_unverified is None
+                                             else self.data_unverified)
         if ctx.budget is not None:
             results["run"]["budget"] = ctx.budget.as_json()
         if rc.shard is None:  # a shard holds part of each benchmark: thresholds are checked on the merged run

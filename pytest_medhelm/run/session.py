@@ -132,7 +132,7 @@ class Run:
             interrupted = False
         finally:
             self.delivery.finish(interrupted=interrupted)
-        if ctx.role != WORKER:
+        if ctx.role != WORKER and not self.config.option.collectonly:  # (--collect-only measures nothing: no gates)
             self.reporting.finish()
             if self.reporting.gate_failed and session.testsfailed == 0:
                 # as pytest-cov's --cov-fail-under: the loop is over, so this still decides the exit status

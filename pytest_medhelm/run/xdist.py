@@ -51,8 +51,9 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set[str],
-                 counts: dict[str, int]) -> str:
-    """The worker's plan: each answer to send, the benchmarks selected and their planned instances per model."""
+                 counts: dict[str, int], data_unverified: dict[str, Any]) -> str:
+    """The worker's plan: each answer to send, the benchmarks selected and their planned instances per model, and
+    the data files it accepted although they differ from their pins (the controller reads no data itself)."""
     entries = []
     for p in planned:
         entry: dict[str, Any] = {"model": p.model, "request": p.request.to_json(), "benchmark": p.instance.benchmark,
@@ -61,10 +62,11 @@ def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set
             entry["input"] = p.instance.input
             entry["references"] = list(p.instance.references)
         entries.append(entry)
-    return json.dumps({"answers": entries, "selected": sorted(selected), "planned": counts}, ensure_ascii=False)
+    return json.dumps({"answers": entries, "selected": sorted(selected), "planned": counts,
+                       "data_unverified": data_unverified}, ensure_ascii=False)
 
 
-def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str, int]]:
+def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str, int], dict[str, Any]]:
     from pytest_medhelm.catalogue.definition import Instance
     from pytest_medhelm.models.request import ChatRequest
     from pytest_medhelm.run.plan import PlannedAnswer
@@ -75,7 +77,7 @@ def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str
         instance = Instance(id=entry["id"], input=entry.get("input", ""),
                             references=tuple(entry.get("references", ())), benchmark=entry["benchmark"])
         out.append(PlannedAnswer(entry["model"], instance, ChatRequest.from_json(entry["request"])))
-    return out, set(data["selected"]), dict(data["planned"])
+    return out, set(data["selected"]), dict(data["planned"]), dict(data.get("data_unverified") or {})
 
 
 class WorkerHooks:
@@ -95,7 +97,7 @@ class WorkerHooks:
         selected, counts = self.collection.selection(session.items)
         cache_dir = self.ctx.cache_dir()
         _write_private(plans_dir(cache_dir) / f"{self.ctx.run_id}-{self.ctx.config.workerinput['workerid']}.json",
-                       plan_to_json(planned, judged, selected, counts))
+                       plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record()))
         marker = sent_marker(cache_dir, self.ctx.run_id)
         self.delivery.expect_from_controller(planned, marker.exists)
 
@@ -116,7 +118,8 @@ class ControllerHooks:
         self._started = True
         path = plans_dir(self.ctx.cache_dir()) / f"{self.ctx.run_id}-{node.gateway.id}.json"
         try:
-            planned, self.reporting.selected, self.reporting.planned = plan_from_json(path.read_text(encoding="utf-8"))
+            planned, self.reporting.selected, self.reporting.planned, self.reporting.data_unverified = plan_from_json(
+                path.read_text(encoding="utf-8"))
         except (OSError, ValueError, KeyError):
             planned = []  # the worker collected nothing of ours
         self.delivery.start(planned, keep_in_memory=False)
