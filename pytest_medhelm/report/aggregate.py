@@ -31,6 +31,7 @@ class BenchmarkResult:
     metric: str
     n: int = 0  # scored instances
     n_missing: int = 0  # instances without a score (model or data errors)
+    n_not_scored: int = 0  # instances the metric cannot score (``not_scored``: counted neither for nor against)
     n_errors: int = 0
     mean: float | None = None
     ci_low: float | None = None
@@ -87,7 +88,8 @@ def benchmark_results(records: Iterable[Mapping[str, Any]], catalogue: Mapping[s
         scored = [r for r in recs if r.get("score") is not None]
         result.n = len(scored)
         result.n_errors = sum(1 for r in recs if r.get("error"))
-        result.n_missing = len(recs) - len(scored)
+        result.n_not_scored = sum(1 for r in recs if r.get("not_scored") and r.get("score") is None)
+        result.n_missing = len(recs) - len(scored) - result.n_not_scored
         if scored:
             by_subset: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
             for r in scored:
