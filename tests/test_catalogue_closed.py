@@ -1041,3 +1041,4 @@ def test_data_download_routes_drive_urls_through_gdrive(fake_drive: str, tmp_pat
     target = tmp_path / "medmcqa" / "data.zip"
     sources._download(f"{fake_drive}/uc?export=download&id=form-2", target, "")
     assert target.read_bytes() == _FakeDrive.payload
+
