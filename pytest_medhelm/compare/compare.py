@@ -17,7 +17,8 @@ instances that both runs scored take part (see :mod:`pytest_medhelm.compare.stat
      "rows": [{"scope": "benchmark"|"category"|"overall", "name", "label", "model", "baseline_model", "n",
                "n_benchmarks", "n_baseline_only", "n_current_only", "baseline", "current", "delta", "ci_low",
                "ci_high", "p", "test", "mde", "significant", "discordant"?}],
-     "win_rates": [{"model", "win_rate", "win_sd", "macro_avg", "baseline"}],
+     "win_rates": [{"model", "win_rate", "win_sd" (population SD, ddof 0, of the per-benchmark win rates),
+                    "macro_avg", "baseline"}],
      "warnings": [...]}
 
 A compare-fail gate ``NAME:DROP`` (NAME a benchmark slug, a category or ``overall``) fails for a model when there

@@ -4,8 +4,10 @@
   benchmark HELM runs as several runs (MedDialog's subsets, CLEAR's conditions) is the unweighted mean of the
   subset means, as HELM's leaderboard cell (spec §5.2).
 * category × model: unweighted mean of its benchmarks' scores; overall: unweighted mean over benchmarks (the
-  paper's macro-average) with its standard deviation.
-* win rate: HELM's ``compute_aggregate_row_win_rates`` (spec §5.3) over the benchmark columns.
+  paper's macro-average, ``macro_avg``) with its *population* standard deviation (``macro_sd``, ddof 0).
+* win rate: HELM's ``compute_aggregate_row_win_rates`` (spec §5.3) over the benchmark columns; ``win_sd`` the
+  population standard deviation (ddof 0) of the per-column win rates. (docs/results.md describes every field.)
+* instances a metric cannot score (``not_scored``) count neither for nor against: ``n_not_scored``, not ``n``.
 
 Everything here is a pure function of the records, so a run with xdist, a run without it, and shards merged later
 give the same numbers: records are sorted before any resampling, and the bootstrap has a fixed seed.
@@ -66,6 +68,7 @@ def _mean(values: Iterable[float]) -> float | None:
 
 
 def _std(values: Sequence[float]) -> float | None:
+    """The population standard deviation (ddof 0): the spread of these values themselves (macro_sd, win_sd)."""
     if not values:
         return None
     mu = sum(values) / len(values)
