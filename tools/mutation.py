@@ -32,10 +32,10 @@ _COMPARE_UNIT = ("not toy_regression and not autosave and not missing_baseline a
 #: module (relative to pytest_medhelm/, without .py) -> the pytest arguments that select its own unit tests
 MODULES: dict[str, list[str]] = {
     "budget": ["tests/test_budget.py", "-k", "not a_run_stops and not refused_before_anything"],
-    "compare/stats": ["tests/test_compare_stats.py"],
+    "compare/stats": ["tests/test_compare_stats.py", "tests/test_compare.py", "-k", _COMPARE_UNIT],
     "metrics/icd10": ["tests/test_catalogue_gated.py", "-k", "icd10"],
-    "metrics/exact_match": ["tests/test_catalogue_core.py", "-k", "exact_match"],
-    "metrics/medcalc": ["tests/test_catalogue_core.py", "-k", "medcalc"],
+    "metrics/exact_match": ["tests/test_catalogue_core.py", "tests/test_exact_match_metric.py", "-k", "exact_match"],
+    "metrics/medcalc": ["tests/test_catalogue_core.py", "tests/test_medcalc_metric.py", "-k", "medcalc"],
     "report/aggregate": ["tests/test_aggregate.py"],
 }
 
