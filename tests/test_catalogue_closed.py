@@ -355,6 +355,24 @@ def test_real_ehrsql_a_constant_answer_scores_what_it_deserves() -> None:
     assert not any(s.not_scored for s in helm)
 
 
+def test_real_ehrsql_helm_answerability_follows_is_impossible(tmp_path: Path) -> None:
+    """HELM 0.5.16: answerable = not is_impossible and bool(gold query): 1,959 of the 2,909 questions. (Run on an
+    empty database: answerability does not depend on the rows, and every query fails at once.)"""
+    if not (REAL_DATA / "ehrsql").is_dir():
+        pytest.skip("no real EHRSQL data")
+    import dataclasses
+
+    empty_db = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty_db).close()
+    metric = BENCHMARKS["ehrsql"].metric
+    instances = [dataclasses.replace(i, extra={**i.extra, "db_path": str(empty_db)}) for i in load("ehrsql", REAL_DATA)]
+    for compat in ("helm", "default"):
+        extras = [metric.score("SELECT 1", i, compat=compat).extra for i in instances]
+        assert sum(e["ehr_sql_total_ground_truth_answerable"] for e in extras) == 1959, compat
+        assert sum(e["ehr_sql_recall_answerable"] for e in extras) == 1959, compat
+        assert sum(e["ehr_sql_precision_answerable"] for e in extras) == 1959, compat
+
+
 def test_ehrsql_unanswerable(db: Path) -> None:
     instance = sql_instance(db, "null", impossible=True)
     metric = EhrSqlExecutionAccuracy()

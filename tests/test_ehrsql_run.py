@@ -36,7 +36,8 @@ def test_ehrsql_not_scored_items_are_reported_by_the_run(pytester: pytest.Pytest
             assert run.ret == 0, run.stdout.str()[-3000:]
             results[compat] = (run, json.loads(out.read_text()))
     run, report = results["default"]
-    run.stdout.fnmatch_lines(["*SKIPPED*not scored: the gold query returns no rows on this database*"])
+    run.stdout.fnmatch_lines(["*ehrsql*0.000 [[]0.000, 0.000[]] n=3 (1 not scored)*",
+                              "*SKIPPED*not scored: the gold query returns no rows on this database*"])
     [bench] = report["benchmarks"]
     assert (bench["n"], bench["n_not_scored"], bench["n_missing"], bench["mean"]) == (3, 1, 0, 0.0)
     by_id = {i["instance_id"]: i for i in report["instances"]}
