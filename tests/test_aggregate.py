@@ -225,3 +225,44 @@ def test_a_model_without_any_score_has_no_macro_average():
     summaries = {s["model"]: s for s in model_summaries(benchmark_results(records, CATALOGUE), records)}
     assert (summaries["down"]["macro_avg"], summaries["down"]["macro_sd"]) == (None, None)
     assert summaries["up"]["win_rate"] is None  # the only column has one value
+
+
+# ============================================================================================== edges (mutation testing)
+def test_two_values_are_bootstrapped_and_a_column_with_one_value_does_not_stop_the_others():
+    low, high = bootstrap_ci([0.0, 1.0])
+    assert (low, high) == (0.0, 1.0)  # resamples of two 0/1 values: means 0, 0.5 and 1
+    assert win_rates({"A": {"a": 1.0, "b": 0.5}, "B": {"b": 0.2}}) == {"A": (1.0, 0.0), "B": (0.0, 0.0)}
+
+
+def test_subsets_are_taken_in_order_of_name_then_instance_id_whatever_the_record_order():
+    records = [rec("b2", "m", "1", 0.0, subset="b"), rec("b2", "m", "3", 1.0, subset="b"),
+               rec("b2", "m", "2", 1.0, subset="a"), rec("b2", "m", "4", 0.25, subset="a"),
+               rec("b2", "m", "6", 0.5, subset="a"), rec("b2", "m", "5", 0.0, subset="")]
+    [row] = benchmark_results(list(reversed(records)), CATALOGUE)
+    assert list(row.subsets) == ["", "a", "b"]
+    assert row.subsets == pytest.approx({"": 0.0, "a": 1.75 / 3, "b": 0.5})
+    assert (row.ci_low, row.ci_high) == pytest.approx(aggregate._stratified_ci([[0.0], [1.0, 0.25, 0.5], [0.0, 1.0]]))
+    one = [rec("b1", "m", str(i), v) for i, v in zip("31425", (0.0, 1.0, 1.0, 0.0, 0.5))]
+    [row] = benchmark_results(one, CATALOGUE)
+    assert (row.ci_low, row.ci_high) == bootstrap_ci([1.0, 1.0, 0.0, 0.0, 0.5])  # ids 1..5
+
+
+def test_a_catalogue_entry_without_category_and_a_score_beside_not_scored():
+    catalogue = {"b": SimpleNamespace(metric=SimpleNamespace(name="f1"))}
+    records = [rec("b", "m", "1", 1.0, not_scored="inconsistent: a score wins"), rec("x", "m", "1", 0.5)]
+    rows = {r.slug: r for r in benchmark_results(records, catalogue)}
+    assert (rows["b"].category, rows["b"].subcategory, rows["b"].metric) == ("", "", "f1")
+    assert (rows["b"].n, rows["b"].n_not_scored, rows["b"].n_missing) == (1, 0, 0)
+    assert (rows["x"].category, rows["x"].subcategory, rows["x"].metric) == ("", "", "")
+
+
+def test_totals_add_every_record():
+    records = [
+        rec("b1", "A", "1", 1.0, tokens_in=None, tokens_out=4, cost_usd=0.25, jury_tokens_in=5, jury_cost_usd=0.5),
+        rec("b1", "A", "2", 1.0, tokens_in=7, jury_tokens_in=5, jury_cost_usd=0.25),
+        rec("b2", "A", "1", None, error="ModelError: x", jury_tokens_in=9, jury_cost_usd=None, cost_usd=None),
+    ]
+    [s] = model_summaries(benchmark_results(records, CATALOGUE), records)
+    assert (s["tokens_in"], s["tokens_out"]) == (7, 4)
+    assert s["cost_usd"] is None  # record 2 was answered without a price
+    assert (s["jury_tokens_in"], s["jury_cost_usd"]) == (19, pytest.approx(0.75))  # an errored item's judges: known

@@ -339,3 +339,75 @@ def test_mcnemar_rejects_negative_counts_and_as_dict_names_the_discordant_pairs(
     assert set(data) == {"n", "baseline", "current", "delta", "ci_low", "ci_high", "p", "test", "mde",
                          "n_benchmarks", "discordant"}
     assert data["n"] == 4 and data["n_benchmarks"] == 1 and data["delta"] == pytest.approx(0.25)
+
+
+# ============================================================================================== edges (mutation testing)
+def test_margin_tests_at_their_limits():
+    with pytest.raises(ValueError, match="do not fit"):
+        stats.paired_binary_margin_p(-1, 3, 10, 0.05)
+    with pytest.raises(ValueError, match="do not fit"):
+        stats.paired_binary_margin_p(3, -1, 10, 0.05)
+    # the smallest evidence: one pair changed for the worse out of two, drop 0: Z = 1 / √1
+    assert stats.paired_binary_margin_p(1, 0, 2, 0.0) == pytest.approx(1 - statistics.NormalDist().cdf(1.0))
+    # an allowed drop of 1 or more cannot be exceeded
+    assert stats.paired_binary_margin_p(3, 1, 10, 1.5) == 1.0
+    assert stats.bootstrap_margin_p([-1.0, -0.5], -1.0, 1.0) == 1.0  # shifted it would give 2/3
+    assert stats.bootstrap_margin_p([-1.0, 1.0], -1.0, 1.5) == 1.0
+    assert stats.bootstrap_margin_p([-1.0, -0.5], -1.0, 0.999) == pytest.approx(1 / 3)
+
+
+def test_two_sided_bootstrap_p_on_an_asymmetric_distribution():
+    # observed 0.3: |δ* − 0.3| ≥ 0.3 only for 0.9 (and 0.0 would be a tie, counted)
+    assert stats.bootstrap_p([0.1, 0.2, 0.3, 0.9], 0.3) == pytest.approx(2 / 5)
+    assert stats.bootstrap_p([0.0, 0.2, 0.3, 0.9], 0.3) == pytest.approx(3 / 5)
+
+
+def _independent_stream(seed: int, key: str):
+    import hashlib
+
+    word = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big")
+    return np.random.default_rng(np.random.SeedSequence([seed, word]))
+
+
+def test_bootstrap_means_of_few_distinct_values_is_the_multinomial_draw():
+    """Documented recipe, recomputed here: the stream seeded from [seed, first 8 bytes of sha256(key)], and for at
+    most n / 8 distinct values one multinomial draw of the value counts per resample."""
+    data = [0.0] * 10 + [1.0] * 6  # 2 distinct values, n = 16 = 2 · 8: the multinomial path
+    rng = _independent_stream(3, "bench\x00sub")
+    expected = rng.multinomial(16, np.array([10, 6]) / 16, size=40) @ np.array([0.0, 1.0]) / 16
+    assert np.allclose(stats.bootstrap_means(data, key="bench\x00sub", resamples=40, seed=3), expected)
+
+
+def test_bootstrap_means_of_many_distinct_values_draws_indices_in_chunks():
+    data = [i / 5000 for i in range(5000)]  # 5,000 distinct values: 2,000,000 // 5,000 = 400 resamples a chunk
+    rng = _independent_stream(0, "chunks")
+    arr = np.asarray(data)
+    expected = np.concatenate([arr[rng.integers(0, 5000, size=(take, 5000))].mean(axis=1) for take in (400, 400, 200)])
+    got = stats.bootstrap_means(data, key="chunks", resamples=1000)
+    assert got.shape == (1000,) and np.allclose(got, expected)
+    # just above n / 8 distinct values: indices, not the multinomial
+    few = [0.0, 1.0, 2.0] * 5 + [3.0, 4.0]  # 5 distinct values in 17 (5 · 8 > 17)
+    rng = _independent_stream(0, "few")
+    expected = np.asarray(few)[rng.integers(0, 17, size=(30, 17))].mean(axis=1)
+    assert np.allclose(stats.bootstrap_means(few, key="few", resamples=30), expected)
+    with pytest.raises(ValueError, match="^nothing to resample$"):
+        stats.bootstrap_means([], key="k")
+
+
+def test_compare_benchmark_passes_its_seed_alpha_and_power_on():
+    base, cur = [0.5] * 30, [0.5 + (i % 5) / 10 - 0.2 for i in range(30)]
+    default = stats.compare_benchmark({"": (base, cur)}, key="k", resamples=200)
+    seeded = stats.compare_benchmark({"": (base, cur)}, key="k", resamples=200, seed=7)
+    assert not np.array_equal(default.boot, seeded.boot) and default.boot.size == 200
+    assert np.array_equal(seeded.boot, stats.bootstrap_means([c - b for b, c in zip(base, cur)], key="k\x00",
+                                                             resamples=200, seed=7))
+    strict = stats.compare_benchmark({"": (base, cur)}, key="k", resamples=200, alpha=0.01, power=0.9)
+    assert strict.mde == pytest.approx(stats.z_sum(0.01, 0.9) * default.se)
+    assert (default.ci_low, default.ci_high) == stats.percentile_ci(default.boot)
+    assert default.p == stats.bootstrap_p(default.boot, default.delta)
+    two = stats.combine([default, stats.compare_benchmark({"": (cur, base)}, key="j", resamples=200)],
+                        alpha=0.01, power=0.9)
+    assert two.mde == pytest.approx(stats.z_sum(0.01, 0.9) * two.se)
+    # 0/1 baseline but a continuous current run: not McNemar
+    mixed = stats.compare_benchmark({"": ([1.0, 0.0, 1.0], [0.5, 0.5, 1.0])}, key="m", resamples=50)
+    assert mixed.test == "paired_bootstrap" and mixed.discordant is None
