@@ -111,3 +111,14 @@ def test_long_answers_are_shortened_in_the_detail():
 def test_no_reference_means_an_empty_ground_truth():
     result = MEDCALC_ACCURACY.score("", Instance(id="x", input="?", extra={"category": "risk"}))
     assert result.value == 1.0 and result.detail == "expected '' exactly (risk), got ''"
+
+
+def test_missing_limits_are_named_in_the_detail():
+    no_limits = Instance(id="x", input="?", references=("7",), extra={"category": "physical"})
+    result = MEDCALC_ACCURACY.score("7", no_limits)
+    assert (result.value, result.extra) == (0.0, {"category": "physical"})
+    assert result.detail == "cannot score (physical): '' is not a number"
+    only_lower = Instance(id="x", input="?", references=("7",), extra={"category": "physical", "lower_limit": "6"})
+    assert MEDCALC_ACCURACY.score("7", only_lower).detail == "cannot score (physical): '' is not a number"
+    bad_date = MEDCALC_ACCURACY.score("x", item("date", "01/01/2020", "01/01/2020", "01/02/2020"))
+    assert bad_date.extra == {"category": "date"}
