@@ -259,8 +259,7 @@ class EhrSqlExecutionAccuracy:
             accuracy = 0.0
             detail = f"not scored: {not_scored}; got {'an empty answer' if not prediction else _shown(prediction)}"
         else:
-            detail = self._detail(accuracy, is_impossible, prediction, pred_rows, pred_error, gold_rows, gold_error,
-                                  helm)
+            detail = self._detail(accuracy, is_impossible, prediction, pred_rows, pred_error, gold_rows, helm)
         return Score(
             value=accuracy,
             detail=detail,
@@ -276,8 +275,7 @@ class EhrSqlExecutionAccuracy:
 
     @staticmethod
     def _detail(accuracy: float, is_impossible: bool, prediction: str,
-                pred_rows: list[tuple], pred_error: str | None, gold_rows: list[Any], gold_error: str | None,
-                helm: bool) -> str:
+                pred_rows: list[tuple], pred_error: str | None, gold_rows: list[Any], helm: bool) -> str:
         got = "an empty answer" if not prediction else _shown(prediction)
         if not helm and is_impossible:
             verdict = "right" if accuracy else "wrong"
