@@ -331,7 +331,7 @@ def test_paired_se_by_hand():
 
 
 def test_mcnemar_rejects_negative_counts_and_as_dict_names_the_discordant_pairs():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^discordant counts must be >= 0$"):
         stats.mcnemar_exact(-1, 3)
     result = stats.compare_benchmark({"": ([1, 1, 0, 0], [0, 1, 1, 1])}, key="d", resamples=100)
     data = result.as_dict()
