@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("baseline", metavar="BASELINE", help="saved run name or number, 'latest', or a results JSON")
     cmp.add_argument("current", metavar="CURRENT", help="saved run name or number, 'latest', or a results JSON")
     cmp.add_argument("--compare-fail", action="append", default=[], type=parse_compare_fail, metavar="NAME:DROP",
-                     help="exit 1 when NAME dropped by more than DROP, significantly (Holm-adjusted p < 0.05)")
+                     help="exit 1 on significant evidence that NAME dropped by more than DROP (one-sided test at "
+                          "the margin, Holm-adjusted p < 0.05)")
     cmp.add_argument("--json", metavar="OUT", help="write CURRENT with the comparison and its gates")
     cmp.add_argument("--markdown", metavar="OUT", help="write CURRENT's Markdown summary with the comparison")
     cmp.add_argument("--rootdir", default=".", metavar="DIR", help="where .medhelm/runs lives (default: .)")

@@ -74,7 +74,7 @@ def _choice(what: str, choices: tuple[str, ...]) -> Callable[[str], str]:
 
 
 def parse_compare_fail(text: str) -> tuple[str, float]:
-    """``NAME:DROP`` → (NAME, DROP): fail when NAME's score dropped by more than DROP, significantly."""
+    """``NAME:DROP`` → (NAME, DROP): fail on significant evidence that NAME's score dropped by more than DROP."""
     name, sep, value = text.rpartition(":")
     name, value = name.strip(), value.strip()
     if not sep or not name:
@@ -177,8 +177,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("autosave", "save every run under .medhelm/runs/", flag=True, default=False),
     Option("compare", "compare with a saved run (the latest when no value) or a results JSON", nargs="?",
            const="latest", metavar="NAME|PATH"),
-    Option("compare-fail", "fail when NAME's score dropped by more than DROP and the drop is significant "
-           "(repeatable)", repeat=True, parse=parse_compare_fail, metavar="NAME:DROP"),
+    Option("compare-fail", "fail when there is significant evidence that NAME's score dropped by more than DROP "
+           "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True, parse=parse_compare_fail, metavar="NAME:DROP"),
     Option("shard", "run the I-th of N deterministic slices of the items (CI matrix)", parse=parse_shard,
            metavar="I/N", ini=False),
     # cost

@@ -541,3 +541,32 @@ def test_a_budget_without_a_price_is_refused_before_anything_is_sent(pytester, t
     assert result.ret == 4, result.stdout.str()
     text = result.stdout.str() + result.stderr.str()
     assert "--medhelm-budget needs a price for openai/toy-model" in text and "--medhelm-prices" in text
+
+
+def test_money_limits_and_refusal_details():
+    """Edges found by mutation testing: the $1 boundary of the summary, the limit's trailing zeros, the refusal's
+    attributes, not-sent counts and answers without token counts."""
+    budget = Budget(1, price_of, server_tokens)
+    assert budget.summary() == "medhelm budget: spent $0.00 of $1.00"
+    assert Budget(0.999, price_of, server_tokens).summary() == "medhelm budget: spent $0.00 of $0.9990"
+    assert Budget(1.5, price_of, server_tokens).summary() == "medhelm budget: spent $0.00 of $1.50"
+    assert usd_limit(100.0) == "100" and usd_limit(0.5) == "0.5" and usd_limit(1e-9) == "1e-09"
+    error = BudgetExhausted("openai/x", 2.5, unpriced=True)
+    assert (error.limit_usd, error.unpriced, error.model) == (2.5, True, "openai/x")
+    assert str(error) == ("medhelm budget of $2.5: no price for openai/x, request not sent "
+                          "(add it to --medhelm-prices FILE)")
+    assert BudgetExhausted("openai/x", 2.5).unpriced is False
+    assert skip_reason(None) is None
+    # every refusal is counted: the unpriced, the one that does not fit, and those after it
+    unknown = ModelSpec("openai/unknown", "openai/unknown")
+    assert budget.reserve(unknown, request(1, 1, spec=unknown)) is None
+    assert budget.reserve(unknown, request(1, 1, spec=unknown)) is None
+    assert budget.not_sent == 2 and not budget.as_json()["exhausted"]
+    reservation = budget.reserve(SPEC, request(1, 1))
+    assert reservation.model == "openai/m"
+    # an answer without token counts costs nothing counted; a reported cost equal to ours changes nothing
+    assert budget.settle(reservation, None, None) == 0.0
+    r2 = budget.reserve(SPEC, request(1, 1))
+    assert budget.settle(r2, 1, 1, reported_cost=IN + OUT) == IN + OUT
+    assert budget.reserve(SPEC, request(1, 10**6)) is None  # 10 USD of output: refused
+    assert budget.reserve(SPEC, request(1, 1)) is None and budget.not_sent == 4

@@ -115,9 +115,11 @@ def test_real_ehrsql_gold_queries_score() -> None:
     answerable = [i for i in instances if not i.extra["is_impossible"]][::6]
     for instance in answerable:
         gold = instance.references[0]
-        # by default the repaired gold query answers its own question; under HELM's rules the gold query scores
-        # only when it returns rows (otherwise the template values stand in for its result)
-        assert metric.score(normalize_gold_sql(gold), instance).value == 1.0, instance.id
+        # by default the repaired gold query answers its own question where its result has rows (an empty result
+        # tells no answer from another: not scored); under HELM's rules the gold query scores only when it
+        # returns rows (otherwise the template values stand in for its result)
+        own = metric.score(normalize_gold_sql(gold), instance)
+        assert own.value == 1.0 or own.not_scored, instance.id
         db = instance.extra["db_path"]
         try:
             has_rows = bool(run_query(db, gold))
@@ -327,6 +329,50 @@ def test_ehrsql_answerable(db: Path, answer: str, accuracy: float, validity: flo
     assert score.extra["ehr_sql_precision_answerable"] == score.extra["ehr_sql_recall_answerable"] == answered
 
 
+def test_real_ehrsql_a_constant_answer_scores_what_it_deserves() -> None:
+    """On MedHELM's 7-patient database, 1,091 of the 1,959 answerable gold queries return no rows: those items are
+    not scored by default, so a query that returns nothing scores 0 and an empty answer only the unanswerable
+    questions (which it gets right); HELM's mode is unchanged."""
+    if not (REAL_DATA / "ehrsql").is_dir():
+        pytest.skip("no real EHRSQL data")
+    metric = BENCHMARKS["ehrsql"].metric
+    instances = load("ehrsql", REAL_DATA)
+    empty_result = [metric.score("SELECT 1 WHERE 0", i) for i in instances]
+    scored = [s for s in empty_result if not s.not_scored]
+    assert len(instances) - len(scored) == 1091 and len(scored) == 950 + 868
+    assert sum(s.value for s in scored) == 0.0
+    reasons = {s.not_scored for s in empty_result if s.not_scored}
+    assert reasons == {"the gold query returns no rows on this database: any query returning nothing would match, "
+                       "so the item tells no answer from another"}
+    abstaining = [metric.score("", i) for i in instances]
+    assert [bool(s.not_scored) for s in abstaining] == [bool(s.not_scored) for s in empty_result]  # per item
+    right = sum(s.value for s in abstaining if not s.not_scored)
+    assert right == 950  # exactly the unanswerable questions
+    print(f"\n[ehrsql] SELECT 1 WHERE 0: {0.0:.3f} of {len(scored)} scored items (1,091 not scored); "
+          f"empty answer: {right / len(scored):.3f}")
+    # HELM's mode scores every item, as before (the template values stand in for an empty gold result)
+    helm = [metric.score("SELECT 1 WHERE 0", i, compat="helm") for i in instances[:300]]
+    assert not any(s.not_scored for s in helm)
+
+
+def test_real_ehrsql_helm_answerability_follows_is_impossible(tmp_path: Path) -> None:
+    """HELM 0.5.16: answerable = not is_impossible and bool(gold query): 1,959 of the 2,909 questions. (Run on an
+    empty database: answerability does not depend on the rows, and every query fails at once.)"""
+    if not (REAL_DATA / "ehrsql").is_dir():
+        pytest.skip("no real EHRSQL data")
+    import dataclasses
+
+    empty_db = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty_db).close()
+    metric = BENCHMARKS["ehrsql"].metric
+    instances = [dataclasses.replace(i, extra={**i.extra, "db_path": str(empty_db)}) for i in load("ehrsql", REAL_DATA)]
+    for compat in ("helm", "default"):
+        extras = [metric.score("SELECT 1", i, compat=compat).extra for i in instances]
+        assert sum(e["ehr_sql_total_ground_truth_answerable"] for e in extras) == 1959, compat
+        assert sum(e["ehr_sql_recall_answerable"] for e in extras) == 1959, compat
+        assert sum(e["ehr_sql_precision_answerable"] for e in extras) == 1959, compat
+
+
 def test_ehrsql_unanswerable(db: Path) -> None:
     instance = sql_instance(db, "null", impossible=True)
     metric = EhrSqlExecutionAccuracy()
@@ -334,13 +380,20 @@ def test_ehrsql_unanswerable(db: Path) -> None:
         assert metric.score("", instance, compat).value == 1.0
         assert metric.score("  \n", instance, compat).value == 1.0
         assert metric.score("SELECT 1 WHERE 0", instance, compat).value == 0.0  # an empty result is not abstaining
-    # answerability: from the data's is_impossible flag by default; HELM never sees it, so all count as answerable
-    empty = metric.score("", instance).extra
-    assert (empty["ehr_sql_total_ground_truth_answerable"], empty["ehr_sql_recall_answerable"]) == (0.0, 0.0)
-    query = metric.score("SELECT 1", instance).extra
-    assert (query["ehr_sql_total_predicted_answerable"], query["ehr_sql_precision_answerable"]) == (1.0, 0.0)
-    helm = metric.score("SELECT 1", instance, "helm").extra
+    # answerability: from the data's is_impossible flag in both modes (HELM 0.5.16 reads it from extra_data:
+    # answerable = not is_impossible and bool(gold query))
+    for compat in BOTH:
+        empty = metric.score("", instance, compat).extra
+        assert (empty["ehr_sql_total_ground_truth_answerable"], empty["ehr_sql_recall_answerable"]) == (0.0, 0.0)
+        query = metric.score("SELECT 1", instance, compat).extra
+        assert (query["ehr_sql_total_predicted_answerable"], query["ehr_sql_precision_answerable"]) == (1.0, 0.0)
+        assert query["ehr_sql_total_ground_truth_answerable"] == 0.0 and query["ehr_sql_recall_answerable"] == 0.0
+    # a question not flagged impossible counts as answerable in HELM's mode whatever its gold query's text
+    flagged_possible = sql_instance(db, "null", impossible=False)
+    helm = metric.score("SELECT 1", flagged_possible, "helm").extra
     assert (helm["ehr_sql_total_ground_truth_answerable"], helm["ehr_sql_precision_answerable"]) == (1.0, 1.0)
+    assert metric.score("SELECT 1", flagged_possible).extra["ehr_sql_total_ground_truth_answerable"] == 0.0
+    assert not any(metric.score(a, instance, c).not_scored for a in ("", "SELECT 1") for c in BOTH)
     detail = metric.score("SELECT 1", instance).detail
     assert detail.startswith("unanswerable question: expected an empty answer")
 
@@ -351,13 +404,26 @@ def test_ehrsql_empty_gold_result_default_and_helm(db: Path) -> None:
     metric = EhrSqlExecutionAccuracy()
     with_value = sql_instance(db, gold, {"drug_name": "warfarin 5 mg"})
     right = "SELECT routeadmin FROM medication WHERE drugname = 'warfarin 5 mg'"
-    # default: the right query (no rows either) is right, abstaining is wrong
-    assert metric.score(right, with_value).value == 1.0
-    assert metric.score("", with_value).value == 0.0
+    # default: an empty gold result tells no answer from another: not scored, whatever the answer
+    for answer in (right, "", "SELECT 1 WHERE 0", "SELECT 1"):
+        score = metric.score(answer, with_value)
+        assert score.not_scored and score.not_scored.startswith("the gold query returns no rows on this database")
+        assert score.value == 0.0 and score.detail.startswith("not scored: the gold query returns no rows")
+    assert metric.score("SELECT 1", with_value).extra["ehr_sql_query_validity"] == 1.0  # still recorded
+    # the same question on a database where its gold query returns rows is scored again (per item)
+    with sqlite3.connect(db) as connection:
+        connection.execute("INSERT INTO medication (medicationid, patientunitstayid, drugname, routeadmin) "
+                           "VALUES (99, 10, 'warfarin 5 mg', 'po')")
+    assert metric.score(right, with_value).not_scored is None and metric.score(right, with_value).value == 1.0
+    assert metric.score("SELECT 1 WHERE 0", with_value).value == 0.0
+    assert metric.score("", with_value).value == 0.0  # abstaining on an answerable question is wrong
+    with sqlite3.connect(db) as connection:
+        connection.execute("DELETE FROM medication WHERE medicationid = 99")
     # HELM: the template value ["warfarin 5 mg"] stands in for the gold result: nothing can match it
     assert metric.score(right, with_value, "helm").value == 0.0
     assert metric.score("", with_value, "helm").value == 0.0
     assert metric.score("SELECT 'warfarin 5 mg'", with_value, "helm").value == 0.0  # rows are tuples, not strings
+    assert not any(metric.score(a, with_value, "helm").not_scored for a in (right, "", "SELECT 1"))
     # HELM without template values: only an empty answer scores
     no_value = sql_instance(db, gold, {})
     assert metric.score("", no_value, "helm").value == 1.0
@@ -381,10 +447,12 @@ def test_ehrsql_gold_repairs(db: Path) -> None:
     assert metric.score("", vitals, "helm").value == 1.0  # HELM: gold error and no values: abstaining "wins"
 
 
-def test_ehrsql_gold_failure_scores_zero_with_detail(db: Path) -> None:
+def test_ehrsql_gold_failure_is_not_scored_with_the_reason(db: Path) -> None:
     instance = sql_instance(db, "select nothing from nowhere")
     score = EhrSqlExecutionAccuracy().score("SELECT 1", instance)
+    assert score.not_scored == 'the gold query fails on this database (near "nothing": syntax error)'
     assert score.value == 0.0 and "the gold query fails" in score.detail
+    assert not EhrSqlExecutionAccuracy().score("SELECT 1", instance, "helm").not_scored
 
 
 def test_ehrsql_database_is_read_only(db: Path) -> None:
@@ -991,3 +1059,4 @@ def test_data_download_routes_drive_urls_through_gdrive(fake_drive: str, tmp_pat
     target = tmp_path / "medmcqa" / "data.zip"
     sources._download(f"{fake_drive}/uc?export=download&id=form-2", target, "")
     assert target.read_bytes() == _FakeDrive.payload
+

@@ -1141,6 +1141,27 @@ def test_icd10_metric_detail_and_kind() -> None:
     assert detail == "F1 0.500: 1 of 2 reference codes found (E78.5 missing), 1 extra (N18.3)"
 
 
+def test_icd10_details_list_at_most_eight_codes_and_both_extractions_read_the_whole_text() -> None:
+    metric = MimicBillingCodeF1()
+    gold = ",".join(f"A{i:02d}.1" for i in range(10))  # ten reference codes, none answered
+    detail = metric.score("Z99.9", billing(gold)).detail
+    shown = ", ".join(f"A{i:02d}.1" for i in range(8))
+    assert detail == f"F1 0.000: 0 of 10 reference codes found ({shown}, … (10 in all) missing), 1 extra (Z99.9)"
+    eight = ",".join(f"B{i:02d}" for i in range(8))
+    assert metric.score("", billing(eight)).detail == (
+        f"F1 0.000: 0 of 8 reference codes found ({eight.replace(',', ', ')} missing), 0 extra (none)")
+    # HELM removes bold markers before matching; a code after them is found
+    assert helm_extract("**I10** and **E78.5.**") == ["I10", "E78.5"]
+    assert helm_extract("") == [] and extract("") == []
+    # every reference counts, and the answer is stripped first
+    two_refs = Instance(id="b", input="note", references=("I10.", "E78.5"))
+    for compat in ("default", "helm"):
+        result = metric.score("  I10 E78.5  ", two_refs, compat)
+        assert result.value == 1.0, compat
+    assert metric.score("I10", two_refs, "helm").detail == (
+        "F1 0.667: 1 of 2 reference codes found (E78.5 missing), 0 extra (none)")
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Empty files, for every file format
 

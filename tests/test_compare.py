@@ -210,10 +210,14 @@ def test_build_comparison_rows_gates_and_win_rates():
 
 def test_a_drop_that_is_not_significant_does_not_fail():
     base = results("m", {"toy": [1] * 6 + [0] * 4})
-    cur = results("m", {"toy": [0] * 6 + [1] * 4})  # 0.6 → 0.4: b = 6, c = 4, p = 0.754
+    cur = results("m", {"toy": [0] * 6 + [1] * 4})  # 0.6 → 0.4: b = 6, c = 4
     _, [gate] = build_comparison(base, cur, compare_fail=[("toy", 0.05)])
     assert gate["value"] == pytest.approx(-0.2) and gate["passed"]
-    assert gate["p"] == pytest.approx(stats.mcnemar_exact(6, 4)) and "not significantly" in gate["reason"]
+    # Tango's score test at the margin 0.05, by hand: 2n·x² + B·x + C = 0 with n = 10, B = 1 − 6.3 − 3.8 = −9.1,
+    # C = −4·0.05·0.95 = −0.19: x = (9.1 + √98.01) / 40 = 0.475; Z = (6 − 4 − 0.5) / √(10·(0.95 + 0.0475))
+    z = 1.5 / math.sqrt(9.975)
+    assert gate["p"] == pytest.approx(1 - statistics.NormalDist().cdf(z)) and gate["test"] == "tango_score_margin"
+    assert "not significantly more" in gate["reason"]
 
 
 def test_matching_ignores_order_models_and_unscored_instances():
@@ -421,7 +425,7 @@ def test_toy_regression_is_caught_and_reported(wired, xdist):
     assert row["delta"] == pytest.approx(-0.6) and row["p"] == pytest.approx(p)
     assert report["comparison"]["baseline"]["name"] == "base"
     gate = next(g for g in report["gates"] if g.get("kind") == "compare_fail")
-    assert gate["passed"] is False and gate["p_holm"] == pytest.approx(p)
+    assert gate["passed"] is False and gate["p_holm"] == pytest.approx(stats.paired_binary_margin_p(32, 8, 40, 0.05))
     assert "Comparison with 0001_base" in md.read_text() and "↓ -0.600 ***" in md.read_text()
     assert not (wired.path / ".medhelm" / "runs" / "0002_autosave.json").exists()  # only --medhelm-save saves
 

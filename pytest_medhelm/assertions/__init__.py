@@ -80,6 +80,8 @@ def assert_metric(answer: "Completion | str", instance: "Instance", metric: "Met
         if CURRENT_ITEM.get() is not None:
             record_for().update(score=None, raw_score=None, score_nan=True, metric=metric.name)
         raise
+    if score.not_scored:
+        _record_not_scored(score, instance, metric)
     mark = pass_mark if pass_mark is not None else (1.0 if metric.binary else metric.pass_mark)
     missed = score.value < mark
     record: dict[str, Any] = record_for() if CURRENT_ITEM.get() is not None else {}
@@ -90,3 +92,16 @@ def assert_metric(answer: "Completion | str", instance: "Instance", metric: "Met
     if missed:
         raise Missed(score.detail or f"expected {instance.expected!r}, got {_text(answer)!r}")
     return score
+
+
+def _record_not_scored(score: "Score", instance: "Instance", metric: "Metric") -> None:
+    """An item its metric cannot score (``Score.not_scored``): recorded with score null and the reason, and
+    reported as skipped, so that it counts neither for nor against and is never dropped silently."""
+    import pytest
+
+    record: dict[str, Any] = record_for() if CURRENT_ITEM.get() is not None else {}
+    record.update(score=None, raw_score=None, metric=metric.name, missed=False, expected=instance.expected,
+                  detail=score.detail, not_scored=score.not_scored)
+    if score.extra:
+        record.setdefault("metrics", {}).update(score.extra)
+    pytest.skip(f"not scored: {score.not_scored}")

@@ -17,13 +17,23 @@ instances that both runs scored take part (see :mod:`pytest_medhelm.compare.stat
      "rows": [{"scope": "benchmark"|"category"|"overall", "name", "label", "model", "baseline_model", "n",
                "n_benchmarks", "n_baseline_only", "n_current_only", "baseline", "current", "delta", "ci_low",
                "ci_high", "p", "test", "mde", "significant", "discordant"?}],
-     "win_rates": [{"model", "win_rate", "win_sd", "macro_avg", "baseline"}],
+     "win_rates": [{"model", "win_rate", "win_sd" (population SD, ddof 0, of the per-benchmark win rates),
+                    "macro_avg", "baseline"}],
      "warnings": [...]}
 
-A compare-fail gate ``NAME:DROP`` (NAME a benchmark slug, a category or ``overall``) fails for a model when the
-score dropped by more than DROP (``-delta > DROP``) and the drop is significant at α = 0.05 after Holm's correction
-over all of the run's compare-fail gates. A gate whose NAME has no comparison (absent from either run, or no
-instance scored by both) fails, as a threshold on a missing score does: it must not pass silently in CI.
+A compare-fail gate ``NAME:DROP`` (NAME a benchmark slug, a category or ``overall``) fails for a model when there
+is significant evidence that the score dropped by *more than* DROP: the one-sided test of ``H0: true drop ≤ DROP``
+(:func:`pytest_medhelm.compare.stats.margin_p`), its p-value Holm-adjusted over all of the run's compare-fail gates,
+below α = 0.05. A true drop of exactly DROP fails at most 5% of runs; a point estimate just past DROP does not fail.
+A gate whose NAME has no comparison (absent from either run, or no instance scored by both) fails, as a threshold
+on a missing score does: it must not pass silently in CI.
+
+A gate (appended to ``results["gates"]``)::
+
+    {"spec": "compare-fail pubmedqa:0.05", "kind": "compare_fail", "name", "drop", "model", "baseline_model",
+     "value" (the delta), "baseline", "current",
+     "p" (one-sided p-value of "the drop is at most DROP"), "test" ("tango_score_margin",
+     "paired_bootstrap_margin" or "stratified_paired_bootstrap_margin"), "p_holm", "passed", "reason"}
 """
 
 from __future__ import annotations
@@ -137,6 +147,7 @@ def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
     base_index, cur_index = _index(baseline), _index(current)
     category_of = _categories(current, baseline)
     rows: list[dict[str, Any]] = []
+    paired: dict[tuple[str, str, str], stats.PairedResult] = {}  # (scope, name, model) → the row's statistics
     warnings: list[str] = []
     prompts_differ = 0
     for model, base_model in pairs:
@@ -162,7 +173,7 @@ def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
             result = stats.compare_benchmark(matched, key=slug, resamples=resamples, seed=seed, alpha=alpha,
                                              power=power) if matched else None
             if result is not None:
-                by_benchmark[slug] = result
+                by_benchmark[slug] = paired["benchmark", slug, model] = result
             bench_rows.append(_row("benchmark", slug, slug, model, base_model, result, alpha,
                                    category=category_of.get(slug), n_baseline_only=only_base,
                                    n_current_only=only_cur))
@@ -171,10 +182,14 @@ def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
         for slug, result in by_benchmark.items():
             per_category[category_of.get(slug, "")].append(result)
         for cat in sorted(per_category, key=_category_order):
-            rows.append(_row("category", cat, _category_label(cat), model, base_model,
-                             stats.combine(per_category[cat], alpha=alpha, power=power), alpha))
-        rows.append(_row("overall", "overall", "overall", model, base_model,
-                         stats.combine(list(by_benchmark.values()), alpha=alpha, power=power), alpha))
+            combined = stats.combine(per_category[cat], alpha=alpha, power=power)
+            if combined is not None:
+                paired["category", cat, model] = combined
+            rows.append(_row("category", cat, _category_label(cat), model, base_model, combined, alpha))
+        overall = stats.combine(list(by_benchmark.values()), alpha=alpha, power=power)
+        if overall is not None:
+            paired["overall", "overall", model] = overall
+        rows.append(_row("overall", "overall", "overall", model, base_model, overall, alpha))
     if prompts_differ:
         warnings.append(f"{prompts_differ} matched instance(s) were asked with a different prompt than in the "
                         "baseline (prompt_sha256 differs): the comparison mixes prompt and model changes")
@@ -193,7 +208,7 @@ def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
         "pairs": [{"model": m, "baseline_model": b} for m, b in pairs], "unmatched_models": unmatched,
         "rows": rows, "win_rates": win_rate_rows(baseline, current), "warnings": warnings,
     }
-    gates = compare_gates(comparison, compare_fail, alpha=alpha)
+    gates = compare_gates(comparison, paired, compare_fail, alpha=alpha)
     return comparison, gates
 
 
@@ -213,20 +228,24 @@ def _find(rows: Sequence[Mapping[str, Any]], name: str, model: str) -> Mapping[s
     return None
 
 
-def compare_gates(comparison: Mapping[str, Any], compare_fail: Iterable[tuple[str, float]], *,
-                  alpha: float = stats.ALPHA) -> list[dict[str, Any]]:
+def compare_gates(comparison: Mapping[str, Any], paired: Mapping[tuple[str, str, str], stats.PairedResult],
+                  compare_fail: Iterable[tuple[str, float]], *, alpha: float = stats.ALPHA) -> list[dict[str, Any]]:
+    """The compare-fail gates: each one-sided margin test (``paired`` holds each row's statistics, keyed by
+    (scope, name, model)), Holm-adjusted over all of them (module docstring)."""
     rows = comparison["rows"]
     gates: list[dict[str, Any]] = []
     for name, drop in compare_fail:
         target = _normalize_name(name, rows)
         for pair in comparison["pairs"]:
             row = _find(rows, target, pair["model"])
+            result = None if row is None else paired.get((row["scope"], row["name"], row["model"]))
+            p, test = stats.margin_p(result, drop) if result is not None else (None, None)
             gates.append({"spec": f"compare-fail {name}:{drop:g}", "kind": "compare_fail", "name": target,
                           "drop": drop, "model": pair["model"], "baseline_model": pair["baseline_model"],
-                          "value": None if row is None else row["delta"],
-                          "baseline": None if row is None else row["baseline"],
-                          "current": None if row is None else row["current"],
-                          "p": None if row is None else row["p"], "p_holm": None, "passed": False})
+                          "value": None if result is None else result.delta,
+                          "baseline": None if result is None else result.baseline,
+                          "current": None if result is None else result.current,
+                          "p": p, "test": test, "p_holm": None, "passed": False})
     adjusted = stats.holm([g["p"] for g in gates])
     for gate, p_holm in zip(gates, adjusted):
         gate["p_holm"] = p_holm
@@ -234,18 +253,18 @@ def compare_gates(comparison: Mapping[str, Any], compare_fail: Iterable[tuple[st
             gate["reason"] = "no score in common with the baseline"
             gate["passed"] = False
             continue
-        dropped = -gate["value"] > gate["drop"] + _EPS
-        significant = p_holm < alpha
-        gate["passed"] = not (dropped and significant)
-        if dropped and significant:
-            gate["reason"] = f"dropped by {-gate['value']:.3f} > {gate['drop']:g}, p={_p(p_holm)} (Holm) < {alpha:g}"
-        elif dropped:
-            gate["reason"] = f"dropped by {-gate['value']:.3f} > {gate['drop']:g} but not significantly " \
-                             f"(p={_p(p_holm)} Holm)"
+        drop, limit = -gate["value"], gate["drop"]
+        failed = p_holm < alpha
+        gate["passed"] = not failed
+        evidence = f"p={_p(p_holm)} (Holm) for a drop of at most {limit:g}"
+        if failed:
+            gate["reason"] = f"dropped by {drop:.3f}, significantly more than {limit:g}: {evidence} < {alpha:g}"
+        elif drop > limit + _EPS:
+            gate["reason"] = f"dropped by {drop:.3f} > {limit:g} but not significantly more ({evidence})"
         elif gate["value"] >= 0:
             gate["reason"] = f"no drop ({gate['value']:+.3f})"
         else:
-            gate["reason"] = f"dropped by {-gate['value']:.3f} <= {gate['drop']:g}"
+            gate["reason"] = f"dropped by {drop:.3f} <= {limit:g}"
     return gates
 
 
@@ -325,7 +344,7 @@ def win_rate_table(comparison: Mapping[str, Any]) -> tuple[list[str], list[list[
 
 
 def gate_rows(gates: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    header = ["gate", "model", "delta", "p", "p (Holm)", "verdict", "why"]
+    header = ["gate", "model", "delta", "p (drop > DROP)", "p (Holm)", "verdict", "why"]
     rows = [[g["spec"], g["model"], "-" if g["value"] is None else f"{g['value']:+.3f}", _p(g.get("p")),
              _p(g.get("p_holm")), "PASS" if g["passed"] else "FAIL", g.get("reason", "")]
             for g in gates if g.get("kind") == "compare_fail"]
@@ -335,8 +354,9 @@ def gate_rows(gates: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[
 def legend(comparison: Mapping[str, Any]) -> str:
     return (f"delta = current - baseline on the instances both runs scored; paired tests: exact McNemar for 0/1 "
             f"scores, paired bootstrap ({comparison['resamples']:,} resamples, stratified by benchmark for "
-            f"categories) otherwise; 95% CI: percentile bootstrap; * p<0.05 ** p<0.01 *** p<0.001 (unadjusted; "
-            f"compare-fail gates use Holm's correction); MDE: minimum detectable effect at alpha "
+            f"categories) otherwise; 95% CI: percentile bootstrap; * p<0.05 ** p<0.01 *** p<0.001 (two-sided, "
+            f"unadjusted; a compare-fail gate NAME:DROP tests one-sidedly whether the drop exceeds DROP, with Holm's "
+            f"correction); MDE: minimum detectable effect at alpha "
             f"{comparison['alpha']:g}, power {comparison['power']:g}")
 
 

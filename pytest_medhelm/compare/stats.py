@@ -36,10 +36,31 @@ Minimum detectable effect (the paper's Appendix E, alpha 0.05, power 0.8), for t
     ``SE = sqrt(Σ_k SE_k²) / K``. It is the true difference this comparison would detect 80% of the time at
     α = 0.05, using the observed spread of the differences. None when a subset has fewer than 2 matched instances.
 
+The compare-fail gate ``NAME:DROP`` (:func:`margin_p`) asks another question than the table's "did anything
+change": **is there evidence that the score dropped by more than DROP?** With ``D`` = DROP and ``θ`` the true drop
+(baseline − current), ``H0: θ ≤ D`` against ``H1: θ > D``, one-sided, at the margin:
+
+    * **0/1 scores** (the McNemar rows): **Tango's score test** for the difference of paired proportions against a
+      margin (Tango 1998, Statistics in Medicine 17:891; the non-inferiority test of matched-pair designs). With
+      ``b`` = right before and wrong now, ``c`` = wrong before and right now, over ``n`` pairs,
+      ``Z = (b − c − n·D) / sqrt(n · (2·p̃ + D·(1 − D)))``, where ``p̃`` is the maximum-likelihood estimate of
+      P(wrong before, right now) under ``θ = D``: the positive root of ``2n·x² + B·x + C = 0``,
+      ``B = 2n·D − b·(1 + D) − c·(1 − D)``, ``C = −c·D·(1 − D)``. ``p = 1 − Φ(Z)``. At ``D = 0`` this is the
+      one-sided McNemar score test ``(b − c)/sqrt(b + c)``; no pair that changed and ``D = 0``: p = 1. Asymptotic;
+      its size stays close to α from a few dozen pairs on (Tango 1998, Table II).
+    * **other scores, several subsets, categories and overall**: the same paired (stratified) bootstrap as above,
+      its distribution shifted to the margin: ``p = (1 + #{b : δ*_b − δ ≤ δ + D}) / (B + 1)`` (the one-sided
+      null-shifted test of ``δ = −D``, the "basic" bootstrap's one-sided interval turned into a p-value).
+
+    ``D ≥ 1`` cannot be exceeded: p = 1. The tests simulate pairs whose true drop is exactly ``D``: the gate fails in
+    at most α of the runs; with a true drop of ``2·D`` on 500 instances it fails in most (tests/test_compare_stats.py
+    prints the measured rates).
+
 Multiple comparisons: :func:`holm` (Holm–Bonferroni, controls the family-wise error rate). The comparison table
-shows unadjusted p-values (each row answers its own question); the ``--medhelm-compare-fail`` gates, which together
-decide one verdict (the exit status), are judged on Holm-adjusted p-values over all of the run's compare-fail gates
-(every NAME × model pair), so that gating 20 benchmarks does not fail a run on noise one time in three.
+shows unadjusted two-sided p-values of "no change" (each row answers its own question); the
+``--medhelm-compare-fail`` gates, which together decide one verdict (the exit status), are judged on Holm-adjusted
+one-sided margin p-values over all of the run's compare-fail gates (every NAME × model pair), so that gating 20
+benchmarks does not fail a run on noise one time in three.
 """
 
 from __future__ import annotations
@@ -250,3 +271,51 @@ def combine(results: Sequence[PairedResult], *, alpha: float = ALPHA, power: flo
                         ci_low=ci_low, ci_high=ci_high, p=bootstrap_p(boot, delta),
                         test="stratified_paired_bootstrap", mde=mde_from_se(se, alpha, power), se=se,
                         n_benchmarks=sum(r.n_benchmarks for r in results), boot=boot)
+
+
+# ---------------------------------------------------------------------------------------------------- margin tests
+def paired_binary_margin_p(worse: int, better: int, n: int, drop: float) -> float:
+    """One-sided p-value of ``H0: P(worse) − P(better) ≤ drop`` for ``n`` pairs of 0/1 scores, of which ``worse``
+    went from right to wrong and ``better`` from wrong to right: Tango's score test (module docstring)."""
+    if worse < 0 or better < 0 or worse + better > n:
+        raise ValueError(f"discordant counts {worse} and {better} do not fit in {n} pairs")
+    if not 0.0 <= drop:
+        raise ValueError(f"the allowed drop must be >= 0, got {drop!r}")
+    if drop >= 1.0 or n == 0:
+        return 1.0
+    a = 2.0 * n
+    b = 2.0 * n * drop - worse * (1.0 + drop) - better * (1.0 - drop)
+    c = -better * drop * (1.0 - drop)
+    p_better = (-b + math.sqrt(b * b - 4.0 * a * c)) / (2.0 * a)
+    variance = n * (2.0 * p_better + drop * (1.0 - drop))
+    if variance <= 0.0:  # drop 0 and no pair changed: no evidence of anything
+        return 1.0
+    z = (worse - better - n * drop) / math.sqrt(variance)
+    return 1.0 - NormalDist().cdf(z)
+
+
+def bootstrap_margin_p(boot, observed: float, drop: float) -> float:
+    """One-sided p-value of ``H0: true delta ≥ −drop`` from the bootstrap deltas shifted to the margin:
+    ``(1 + #{δ* − δ ≤ δ + drop}) / (B + 1)``."""
+    import numpy as np
+
+    if not 0.0 <= drop:
+        raise ValueError(f"the allowed drop must be >= 0, got {drop!r}")
+    if drop >= 1.0:
+        return 1.0
+    boot = np.asarray(boot, dtype=float)
+    extreme = int(np.count_nonzero(boot - observed <= observed + drop + 1e-12))
+    return min(1.0, (1 + extreme) / (boot.size + 1))
+
+
+MARGIN_TESTS = {"mcnemar_exact": "tango_score_margin", "paired_bootstrap": "paired_bootstrap_margin",
+                "stratified_paired_bootstrap": "stratified_paired_bootstrap_margin"}
+
+
+def margin_p(result: PairedResult, drop: float) -> tuple[float, str]:
+    """The compare-fail gate's one-sided p-value of "the score dropped by at most ``drop``", and the test's name:
+    Tango's score test for a row of 0/1 scores, the (stratified) paired bootstrap at the margin otherwise."""
+    if result.discordant is not None:
+        worse, better = result.discordant
+        return paired_binary_margin_p(worse, better, result.n, drop), MARGIN_TESTS["mcnemar_exact"]
+    return bootstrap_margin_p(result.boot, result.delta, drop), MARGIN_TESTS[result.test]

@@ -31,6 +31,11 @@ class Score:
     detail: str = ""
     #: secondary values (query validity, sentence accuracy, ROUGE-2 ...), recorded beside the main score
     extra: dict[str, Any] = field(default_factory=dict)
+    #: why this item cannot be scored, when it cannot (an EHRSQL gold query that returns no rows on the database in
+    #: use tells no answer from another); None for a scored item. A not-scored item counts neither for nor against:
+    #: its ``value`` (0) means nothing, the run records it with score null and this reason (``not_scored``) and
+    #: reports the item as skipped, as the loaders report the instances they filter out
+    not_scored: str | None = None
 
     @property
     def raw_value(self) -> float:

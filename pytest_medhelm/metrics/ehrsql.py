@@ -29,12 +29,17 @@ Differences by default (``compat="helm"`` keeps HELM's behaviour for each):
    result rows, which no query result can equal. On MedHELM's 7-patient database most answerable gold queries
    return no rows, so HELM scores those items 0 whatever the model writes (and 1 for an *empty* answer when the
    question has no slot values). By default the gold result is the gold query's own result.
-2. **An answerable question with an empty gold result** is answered correctly by a query whose result is also
-   empty (EHRSQL's own scorer compares result sets, empty ones included); an empty answer, i.e. abstaining, is
-   wrong on an answerable question. HELM requires an empty *answer* there. Caveat: on this small database
-   1,091 of the 1,959 answerable gold queries return no rows, so any valid query that returns nothing matches
-   those items; that is a property of the database HELM pins, kept as is. (Under HELM's rules the gold query
-   itself, given as the answer, scores on only 845 of the 1,959: those whose result has rows.)
+2. **An answerable question whose gold result is empty on the database in use is not scored.** On MedHELM's
+   7-patient database 1,091 of the 1,959 answerable gold queries return no rows: any valid query that returns
+   nothing (``SELECT 1 WHERE 0``) would match them, so a constant answer would score about 0.375 on the full set.
+   Such an item tells no answer from another: it counts neither for nor against (``Score.not_scored`` gives the
+   reason; the run records the item with score null and ``not_scored``, reports it as skipped, and counts it in
+   the benchmark's ``n_not_scored``). The decision is per item, on the database the run uses: with a full eICU
+   database where the gold query returns rows, the item counts again. A constant query that returns nothing then
+   scores 0, and an empty answer only the unanswerable questions it gets right. An answerable question is never
+   answered by abstaining (an empty answer). HELM requires an empty *answer* on an empty gold result. (Under
+   HELM's rules the gold query itself, given as the answer, scores on only 845 of the 1,959: those whose result
+   has rows.)
 3. **The gold SQL is normalised as EHRSQL's official scorer does** (glee4810/EHRSQL ``post_process_sql``), for the
    two rewrites that repair the gold query itself: ``strftime('%y', …)`` becomes ``'%Y'`` (SQLite 3.40 returns
    NULL for ``%y``, and releases that know it give a two-digit year, so ``strftime('%y', t) = '2103'`` is never
@@ -44,11 +49,13 @@ Differences by default (``compat="helm"`` keeps HELM's behaviour for each):
    as 2000-01-01 by the date functions; the prompt does not tell the model EHRSQL's "now", 2105-12-31 23:59:00,
    so a model's ``'now'`` and the gold's ``current_time`` both lie before the data's years 2100-2105, as in HELM),
    and ``%j`` stays day-of-year.
-4. **Answerability comes from the data's ``is_impossible`` flag** (``extra["is_impossible"]``). HELM looks for
-   ``"is_impossible": true`` in the prompt text, which never contains it, so every question counts as answerable
-   in its precision/recall values.
-5. **A gold query that still fails** scores 0 with a detail saying so (no such query in the pinned data once
-   normalised); HELM scores it through the ``value`` fallback.
+4. **A gold query that still fails is not scored** either (no such query in the pinned data once normalised): the
+   reason names the error. HELM scores it through the ``value`` fallback.
+
+The secondary answerability values follow the data's ``is_impossible`` flag in both modes: HELM 0.5.16's scenario
+keeps it in ``extra_data`` and its metric counts a question as answerable when ``not is_impossible and bool(gold
+query)`` (1,959 of the 2,909). By default a gold query of ``"null"`` also counts as unanswerable (none in the pinned
+data is both possible and ``"null"``).
 """
 
 from __future__ import annotations
@@ -220,10 +227,11 @@ class EhrSqlExecutionAccuracy:
                 pred_error = str(exc)
         query_validity = 1.0 if prediction and pred_error is None else 0.0
 
+        not_scored: str | None = None
         if helm:
-            # HELM reads is_impossible from the prompt text, where it never is: every question is answerable
+            # HELM 0.5.16: is_impossible from the instance's extra_data, and a non-empty gold query
             gold_rows, gold_error = self._gold_helm(str(db_path), gold_sql, extra.get("value", {}))
-            is_answerable = bool(gold_sql)
+            is_answerable = not is_impossible and bool(gold_sql)
             if not gold_sql:
                 accuracy = 0.0
             elif gold_rows and pred_rows:
@@ -239,14 +247,23 @@ class EhrSqlExecutionAccuracy:
                 gold_rows, gold_error = self._gold_default(str(db_path), gold_sql)
                 accuracy = float(bool(prediction) and gold_error is None and pred_error is None
                                  and set(pred_rows) == set(gold_rows))
+                if gold_error is not None:
+                    not_scored = f"the gold query fails on this database ({gold_error})"
+                elif not gold_rows:
+                    not_scored = ("the gold query returns no rows on this database: any query returning nothing "
+                                  "would match, so the item tells no answer from another")
 
         is_pred_answerable = bool(prediction)
         correct_answerable = float(is_answerable and is_pred_answerable)
-        detail = self._detail(accuracy, is_impossible, prediction, pred_rows, pred_error, gold_rows, gold_error,
-                              helm)
+        if not_scored is not None:
+            accuracy = 0.0
+            detail = f"not scored: {not_scored}; got {'an empty answer' if not prediction else _shown(prediction)}"
+        else:
+            detail = self._detail(accuracy, is_impossible, prediction, pred_rows, pred_error, gold_rows, helm)
         return Score(
             value=accuracy,
             detail=detail,
+            not_scored=not_scored,
             extra={
                 "ehr_sql_query_validity": query_validity,
                 "ehr_sql_precision_answerable": correct_answerable if is_pred_answerable else 0.0,
@@ -258,14 +275,11 @@ class EhrSqlExecutionAccuracy:
 
     @staticmethod
     def _detail(accuracy: float, is_impossible: bool, prediction: str,
-                pred_rows: list[tuple], pred_error: str | None, gold_rows: list[Any], gold_error: str | None,
-                helm: bool) -> str:
+                pred_rows: list[tuple], pred_error: str | None, gold_rows: list[Any], helm: bool) -> str:
         got = "an empty answer" if not prediction else _shown(prediction)
         if not helm and is_impossible:
             verdict = "right" if accuracy else "wrong"
             return f"unanswerable question: expected an empty answer, got {got} ({verdict})"
-        if gold_error is not None and not helm:
-            return f"the gold query fails on the database ({gold_error}); got {got}"
         if not prediction:
             if accuracy:
                 return "empty answer and empty gold result (right under HELM's rule)"

@@ -4,8 +4,10 @@
   benchmark HELM runs as several runs (MedDialog's subsets, CLEAR's conditions) is the unweighted mean of the
   subset means, as HELM's leaderboard cell.
 * category × model: unweighted mean of its benchmarks' scores; overall: unweighted mean over benchmarks (the
-  paper's macro-average) with its standard deviation.
-* win rate: HELM's ``compute_aggregate_row_win_rates`` over the benchmark columns.
+  paper's macro-average, ``macro_avg``) with its *population* standard deviation (``macro_sd``, ddof 0).
+* win rate: HELM's ``compute_aggregate_row_win_rates`` over the benchmark columns; ``win_sd`` the
+  population standard deviation (ddof 0) of the per-column win rates. (docs/results.md describes every field.)
+* instances a metric cannot score (``not_scored``) count neither for nor against: ``n_not_scored``, not ``n``.
 
 Everything here is a pure function of the records, so a run with xdist, a run without it, and shards merged later
 give the same numbers: records are sorted before any resampling, and the bootstrap has a fixed seed.
@@ -31,6 +33,7 @@ class BenchmarkResult:
     metric: str
     n: int = 0  # scored instances
     n_missing: int = 0  # instances without a score (model or data errors)
+    n_not_scored: int = 0  # instances the metric cannot score (``not_scored``: counted neither for nor against)
     n_errors: int = 0
     mean: float | None = None
     ci_low: float | None = None
@@ -65,6 +68,7 @@ def _mean(values: Iterable[float]) -> float | None:
 
 
 def _std(values: Sequence[float]) -> float | None:
+    """The population standard deviation (ddof 0): the spread of these values themselves (macro_sd, win_sd)."""
     if not values:
         return None
     mu = sum(values) / len(values)
@@ -87,7 +91,8 @@ def benchmark_results(records: Iterable[Mapping[str, Any]], catalogue: Mapping[s
         scored = [r for r in recs if r.get("score") is not None]
         result.n = len(scored)
         result.n_errors = sum(1 for r in recs if r.get("error"))
-        result.n_missing = len(recs) - len(scored)
+        result.n_not_scored = sum(1 for r in recs if r.get("not_scored") and r.get("score") is None)
+        result.n_missing = len(recs) - len(scored) - result.n_not_scored
         if scored:
             by_subset: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
             for r in scored:

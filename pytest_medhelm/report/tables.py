@@ -28,15 +28,17 @@ def benchmark_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[st
         row = [slug, first["metric"]]
         for m in models:
             r = cells.get((slug, m))
+            # not-scored items (the metric cannot score them) are shown, never silently left out of n
+            not_scored = f" ({r['n_not_scored']} not scored)" if r is not None and r.get("n_not_scored") else ""
             if r is None or r["mean"] is None:
-                row.append("-" if r is None else f"- (n=0, {r['n_errors']} err)")
+                row.append("-" if r is None else f"- (n=0, {r['n_errors']} err){not_scored}")
                 continue
             text = f"{r['mean']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] n={r['n']}"
             if r.get("partial"):  # a subset (-k, --lf, a shard, errors, an interruption): not the benchmark's score
                 text += f"/{r['n_planned']} partial"
             if r["n_errors"]:
                 text += f" ({r['n_errors']} err)"
-            row.append(text)
+            row.append(text + not_scored)
         rows.append(row)
     return header, rows
 

@@ -15,7 +15,7 @@ before ``Question:``, and a blank-line run before ``SQL Query:``.
 Execution accuracy runs the gold and the model's SQL against MedHELM's ``eicu.sqlite`` (a 7-patient subset of
 EHRSQL's database, pinned by HELM); its path travels in ``Instance.extra["db_path"]``. The metric and its
 differences from HELM (no fallback to the template ``value``, gold queries repaired as EHRSQL's scorer does,
-answerability from ``is_impossible``, read-only and time-limited execution) are in
+items whose gold result is empty on the database in use not scored, read-only and time-limited execution) are in
 :mod:`pytest_medhelm.metrics.ehrsql`.
 
 Sources: HELM downloads ``{valid,test}.json`` and ``eicu.sql`` from glee4810/EHRSQL (its scenario names commit
