@@ -85,13 +85,11 @@ def add_costs(costs: Iterable[float | None]) -> float | None:
 
 
 def import_litellm() -> Any:
-    """litellm, imported so that it never fetches its price table from the internet."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    """litellm, imported so that it never fetches its price table from the internet (one way for the whole
+    package: :func:`pytest_medhelm.models.transport.import_litellm`, which leaves the environment as it was)."""
+    from pytest_medhelm.models.transport import import_litellm as _import
 
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False
-    return litellm
+    return _import()
 
 
 _TABLE: dict[str, Any] | None = None

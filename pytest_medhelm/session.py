@@ -195,22 +195,18 @@ class MedhelmSession:
         spec = self._specs.get(name)
         if spec is None:
             spec = self.config.hook.pytest_medhelm_model_spec(name=name, api_base=self.run_config.api_base,
-                                                              config=self.config)
+                                                              config=self.config, role="model")
             self._specs[name] = spec
         return spec
 
     @pytest.hookimpl(trylast=True)
-    def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config) -> "ModelSpec":
-        from pytest_medhelm.models import local_endpoints
-        from pytest_medhelm.models.request import ModelSpec
+    def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config,
+                                  role: str) -> "ModelSpec":
+        from pytest_medhelm.models.endpoints import resolve_spec
 
-        if local_endpoints.is_local(name):
-            from pytest_medhelm.models.local import served_model_name
-
-            # the URL is known once the server runs (endpoint()); the identity never depends on it
-            return ModelSpec(name=name, litellm_model=f"openai/{served_model_name(name)}", api_base=None,
-                             identity=local_endpoints.identity(name))
-        return ModelSpec(name=name, litellm_model=name, api_base=api_base)
+        rc = self.run_config
+        return resolve_spec(name, role=role, api_base=api_base, endpoints=rc.endpoint_map,  # type: ignore[arg-type]
+                            api_key_env=rc.jury_api_key_env if role == "judge" else rc.api_key_env)
 
     # ---------------------------------------------------------------- local/... llama.cpp servers
     def _local_publish_path(self) -> Path:
@@ -250,12 +246,21 @@ class MedhelmSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """--medhelm-local-only: refuse, before any request, to send gated or private data off the network."""
-        if self.is_worker or self._run_config is None or not self.run_config.local_only:
+        if self.is_worker or self._run_config is None:
+            return
+        from pytest_medhelm.models.endpoints import startup_lines
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        rc = self.run_config
+        judged = not rc.benchmarks or any(self._needs_judges(slug) for slug in rc.benchmarks)
+        for line in startup_lines([self.model_spec(m) for m in rc.models], self.judge_specs() if judged else []):
+            if reporter is not None:
+                reporter.write_line(line, yellow=True)
+        if not self.run_config.local_only:
             return
         from pytest_medhelm.data.errors import DataMissing
         from pytest_medhelm.data.sources import resolve_files
         from pytest_medhelm.governance import local_only_message, local_only_violations
-        from pytest_medhelm.jury import DEFAULT_JUDGES
 
         rc = self.run_config
         benchmarks = []
@@ -267,8 +272,7 @@ class MedhelmSession:
             except DataMissing:
                 continue  # skipped for want of data: nothing of it can be sent
             benchmarks.append((bench.slug, bench.access, bench.kind))
-        judges = [(name, rc.jury_api_base) for name in (rc.judges or DEFAULT_JUDGES)]
-        violations = local_only_violations([self.model_spec(m) for m in rc.models], judges, benchmarks)
+        violations = local_only_violations([self.model_spec(m) for m in rc.models], self.judge_specs(), benchmarks)
         if violations:
             raise pytest.UsageError(local_only_message(violations))
 
@@ -641,7 +645,7 @@ class MedhelmSession:
         spec = self._judge_specs.get(name)
         if spec is None:
             spec = self._judge_specs[name] = self.config.hook.pytest_medhelm_model_spec(
-                name=name, api_base=self.run_config.jury_api_base, config=self.config)
+                name=name, api_base=self.run_config.jury_api_base, config=self.config, role="judge")
         return spec
 
     def judge_completions(self, instance: Any, answer_text: str) -> dict[str, Any]:
@@ -762,6 +766,7 @@ class MedhelmSession:
         if completion is None:
             error = self.cache.get_error(key)
             if error is not None:  # the answers-ahead phase already tried (with retries) and failed
+                self._stop_if_every_model_is_broken(spec, error)
                 self._raise_stored_error(spec, error)
             try:
                 completion = self.scheduler.complete(Job(self.endpoint(spec), request))
@@ -774,11 +779,12 @@ class MedhelmSession:
         return completion
 
     def _stop_if_every_model_is_broken(self, spec: "ModelSpec", error: Any) -> None:
-        """A wrong key or an unknown model (401/403/404) fails every request the same way: once every model under
-        test is in that state, the run stops after this item instead of printing the same error on each."""
-        from pytest_medhelm.models.scheduler import SYSTEMATIC_STATUSES
+        """A wrong key or an unknown model (401/403/404), or an endpoint that does not answer, fails every request
+        the same way: once every model under test is in that state, the run stops after this item instead of
+        printing the same error on each. ``error``: the ModelError, or its text as stored (xdist workers)."""
+        from pytest_medhelm.models.scheduler import systematic_failure
 
-        if error.status not in SYSTEMATIC_STATUSES or spec.name not in self.run_config.models:
+        if not systematic_failure(error) or spec.name not in self.run_config.models:
             return
         self._broken_models.add(spec.name)
         item = CURRENT_ITEM.get()

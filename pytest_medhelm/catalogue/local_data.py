@@ -21,10 +21,11 @@ are re-exported for compatibility; the SHC loader is :func:`pytest_medhelm.catal
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from pytest_medhelm.catalogue.definition import Loaded
 from pytest_medhelm.data.errors import DataError, DataMissing
@@ -193,6 +194,28 @@ def _litellm_tokenizer_dir() -> str | None:
 _CL100K: Any = None
 
 
+@contextlib.contextmanager
+def bundled_tiktoken_files() -> Iterator[None]:
+    """While loading tiktoken encodings: ``TIKTOKEN_CACHE_DIR`` at litellm's bundled copies (offline), unless the
+    user chose a folder; then put back as it was.
+
+    tiktoken reads the variable only while it loads an encoding (it keeps what it loaded), so it is set for that
+    moment alone rather than for the user's whole process. Load encodings within this block, once, before any
+    thread needs them (setting a variable of the process while other threads run is itself a race)."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
+        yield
+        return
+    bundled = _litellm_tokenizer_dir()
+    if bundled is None:
+        yield
+        return
+    os.environ["TIKTOKEN_CACHE_DIR"] = bundled
+    try:
+        yield
+    finally:
+        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+
+
 def cl100k() -> Any:
     """tiktoken's ``cl100k_base`` (GPT-4's tokenizer, which HELM counts with), usable offline.
 
@@ -206,12 +229,9 @@ def cl100k() -> Any:
         import tiktoken
     except ImportError:
         raise DataMissing("counting tokens as HELM does needs tiktoken: pip install tiktoken") from None
-    if not os.environ.get("TIKTOKEN_CACHE_DIR") and not os.environ.get("DATA_GYM_CACHE_DIR"):
-        bundled = _litellm_tokenizer_dir()
-        if bundled:
-            os.environ["TIKTOKEN_CACHE_DIR"] = bundled
     try:
-        _CL100K = tiktoken.get_encoding("cl100k_base")
+        with bundled_tiktoken_files():
+            _CL100K = tiktoken.get_encoding("cl100k_base")
     except Exception as exc:
         raise DataMissing(
             "tiktoken could not load its cl100k_base tokenizer (it is downloaded on first use; offline, point "

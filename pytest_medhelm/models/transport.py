@@ -53,17 +53,33 @@ def _messages(request: ChatRequest) -> list[dict[str, str]]:
     return [{"role": role, "content": content} for role, content in request.messages]
 
 
+#: what a keyless server (llama.cpp, a vLLM started without --api-key) is sent: OpenAI's SDK insists on a key
+NO_KEY = "sk-no-key"
+
+
 def api_key_for(spec: ModelSpec) -> str | None:
-    """The key to send: MEDHELM_API_KEY, else the provider's usual variable; a placeholder for keyless servers."""
-    key = os.environ.get("MEDHELM_API_KEY")
-    if key:
-        return key
-    if spec.name.startswith(("openai/", "hosted_vllm/")):
-        key = os.environ.get("OPENAI_API_KEY") or os.environ.get("HOSTED_VLLM_API_KEY")
-    if key:
-        return key
-    # local servers (vLLM, llama.cpp) accept any key; the OpenAI SDK insists on one
-    return "sk-no-key" if spec.api_base else None
+    """The key to send to ``spec``'s endpoint, or None to let litellm read the provider's own variable.
+
+    Never one key for all (see :mod:`pytest_medhelm.models.endpoints`):
+
+    * the variable ``spec.api_key_env`` names, when it names one (``--medhelm-api-key-env`` /
+      ``--medhelm-jury-api-key-env``; checked to be set at start-up);
+    * a ``hosted_vllm/`` model at a URL: ``HOSTED_VLLM_API_KEY`` (litellm's variable for that provider, which
+      means that server), else a placeholder;
+    * any other OpenAI-compatible model at a URL: a placeholder. ``OPENAI_API_KEY`` is OpenAI's key: it is not
+      sent to someone else's server (litellm would send it there);
+    * a model sent to a provider's public API: None, and litellm reads that provider's own variable
+      (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...).
+    """
+    if spec.api_key_env:
+        return os.environ.get(spec.api_key_env) or None
+    if not spec.api_base:
+        return None
+    if spec.litellm_model.startswith("hosted_vllm/"):
+        return os.environ.get("HOSTED_VLLM_API_KEY") or NO_KEY
+    if spec.litellm_model.startswith(OPENAI_COMPATIBLE_PREFIXES):
+        return NO_KEY
+    return None  # another provider at a URL of its own (a proxy of it): litellm reads that provider's variable
 
 
 def uses_openai_wire(spec: ModelSpec) -> bool:
@@ -142,9 +158,30 @@ def _error_message(raw: bytes, status: int) -> str:
     return raw[:300].decode("utf-8", "replace") or f"HTTP {status}"
 
 
+#: set for litellm's import only, and only when the user has not set them: LITELLM_LOCAL_MODEL_COST_MAP makes it
+#: read its bundled price table instead of fetching one from the internet at import (the only time it reads it);
+#: its import also points TIKTOKEN_CACHE_DIR at its bundled tokenizers, unconditionally. Both are put back as they
+#: were once litellm is in: the user's process (their tests, tiktoken calls of their own) sees no change.
+_LITELLM_IMPORT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+_RESTORED_AFTER_IMPORT = ("LITELLM_LOCAL_MODEL_COST_MAP", "TIKTOKEN_CACHE_DIR")
+
+
 def import_litellm():
-    # litellm fetches its price table from the internet at import unless told to use the bundled copy
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    """litellm, imported without fetching anything and without leaving environment variables changed."""
+    import sys
+
+    if "litellm" not in sys.modules:
+        saved = {name: os.environ.get(name) for name in _RESTORED_AFTER_IMPORT}
+        for name, value in _LITELLM_IMPORT_ENV.items():
+            os.environ.setdefault(name, value)
+        try:
+            import litellm  # noqa: F401
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     import litellm
 
     litellm.suppress_debug_info = True
