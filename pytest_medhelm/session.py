@@ -34,6 +34,9 @@ MARKER = "medhelm"
 #: from this many collected items on, the collected objects are frozen out of the garbage collector's scans
 FREEZE_MIN_ITEMS = 1000
 _ACTIVE: list["MedhelmSession"] = []
+#: why a run stopped early: every model under test fails every request (a wrong key, an unreachable endpoint)
+EVERY_MODEL_BROKEN = ("medhelm: every model under test fails every request (the message is above); the remaining "
+                      "items were not run")
 
 
 def build_registry(hook: Any = None) -> "Registry":
@@ -699,6 +702,14 @@ class MedhelmSession:
                 self._start_background(self._triples(session.items))
         try:
             result = yield
+        except KeyboardInterrupt as exc:
+            # xdist's Interrupted: a worker stopped the run because every model under test fails every request;
+            # that is a run with errors (exit 1, the message once), not a Ctrl-C (exit 2)
+            if not self.is_controller or str(exc) != EVERY_MODEL_BROKEN:
+                raise
+            session.shouldfail = EVERY_MODEL_BROKEN
+            session.testsfailed = max(session.testsfailed, 1)
+            result = True
         finally:
             self._finish_background()
         if not self.is_worker:
@@ -789,8 +800,7 @@ class MedhelmSession:
         self._broken_models.add(spec.name)
         item = CURRENT_ITEM.get()
         if item is not None and self._broken_models >= set(self.run_config.models):
-            item.session.shouldfail = ("medhelm: every model under test fails every request (the message is above); "
-                                       "the remaining items were not run")
+            item.session.shouldfail = EVERY_MODEL_BROKEN
 
     @staticmethod
     def _raise_stored_error(spec: "ModelSpec", text: str) -> None:
