@@ -160,7 +160,8 @@ def _error_message(raw: bytes, status: int) -> str:
 
 #: set for litellm's import only, and only when the user has not set them: LITELLM_LOCAL_MODEL_COST_MAP makes it
 #: read its bundled price table instead of fetching one from the internet at import (the only time it reads it);
-#: its import also points TIKTOKEN_CACHE_DIR at its bundled tokenizers, unconditionally. Both are put back as they
+#: its tokenizer module (imported lazily by litellm, here at once) points TIKTOKEN_CACHE_DIR at its bundled
+#: tokenizers, unconditionally. Both are put back as they
 #: were once litellm is in: the user's process (their tests, tiktoken calls of their own) sees no change.
 _LITELLM_IMPORT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 _RESTORED_AFTER_IMPORT = ("LITELLM_LOCAL_MODEL_COST_MAP", "TIKTOKEN_CACHE_DIR")
@@ -176,6 +177,9 @@ def import_litellm():
             os.environ.setdefault(name, value)
         try:
             import litellm  # noqa: F401
+            # imported lazily by litellm on its first token count, this module points TIKTOKEN_CACHE_DIR at
+            # litellm's bundled files for good: imported here, inside the window that puts the variable back
+            import litellm.litellm_core_utils.default_encoding  # noqa: F401
         finally:
             for name, value in saved.items():
                 if value is None:
