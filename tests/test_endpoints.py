@@ -144,7 +144,9 @@ def test_each_key_reaches_its_own_endpoint_only(pytester, shared_data, monkeypat
     out = pytester.path / "r.json"
     with running_server(answer=NOTE, api_key=keys["MODEL_ENDPOINT_KEY"]) as models, \
             running_server(answer=VERDICT, api_key=keys["JUDGE_ENDPOINT_KEY"]) as judges:
-        result = pytester.runpytest(
+        # in a child process: BERTScore (aci_bench's secondary metric) imports torch, which cannot be imported
+        # again in this process once an in-process run has dropped it
+        result = pytester.runpytest_subprocess(
             str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
             "--medhelm-model", "openai/writer", "--medhelm-endpoint", f"openai/writer={models.url}",
             "--medhelm-api-key-env", "MODEL_ENDPOINT_KEY",
@@ -324,3 +326,16 @@ def test_a_refused_connection_is_said_once_and_stops_the_run(pytester, toy, xdis
     sections = re.findall(r"_+ ERROR at call of [^\n]*\n(?:\[gw\d\][^\n]*\n)?(.*?)(?=\n_+ ERROR at|\n=+ |\n!+ )",
                           text, re.S)
     assert len(sections) == errors and all(s.count("\n") == 0 and url in s for s in sections), sections
+
+
+def test_what_counts_as_failing_every_request():
+    from pytest_medhelm.models.request import ModelError
+    from pytest_medhelm.models.scheduler import STOPPED_ANSWERING, UNREACHABLE, systematic_failure
+
+    assert systematic_failure(ModelError("m", "Incorrect API key", 401))
+    assert systematic_failure("openai/m (HTTP 404): The model does not exist")  # as stored for xdist workers
+    assert systematic_failure(f"openai/m: http://127.0.0.1:9/v1{UNREACHABLE}Connect call failed")
+    # an endpoint that answered earlier in the run and then went down: its answers count, nothing stops
+    assert not systematic_failure(f"openai/m: http://127.0.0.1:9/v1{STOPPED_ANSWERING}Connect call failed")
+    assert not systematic_failure(ModelError("m", "The server had an error", 500))
+    assert not systematic_failure("openai/m: no answer within 1 s (--medhelm-timeout) (after 4 attempts)")

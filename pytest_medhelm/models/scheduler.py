@@ -18,8 +18,10 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   no request to the same endpoint has succeeded since it started, the endpoint is marked down (``.down``): its
   other requests fail at once with that message rather than each waiting through its own retries. A success
   from the endpoint clears the mark; after ``DOWN_RECHECK_S`` the next request tries again. Every request that
-  fails because its endpoint is down carries the same one-line message, and its model is listed in ``.broken``
-  (until the endpoint answers again), so that the session says it once (:func:`systematic_failure`).
+  fails because its endpoint is down carries the same one-line message; when the endpoint never answered in this
+  run, its model is listed in ``.broken`` (until the endpoint answers), so that the session says it once and
+  stops asking (:func:`systematic_failure`). An endpoint that answered, then went down, "stopped answering": the
+  answers it gave count, the rest error one by one.
 * **Malformed bodies** (a 200 that is not a chat completion) are retried like server errors, then fail.
 
 Failures are kept for the rest of the run (keyed by run id, never across runs), so an item whose request already
@@ -54,8 +56,11 @@ from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_
 
 #: statuses that mean every request to this model will fail the same way
 SYSTEMATIC_STATUSES = (401, 403, 404)
-#: what the message of a request to an endpoint marked down says (also in the text of a stored error)
+#: what the message of a request to an endpoint marked down says (also in the text of a stored error) when the
+#: endpoint never answered in this run; one that answered before and then went down "stopped answering": its
+#: answers so far count, and its items error one by one
 UNREACHABLE = " is unreachable or not answering: "
+STOPPED_ANSWERING = " stopped answering: "
 _SYSTEMATIC_TEXT = re.compile(r"\(HTTP (?:%s)\)" % "|".join(str(s) for s in SYSTEMATIC_STATUSES))
 
 
@@ -360,16 +365,19 @@ class Scheduler:
             # every try failed to connect (or got no answer) and nothing else got through meanwhile: the endpoint
             # is down; its other requests fail at once for a while instead of each waiting through its retries
             if endpoint not in self.down:
-                self.down[endpoint] = f"{job.spec.api_base or job.spec.name}{UNREACHABLE}{message}"
+                how = STOPPED_ANSWERING if endpoint in self._last_success else UNREACHABLE
+                self.down[endpoint] = f"{job.spec.api_base or job.spec.name}{how}{message}"
                 self._down_since[endpoint] = time.monotonic()
             raise self._unreachable(job, endpoint)
         raise ModelError(job.spec.name, message, last.status)
 
     def _unreachable(self, job: Job, endpoint: str) -> ModelError:
-        """The one message of every request that fails because ``endpoint`` is down; its model goes in .broken."""
+        """The one message of every request that fails because ``endpoint`` is down. When it never answered in
+        this run, its model goes in .broken: every request to it fails."""
         message = self.down[endpoint]
-        self.broken.setdefault(job.spec.name, message)
-        self._down_models.setdefault(endpoint, set()).add(job.spec.name)
+        if endpoint not in self._last_success:
+            self.broken.setdefault(job.spec.name, message)
+            self._down_models.setdefault(endpoint, set()).add(job.spec.name)
         return ModelError(job.spec.name, message)
 
     async def serve(self, queue: "asyncio.Queue[Job | None]", on_done: Callable[[Job, "Completion | ModelError"], None],
