@@ -156,7 +156,8 @@ OPTIONS: tuple[Option, ...] = (
            "--medhelm-jury-api-base; repeatable; ini key medhelm_endpoints, one per line", repeat=True,
            parse=parse_endpoint, metavar="MODEL=URL", ini=False),
     Option("api-key-env", "the NAME of the environment variable holding the API key of the models under test's "
-           "endpoints (not the key); default: none sent to a URL, the provider's own variable otherwise",
+           "endpoints (not the key); default: the provider's own variable (litellm's convention), and never "
+           "OpenAI's key to a server of someone else's",
            parse=parse_env_name, metavar="NAME"),
     Option("benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG"),
     Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
