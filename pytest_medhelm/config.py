@@ -14,7 +14,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pytest_medhelm.options import INI_THRESHOLDS, OPTIONS, Option, from_ini, parse_threshold, raw_value
+from pytest_medhelm.options import (INI_ENDPOINTS, INI_THRESHOLDS, OPTIONS, Option, from_ini, parse_endpoint,
+                                     parse_threshold, raw_value)
 
 
 class Threshold(BaseModel):
@@ -34,6 +35,11 @@ class RunConfig(BaseModel):
 
     models: tuple[str, ...] = ()
     api_base: str | None = None
+    #: (model or judge name, its own URL), from --medhelm-endpoint and the ini key medhelm_endpoints
+    endpoints: tuple[tuple[str, str], ...] = ()
+    #: NAMES of environment variables holding the keys of the models' / the judges' endpoints (never keys)
+    api_key_env: str | None = None
+    jury_api_key_env: str | None = None
     benchmarks: tuple[str, ...] = ()
     max_instances: int | None = Field(default=None, ge=1)
     data_dir: Path | None = None
@@ -89,6 +95,10 @@ class RunConfig(BaseModel):
             raise ValueError(f"a model is given twice: {list(value)}")
         return value
 
+    @property
+    def endpoint_map(self) -> dict[str, str]:
+        return dict(self.endpoints)
+
     def public_options(self) -> dict[str, Any]:
         """The options for the results JSON (no secrets are ever in here: keys come from the environment)."""
         data = self.model_dump(mode="json")
@@ -115,6 +125,14 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
         except argparse.ArgumentTypeError as exc:
             raise _usage(f"ini key {INI_THRESHOLDS}: {exc}") from None
     gates = [_threshold(name, value, known_benchmarks) for name, value in thresholds]
+
+    endpoints_cli = list(values.pop("medhelm_endpoint") or [])
+    endpoints_ini = []
+    for line in config.getini(INI_ENDPOINTS):
+        try:
+            endpoints_ini.append(parse_endpoint(line))
+        except argparse.ArgumentTypeError as exc:
+            raise _usage(f"ini key {INI_ENDPOINTS}: {exc}") from None
 
     for slug in values["medhelm_benchmark"] or []:
         if slug not in known_benchmarks:
@@ -151,9 +169,13 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
     cache_dir = values["medhelm_cache_dir"] or rootdir / ".medhelm_cache"
 
     try:
-        return RunConfig(
+        rc = RunConfig(
             models=tuple(values["medhelm_model"] or ()),
             api_base=values["medhelm_api_base"],
+            # the command line wins over the ini file, model by model
+            endpoints=tuple(dict([*endpoints_ini, *endpoints_cli]).items()),
+            api_key_env=values["medhelm_api_key_env"],
+            jury_api_key_env=values["medhelm_jury_api_key_env"],
             benchmarks=tuple(values["medhelm_benchmark"] or ()),
             max_instances=values["medhelm_max_instances"],
             data_dir=data_dir,
@@ -189,6 +211,51 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
     except ValidationError as exc:
         problems = "; ".join(f"{_field_name(config, err['loc'])}: {err['msg']}" for err in exc.errors())
         raise _usage(problems) from None
+    check_endpoints(rc, endpoints_cli, endpoints_ini, config, sending=getattr(config, "workerinput", None) is None)
+    return rc
+
+
+def _source(config: pytest.Config, option: str) -> str:
+    """``--medhelm-x`` when the value came from the command line, else ``ini key medhelm_x``."""
+    dest = "medhelm_" + option.removeprefix("--medhelm-").replace("-", "_")
+    return option if config.getoption(dest) not in (None, []) else f"ini key {dest}"
+
+
+def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoints_ini: list[tuple[str, str]],
+                    config: pytest.Config, sending: bool) -> None:
+    """Endpoints, key variables and model strings, before anything is sent (usage errors naming the option).
+
+    ``sending``: this process may send requests (not an xdist worker, which only reads answers): then a model
+    string litellm cannot route is refused here, once, instead of failing every item with litellm's paragraph."""
+    from pytest_medhelm.jury import DEFAULT_JUDGES
+    from pytest_medhelm.models import endpoints as ep
+
+    judges = rc.judges or DEFAULT_JUDGES
+    problems = ep.endpoint_problems(endpoints_cli, source="--medhelm-endpoint", models=rc.models, judges=judges,
+                                    strict_names=True)
+    problems += ep.endpoint_problems(endpoints_ini, source=f"ini key {INI_ENDPOINTS}", models=rc.models,
+                                     judges=judges, strict_names=False)
+    if problems:
+        raise _usage("; ".join(problems))
+    endpoints = rc.endpoint_map
+    models = [ep.resolve_spec(m, role="model", api_base=rc.api_base, endpoints=endpoints,
+                              api_key_env=rc.api_key_env) for m in rc.models]
+    judge_specs = [ep.resolve_spec(j, role="judge", api_base=rc.jury_api_base, endpoints=endpoints,
+                                   api_key_env=rc.jury_api_key_env) for j in judges]
+    for role, env, specs in (("model", rc.api_key_env, models), ("judge", rc.jury_api_key_env, judge_specs)):
+        problem = ep.key_problem(role, env, specs, _source(config, ep.ROLE_OPTIONS[role][1]))
+        if problem:
+            raise _usage(problem)
+    if not sending or rc.list_benchmarks:
+        return
+    for spec in models:
+        problem = ep.route_problem(spec, _source(config, "--medhelm-model"))
+        if problem:
+            raise _usage(problem)
+    for spec in judge_specs if rc.judges else ():  # the paper's judges are routable by construction
+        problem = ep.route_problem(spec, _source(config, "--medhelm-jury"))
+        if problem:
+            raise _usage(problem)
 
 
 OPTION = {opt.dest: opt for opt in OPTIONS}

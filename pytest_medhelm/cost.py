@@ -109,16 +109,6 @@ def model_row_costs(row: Mapping[str, Any]) -> tuple[str, str, str]:
     return format_usd(model), "-" if no_jury else format_usd(jury), format_usd(total)
 
 
-def import_litellm() -> Any:
-    """litellm, imported so that it never fetches its price table from the internet."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False
-    return litellm
-
-
 _TABLE: dict[str, Any] | None = None
 
 
@@ -146,6 +136,8 @@ def litellm_price_table() -> Mapping[str, Any]:
         table = bundled_price_table()
         if table is None:
             try:
+                from pytest_medhelm.thirdparty import import_litellm
+
                 table = dict(import_litellm().model_cost)
             except Exception:  # no litellm at all: every price is unknown unless the file gives it
                 table = {}

@@ -28,7 +28,11 @@ Not local:
   ``198.18.0.0/15``, ``203.0.113.0/24`` ...): the list above is explicit for that reason;
 * a model without an API base (``openai/gpt-4o``, ``anthropic/...``): litellm sends it to the provider's cloud API.
   (Environment variables such as ``OPENAI_BASE_URL`` or ``OLLAMA_API_BASE`` may redirect litellm, but the plugin
-  does not see what litellm will pick, so it does not count on them: pass the URL with ``--medhelm-api-base``.)
+  does not see what litellm will pick, so it does not count on them: pass the URL with ``--medhelm-api-base``,
+  ``--medhelm-jury-api-base`` or a model's own ``--medhelm-endpoint MODEL=URL``.)
+
+The models and judges checked are the session's resolved ModelSpecs (:mod:`pytest_medhelm.models.endpoints`), so
+a judge's own endpoint is the one checked, not the judges' default.
 """
 
 from __future__ import annotations
@@ -159,5 +163,5 @@ def local_only_message(violations: Sequence[str]) -> str:
              "off this machine's network; nothing was sent:"]
     lines += [f"  {v}" for v in violations]
     lines.append("serve the model and the judges on loopback or a private-network IP address (--medhelm-api-base, "
-                 "--medhelm-jury-api-base, local/<model>), or leave those benchmarks out (--medhelm-benchmark)")
+                 "--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, local/<model>), or leave those benchmarks out (--medhelm-benchmark)")
     return "\n".join(lines)

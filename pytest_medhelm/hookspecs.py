@@ -27,7 +27,9 @@ def pytest_medhelm_results(results: dict, config: pytest.Config) -> None:
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_medhelm_model_spec(name: str, api_base: str | None, config: pytest.Config) -> Any:
-    """Resolve a ``--medhelm-model`` string to a ``ModelSpec`` (first non-None result wins).
+def pytest_medhelm_model_spec(name: str, api_base: str | None, config: pytest.Config, role: str) -> Any:
+    """Resolve a ``--medhelm-model`` (``role`` "model") or ``--medhelm-jury`` (``role`` "judge") string to a
+    ``ModelSpec`` (first non-None result wins). ``api_base`` is the role's default endpoint.
 
-    The built-in implementation handles every litellm string and ``local/...`` llama.cpp models."""
+    The built-in implementation (:func:`pytest_medhelm.models.endpoints.resolve_spec`) handles every litellm string,
+    ``local/...`` llama.cpp models, per-model endpoints and the roles' key variables."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import Any, Callable, NamedTuple
 
 
@@ -102,6 +103,31 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def parse_endpoint(text: str) -> tuple[str, str]:
+    """``MODEL=URL`` → (MODEL, URL without a trailing slash): the endpoint of one model under test or judge."""
+    name, sep, url = text.partition("=")
+    name, url = name.strip(), url.strip()
+    if not sep or not name or not url.startswith(("http://", "https://")) or not url.split("://", 1)[1].strip("/"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected MODEL=URL, MODEL a model under test or a judge as named in --medhelm-model / "
+            "--medhelm-jury, URL an http:// or https:// OpenAI-compatible endpoint "
+            "(e.g. 'hosted_vllm/my-ft=http://10.0.0.5:8000/v1')")
+    return name, url.rstrip("/")
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_env_name(text: str) -> str:
+    """The NAME of an environment variable (never its value: a key given here by mistake is not repeated)."""
+    name = text.strip()
+    if not _ENV_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(
+            "expected the NAME of an environment variable that holds the API key (letters, digits and _, e.g. "
+            "MY_ENDPOINT_API_KEY), not the key itself; the value given is not repeated here")
+    return name
+
+
 def _non_negative_float(what: str) -> Callable[[str], float]:
     return _number(what, float, 0)
 
@@ -132,6 +158,13 @@ OPTIONS: tuple[Option, ...] = (
            "repeatable: items are parametrized per model", repeat=True, metavar="MODEL"),
     Option("api-base", "OpenAI-compatible endpoint for the models under test (vLLM, llama.cpp, a gateway)",
            metavar="URL"),
+    Option("endpoint", "one model's (or judge's) own endpoint, MODEL=URL; wins over --medhelm-api-base and "
+           "--medhelm-jury-api-base; repeatable; ini key medhelm_endpoints, one per line", repeat=True,
+           parse=parse_endpoint, metavar="MODEL=URL", ini=False),
+    Option("api-key-env", "the NAME of the environment variable holding the API key of the models under test's "
+           "endpoints (not the key); default: the provider's own variable (litellm's convention), and never "
+           "OpenAI's key to a server of someone else's",
+           parse=parse_env_name, metavar="NAME"),
     Option("benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG"),
     Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
            parse=_positive_int("--medhelm-max-instances"), metavar="N"),
@@ -171,6 +204,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("jury", "a judge model for open-ended benchmarks (repeatable; default: the paper's three, GPT-4o, "
            "Claude 3.7 Sonnet, Llama 3.3 70B)", repeat=True, metavar="MODEL"),
     Option("jury-api-base", "OpenAI-compatible endpoint for the judges", metavar="URL"),
+    Option("jury-api-key-env", "the NAME of the environment variable holding the API key of the judges' "
+           "endpoints (not the key)", parse=parse_env_name, metavar="NAME"),
     Option("bertscore-model", "BERTScore model name or local folder (needs the [bertscore] extra)", metavar="NAME"),
     # saved runs, comparisons, shards
     Option("save", "save this run's results under .medhelm/runs/ with this name", metavar="NAME"),
@@ -197,6 +232,7 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 INI_THRESHOLDS = "medhelm_thresholds"
+INI_ENDPOINTS = "medhelm_endpoints"
 
 
 def add_options(parser: Any) -> None:
@@ -218,6 +254,8 @@ def add_options(parser: Any) -> None:
                                                                                else ""), type=ini_type, default=None)
     parser.addini(INI_THRESHOLDS, "gates, one NAME>=VALUE per line (see --medhelm-threshold)", type="linelist",
                   default=[])
+    parser.addini(INI_ENDPOINTS, "endpoints of models and judges, one MODEL=URL per line (see --medhelm-endpoint)",
+                  type="linelist", default=[])
 
 
 def option_given(config: Any) -> bool:
@@ -227,7 +265,7 @@ def option_given(config: Any) -> bool:
             return True
         if opt.ini and config.getini(opt.dest) not in (None, [], "", False):
             return True
-    return bool(config.getini(INI_THRESHOLDS))
+    return bool(config.getini(INI_THRESHOLDS)) or bool(config.getini(INI_ENDPOINTS))
 
 
 def from_ini(config: Any, opt: Option) -> bool:

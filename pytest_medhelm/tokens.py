@@ -22,9 +22,16 @@ class TokenCounter:
         self._litellm: Any = None
         self._cache: dict[tuple[str, str], int] = {}
         try:
-            from pytest_medhelm.cost import import_litellm
+            from pytest_medhelm.thirdparty import bundled_tiktoken_files, import_litellm
 
             self._litellm = import_litellm()
+            # the encodings litellm counts with, loaded now from its bundled files (offline), so that counting
+            # later, on any thread, never needs TIKTOKEN_CACHE_DIR
+            import tiktoken
+
+            with bundled_tiktoken_files():
+                for name in ("cl100k_base", "o200k_base"):
+                    tiktoken.get_encoding(name)
         except Exception:  # pragma: no cover - litellm is a dependency; a broken install still gets an estimate
             self.method = "chars/4"
 

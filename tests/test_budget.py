@@ -551,12 +551,12 @@ def test_money_limits_and_refusal_details():
     assert Budget(0.999, price_of, server_tokens).summary() == "medhelm budget: spent $0.00 of $0.9990"
     assert Budget(1.5, price_of, server_tokens).summary() == "medhelm budget: spent $0.00 of $1.50"
     assert usd_limit(100.0) == "100" and usd_limit(0.5) == "0.5" and usd_limit(1e-9) == "1e-09"
-    error = BudgetExhausted("openai/x", 2.5, unpriced=True)
-    assert (error.limit_usd, error.unpriced, error.model) == (2.5, True, "openai/x")
+    unpriced_spec = ModelSpec("openai/x", "openai/x")
+    error = Budget(2.5, price_of, server_tokens).refusal(unpriced_spec)
+    assert type(error) is BudgetExhausted and error.model == "openai/x"
     assert str(error) == ("medhelm budget of $2.5: no price for openai/x, request not sent "
                           "(add it to --medhelm-prices FILE)")
-    assert BudgetExhausted("openai/x", 2.5).unpriced is False
-    assert skip_reason(None) is None
+    assert str(Budget(2.5, price_of, server_tokens).refusal(SPEC)) == "medhelm budget of $2.5 reached: request not sent"
     # every refusal is counted: the unpriced, the one that does not fit, and those after it
     unknown = ModelSpec("openai/unknown", "openai/unknown")
     assert budget.reserve(unknown, request(1, 1, spec=unknown)) is None

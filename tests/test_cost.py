@@ -108,7 +108,7 @@ def test_a_value_that_is_not_a_table_and_invalid_toml_are_errors(prices_file):
 
 def test_litellm_local_table_knows_gpt_4o_mini_offline():
     """litellm's own table (LITELLM_LOCAL_MODEL_COST_MAP: the copy it ships) prices gpt-4o-mini, offline."""
-    from pytest_medhelm.cost import import_litellm
+    from pytest_medhelm.thirdparty import import_litellm
 
     litellm = import_litellm()
     entry = litellm.model_cost["gpt-4o-mini"]
@@ -123,7 +123,8 @@ def test_litellm_local_table_knows_gpt_4o_mini_offline():
 
 def test_the_bundled_file_read_without_litellm_is_litellms_table():
     """Without litellm imported, the same table is read from the JSON file litellm ships (no seconds-long import)."""
-    from pytest_medhelm.cost import bundled_price_table, import_litellm
+    from pytest_medhelm.cost import bundled_price_table
+    from pytest_medhelm.thirdparty import import_litellm
 
     with no_network() as attempts:
         table = bundled_price_table()

@@ -322,7 +322,8 @@ def test_command_line_and_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     assert command[:2] == [sys.executable, "-c"]
     assert command[3] == "llama_cpp.server"  # what find_llama_processes looks for
     assert command[4] == ("extra-buffers" if server.extra_buffers else "no-extra-buffers")
-    flags = dict(zip(command[5::2], command[6::2], strict=True))
+    assert command[5] == str(os.getpid())  # the parent whose death the server watches for itself
+    flags = dict(zip(command[6::2], command[7::2], strict=True))
     assert flags == {
         "--model": str(model), "--model_alias": "m", "--host": "127.0.0.1", "--port": "4321",
         "--n_ctx": "1024", "--n_threads": "3", "--n_threads_batch": "3",
@@ -357,11 +358,16 @@ def test_ctrl_c_during_startup_leaves_no_server(smollm2_link: Path, tmp_path: Pa
         deadline = time.monotonic() + 10
         while not find_llama_processes(smollm2_link) and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert find_llama_processes(smollm2_link), "the server was not launched"
+        launched = find_llama_processes(smollm2_link)
+        assert launched, "the server was not launched"
         parent.send_signal(signal.SIGINT)
         out, err = parent.communicate(timeout=20)
         assert "started" not in out  # interrupted while waiting for the server
         assert "KeyboardInterrupt" in err
+        # stopped by the parent, or (when Ctrl-C came while Popen was still waiting for the exec, so the parent
+        # never knew its pid) by the parent-death signal the server asks for itself, or by its own check that the
+        # parent is gone: either way within moments, not at once
+        assert all(_wait_gone(pid, smollm2_link) for pid in launched), "the server outlived its interrupted parent"
         assert find_llama_processes(smollm2_link) == []
     finally:
         _cleanup(parent, smollm2_link)

@@ -34,8 +34,8 @@ def scan(root: Path, secrets: list[str]) -> list[str]:
 def test_a_planted_api_key_is_nowhere(pytester, toy, monkeypatch, xdist):
     key = f"sk-MEDHELM-SECRET-{uuid.uuid4().hex}"
     other = f"sk-OPENAI-SECRET-{uuid.uuid4().hex}"
-    monkeypatch.setenv("MEDHELM_API_KEY", key)
-    monkeypatch.setenv("OPENAI_API_KEY", other)
+    monkeypatch.setenv("MEDHELM_TEST_ENDPOINT_KEY", key)  # named with --medhelm-api-key-env: sent to that endpoint
+    monkeypatch.setenv("OPENAI_API_KEY", other)  # OpenAI's: never sent to someone else's endpoint
     data = toy(6)
     out = pytester.path / "reports"
     options = ["--medhelm-json", str(out / "r.json"), "--medhelm-markdown", str(out / "r.md")]
@@ -48,6 +48,7 @@ def test_a_planted_api_key_is_nowhere(pytester, toy, monkeypatch, xdist):
         result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-v", "-rA",
                                     "-o", "log_cli=true", "--log-cli-level=DEBUG", "--log-level=DEBUG",
                                     "--medhelm-model", "openai/toy-model", "--medhelm-api-base", srv.url,
+                                    "--medhelm-api-key-env", "MEDHELM_TEST_ENDPOINT_KEY",
                                     "--medhelm-data-dir", str(data), "--medhelm-cache-dir",
                                     str(pytester.path / "cache"), "--medhelm-retries", "0", *options, *xdist)
         requests = srv.requests
@@ -63,4 +64,6 @@ def test_a_planted_api_key_is_nowhere(pytester, toy, monkeypatch, xdist):
     [error] = [i["error"] for i in report["instances"] if i["error"]]
     assert "***" in error and key not in error
     assert scan(pytester.path, [key, other]) == []
+    # the results name the variable, never hold its value
+    assert report["run"]["options"]["api_key_env"] == "MEDHELM_TEST_ENDPOINT_KEY"
     assert any((pytester.path / "cache").rglob("cache.db"))  # the cache was written, and scanned

@@ -19,10 +19,11 @@ The SHC loader is :func:`pytest_medhelm.catalogue.shc.shc_instances`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import Row, read_bytes
@@ -165,17 +166,6 @@ def import_pyarrow(path: Path | str) -> Any:
     return pyarrow
 
 
-def _litellm_tokenizer_dir() -> str | None:
-    """The directory where litellm ships tiktoken's BPE files (found without importing litellm, which is slow)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = os.path.join(list(spec.submodule_search_locations)[0], "litellm_core_utils", "tokenizers")
-    return folder if os.path.isdir(folder) else None
-
-
 _CL100K: Any = None
 
 
@@ -192,12 +182,11 @@ def cl100k() -> Any:
         import tiktoken
     except ImportError:
         raise DataMissing("counting tokens as HELM does needs tiktoken: pip install tiktoken") from None
-    if not os.environ.get("TIKTOKEN_CACHE_DIR") and not os.environ.get("DATA_GYM_CACHE_DIR"):
-        bundled = _litellm_tokenizer_dir()
-        if bundled:
-            os.environ["TIKTOKEN_CACHE_DIR"] = bundled
     try:
-        _CL100K = tiktoken.get_encoding("cl100k_base")
+        from pytest_medhelm.thirdparty import bundled_tiktoken_files
+
+        with bundled_tiktoken_files():
+            _CL100K = tiktoken.get_encoding("cl100k_base")
     except Exception as exc:
         raise DataMissing(
             "tiktoken could not load its cl100k_base tokenizer (it is downloaded on first use; offline, point "

@@ -311,7 +311,8 @@ class ProcessSender(Sender):
             self._jobs[job.key] = job
             spec = job.spec
             lines.append(json.dumps({"spec": {"name": spec.name, "litellm_model": spec.litellm_model,
-                                              "api_base": spec.api_base, "identity": spec.identity},
+                                              "api_base": spec.api_base, "identity": spec.identity,
+                                              "api_key_env": spec.api_key_env},
                                      "request": job.request.to_json()}))
         self._write("\n".join(lines) + "\n")
 

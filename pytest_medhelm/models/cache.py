@@ -23,12 +23,26 @@ CACHE_MODES = ("on", "off", "refresh")
 
 
 def make_private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
+    """``path`` (and missing parents) created, then made 0700: created with that mode (the umask can only narrow
+    it) and chmod-ed, as an existing directory may be wider. The process's umask is never changed: it is shared by
+    every thread of the user's process, and a test or library thread creating files meanwhile would get ours."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         os.chmod(path, 0o700)
     except OSError:  # not ours to change (a shared mount): still usable
         pass
     return path
+
+
+def create_private_file(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists; make it 0600 either way (files we write hold patient
+    text). ``O_CREAT`` with an explicit mode: never readable by others, not even for a moment."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)
+    try:
+        os.chmod(path, 0o600)
+    except OSError:  # pragma: no cover - a file of someone else's: diskcache will say so when it opens it
+        pass
 
 
 class AnswerCache:
@@ -40,15 +54,15 @@ class AnswerCache:
         self.directory = make_private_dir(Path(directory))
         self.mode = mode
         self.run_id = run_id
-        old_umask = os.umask(0o077)  # files 0600: entries hold patient text
-        try:
-            # eviction off: a size-limited cache would silently drop answers someone paid for
-            self._cache = diskcache.Cache(str(self.directory), eviction_policy="none", size_limit=2**62,
-                                          # every value in the 0600 SQLite file, never in separate files
-                                          disk_min_file_size=2**40,
-                                          timeout=60)
-        finally:
-            os.umask(old_umask)
+        # diskcache's SQLite file (DBNAME). SQLite creates its -wal and -shm files with the mode of the database
+        # file, so an empty 0600 file made before diskcache opens it (SQLite takes an empty file for a new
+        # database) keeps them all private without touching the umask
+        create_private_file(self.directory / diskcache.core.DBNAME)
+        # eviction off: a size-limited cache would silently drop answers someone paid for
+        self._cache = diskcache.Cache(str(self.directory), eviction_policy="none", size_limit=2**62,
+                                      # every value in the 0600 SQLite file, never in separate files
+                                      disk_min_file_size=2**40,
+                                      timeout=60)
 
     def _valid(self, entry: Any) -> bool:
         if not isinstance(entry, dict) or "completion" not in entry:

@@ -17,9 +17,11 @@ The server never outlives its parent:
   KeyboardInterrupt);
 * on SIGTERM of the parent, a handler (installed only when SIGTERM had its default action and we are on the main
   thread) stops the servers, then lets the parent die of SIGTERM as it would have;
-* on Linux the server is started with ``prctl(PR_SET_PDEATHSIG, SIGTERM)``, so the kernel signals it when the
-  parent dies, even by SIGKILL. (The kernel ties this to the *thread* that started the server: start it from the
-  main thread, or from a thread that lives as long as the server should.)
+* on Linux the server process asks for ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` itself, first thing (the bootstrap
+  below), so the kernel signals it when the parent dies, even by SIGKILL; if the parent died before that, it
+  exits. No ``preexec_fn``: code run between fork and exec in a process with threads (pytest's, the sender's) can
+  deadlock on a lock another thread held at the fork. (The kernel ties the signal to the *thread* that started
+  the server: start it from the main thread, or from a thread that lives as long as the server should.)
 
 Nothing heavy is imported here: ``llama_cpp`` runs only in the child process.
 """
@@ -253,7 +255,9 @@ def _free_port(host: str) -> int:
 
 
 def _parent_death_preexec(parent_pid: int, sig: int = signal.SIGTERM):
-    """A ``preexec_fn`` asking Linux to send ``sig`` to the child when its parent dies (PR_SET_PDEATHSIG)."""
+    """A function that, called in a child process *by the child itself* (never as a ``preexec_fn``), asks Linux to
+    send ``sig`` to it when its parent dies (PR_SET_PDEATHSIG), and exits at once if the parent (``parent_pid``)
+    is already gone; None where that is not available. The llama.cpp server and the sender child call it."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -265,7 +269,7 @@ def _parent_death_preexec(parent_pid: int, sig: int = signal.SIGTERM):
         return None
     pr_set_pdeathsig = 1
 
-    def preexec() -> None:  # runs in the child between fork and exec: keep it minimal
+    def preexec() -> None:
         prctl(pr_set_pdeathsig, int(sig), 0, 0, 0)
         # the parent may have died before prctl took effect: then nobody will signal us
         if os.getppid() != parent_pid:
@@ -296,14 +300,19 @@ def _log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # launching llama_cpp.server
 
-#: What the server process runs (``python -c _BOOTSTRAP llama_cpp.server {extra-buffers|no-extra-buffers} ARGS``):
+#: What the server process runs (``python -c _BOOTSTRAP llama_cpp.server {extra-buffers|no-extra-buffers} PARENT_PID
+#: ARGS``): first the parent-death signal (see the module docstring), then
 #: ``python -m llama_cpp.server ARGS``, optionally with llama.cpp's "extra buffer types" (weight repacking, AMX)
 #: turned off first. ``llama_cpp.server`` has no flag for that, and ggml's AMX matrix multiply segfaults on some
 #: AMX CPUs (llama.cpp issue #20824; it does on this project's machines), so it is off where the CPU has AMX.
 #: The marker argument ``llama_cpp.server`` stays on the command line for :func:`find_llama_processes`.
 _BOOTSTRAP = """\
 import runpy, sys
-marker, mode = sys.argv[1], sys.argv[2]
+marker, mode, parent_pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+from pytest_medhelm.models.local import _parent_death_preexec
+stop_with_parent = _parent_death_preexec(parent_pid)
+if stop_with_parent is not None:
+    stop_with_parent()
 if mode == "no-extra-buffers":
     import llama_cpp.llama_cpp as _lc
     _default_params = _lc.llama_model_default_params
@@ -313,7 +322,7 @@ if mode == "no-extra-buffers":
             params.use_extra_bufts = False
         return params
     _lc.llama_model_default_params = _params
-sys.argv = [marker] + sys.argv[3:]
+sys.argv = [marker] + sys.argv[4:]
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 
@@ -423,6 +432,7 @@ class LocalServer:
         return [
             sys.executable, "-c", _BOOTSTRAP, "llama_cpp.server",
             "extra-buffers" if self.extra_buffers else "no-extra-buffers",
+            str(os.getpid()),  # the parent whose death stops the server
             "--model", str(self.gguf),
             "--model_alias", self.model_name,
             "--host", self.host,
@@ -472,9 +482,10 @@ class LocalServer:
         port = _free_port(self.host)
         command = self.command(port)
         _install_exit_handlers()
-        log = open(self.log_path, "ab")
+        # the log may quote prompts: private (0600) like the cache directory it is kept in
+        log = os.fdopen(os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
         try:
-            shown = [sys.executable, "-m", "llama_cpp.server", *command[5:]]
+            shown = [sys.executable, "-m", "llama_cpp.server", *command[6:]]
             buffers = "on" if self.extra_buffers else "off"
             log.write(f"$ {shlex.join(shown)}  # llama.cpp extra buffer types {buffers}\n".encode())
             log.flush()
@@ -485,7 +496,6 @@ class LocalServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() kills the whole group
-                preexec_fn=_parent_death_preexec(os.getpid()),
                 close_fds=True,
                 env=self.environment(),
             )

@@ -57,6 +57,9 @@ class LocalEndpoints:
             return self._published[name]
         from pytest_medhelm.models.local import LocalModelUnavailable, LocalServer, resolve_gguf, served_model_name
 
+        from pytest_medhelm.models.cache import make_private_dir
+
+        make_private_dir(self.log_dir)
         log_path = self.log_dir / f"llama-server-{served_model_name(name)}.log"
         try:
             server = LocalServer(resolve_gguf(name), log_path, n_ctx=self.n_ctx, n_threads=self.n_threads)
@@ -71,9 +74,12 @@ class LocalEndpoints:
         return entry
 
     def _publish(self) -> None:
-        self.publish_path.parent.mkdir(parents=True, exist_ok=True)
+        from pytest_medhelm.models.cache import make_private_dir
+
+        make_private_dir(self.publish_path.parent)  # inside the cache directory: private like it
         tmp = self.publish_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._published), encoding="utf-8")
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(self._published))
         os.replace(tmp, self.publish_path)
 
     def stop_all(self) -> None:

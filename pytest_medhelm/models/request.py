@@ -28,6 +28,9 @@ class ModelSpec:
     api_base: str | None = None
     #: what identifies the model in cache keys; defaults to name + api_base
     identity: str = ""
+    #: the NAME of the environment variable holding this endpoint's API key (never the key itself), from
+    #: --medhelm-api-key-env / --medhelm-jury-api-key-env; None: the provider's own variable (litellm's convention)
+    api_key_env: str | None = None
 
     @property
     def cache_identity(self) -> str:

@@ -17,7 +17,11 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
 * **Outages.** When a request has used all its tries on connection-level failures (refused, reset, timed out) and
   no request to the same endpoint has succeeded since it started, the endpoint is marked down (``.down``): its
   other requests fail at once with that message rather than each waiting through its own retries. A success
-  from the endpoint clears the mark; after ``DOWN_RECHECK_S`` the next request tries again.
+  from the endpoint clears the mark; after ``DOWN_RECHECK_S`` the next request tries again. Every request that
+  fails because its endpoint is down carries the same one-line message; when the endpoint never answered in this
+  run, its model is listed in ``.broken`` (until the endpoint answers), so that the session says it once and
+  stops asking (:func:`systematic_failure`). An endpoint that answered, then went down, "stopped answering": the
+  answers it gave count, the rest error one by one.
 * **Malformed bodies** (a 200 that is not a chat completion) are retried like server errors, then fail.
 * **Anything else** (a bug in a parser, a cache whose lock timed out, an exception a provider library was not
   expected to raise) is that job's error, not the run's: the job fails with the exception's type and message (not
@@ -56,6 +60,23 @@ from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_
 
 #: statuses that mean every request to this model will fail the same way
 SYSTEMATIC_STATUSES = (401, 403, 404)
+#: what the message of a request to an endpoint marked down says (also in the text of a stored error) when the
+#: endpoint never answered in this run; one that answered before and then went down "stopped answering": its
+#: answers so far count, and its items error one by one
+UNREACHABLE = " is unreachable or not answering: "
+STOPPED_ANSWERING = " stopped answering: "
+_SYSTEMATIC_TEXT = re.compile(r"\(HTTP (?:%s)\)" % "|".join(str(s) for s in SYSTEMATIC_STATUSES))
+
+
+def systematic_failure(error: "ModelError | str") -> bool:
+    """Whether ``error`` (a ModelError, or the text of one as the cache stores it for xdist workers and the sender
+    child sends it) fails every request of its model alike: a 401, 403 or 404, or an endpoint that does not
+    answer at all. The session stops asking (and repeating the message) once every model under test is so."""
+    if isinstance(error, ModelError):
+        if error.status in SYSTEMATIC_STATUSES:
+            return True
+        error = str(error)
+    return UNREACHABLE in error or bool(_SYSTEMATIC_TEXT.search(error))
 RATE_LIMITED = 429
 #: how long an endpoint marked down fails its requests at once before one is tried again
 DOWN_RECHECK_S = 30.0
@@ -230,7 +251,10 @@ class Scheduler:
         self.cache = cache
         self.settings = settings
         self.budget = budget
-        self.broken: dict[str, str] = {}  # model name -> the systematic error
+        #: model name -> why every request to it fails (a 401/403/404, or its endpoint is down): said once
+        self.broken: dict[str, str] = {}
+        self._systematic: dict[str, str] = {}  # model name -> its 401/403/404: its requests fail at once
+        self._down_models: dict[str, set[str]] = {}  # endpoint -> models in .broken because it is down
         self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
         self.stats = new_stats()
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
@@ -277,11 +301,11 @@ class Scheduler:
         endpoint = _endpoint(job.spec)
         started = time.monotonic()
         for attempt in range(self.settings.retries + 1):
-            if job.spec.name in self.broken:
-                raise ModelError(job.spec.name, self.broken[job.spec.name])
+            if job.spec.name in self._systematic:
+                raise ModelError(job.spec.name, self._systematic[job.spec.name])
             if endpoint in self.down:
                 if time.monotonic() - self._down_since.get(endpoint, 0.0) < DOWN_RECHECK_S:
-                    raise ModelError(job.spec.name, self.down[endpoint])
+                    raise self._unreachable(job, endpoint)
                 self.down.pop(endpoint, None)  # long enough ago: this request finds out whether it is back
             epoch = await window.acquire()
             if held is not None and not held:  # a budget: reserve once per job, just before its first send
@@ -303,6 +327,7 @@ class Scheduler:
                 last = exc
                 self._count(exc)
                 if exc.status in SYSTEMATIC_STATUSES:
+                    self._systematic.setdefault(job.spec.name, exc.message)
                     self.broken.setdefault(job.spec.name, exc.message)
                     raise ModelError(job.spec.name, exc.message, exc.status) from None
                 if exc.status == RATE_LIMITED:
@@ -324,6 +349,9 @@ class Scheduler:
             self.stats["answers"] += 1
             self._last_success[endpoint] = time.monotonic()
             self.down.pop(endpoint, None)
+            for model in self._down_models.pop(endpoint, ()):  # it answers again
+                if model not in self._systematic:
+                    self.broken.pop(model, None)
             return completion
         assert last is not None
         tries = attempt + 1
@@ -333,9 +361,10 @@ class Scheduler:
             # every try failed to connect (or got no answer) and nothing else got through meanwhile: the endpoint
             # is down; its other requests fail at once for a while instead of each waiting through its retries
             if endpoint not in self.down:
-                self.down[endpoint] = (f"{job.spec.api_base or job.spec.name} is unreachable or not answering: "
-                                       f"{message}")
+                how = STOPPED_ANSWERING if endpoint in self._last_success else UNREACHABLE
+                self.down[endpoint] = f"{job.spec.api_base or job.spec.name}{how}{message}"
                 self._down_since[endpoint] = time.monotonic()
+            raise self._unreachable(job, endpoint)
         raise ModelError(job.spec.name, message, last.status)
 
     async def _result_of(self, wire: OpenAIWire, window: _Window, job: Job) -> "Completion | ModelError":
@@ -365,6 +394,15 @@ class Scheduler:
         text = str(exc).strip()
         message = f"{context}{type(exc).__name__}{': ' + text if text else ''}"
         return ModelError(job.spec.name, redact(message, job.spec))
+
+    def _unreachable(self, job: Job, endpoint: str) -> ModelError:
+        """The one message of every request that fails because ``endpoint`` is down. When it never answered in
+        this run, its model goes in .broken: every request to it fails."""
+        message = self.down[endpoint]
+        if endpoint not in self._last_success:
+            self.broken.setdefault(job.spec.name, message)
+            self._down_models.setdefault(endpoint, set()).add(job.spec.name)
+        return ModelError(job.spec.name, message)
 
     async def serve(self, queue: "asyncio.Queue[Job | None]", on_done: Callable[[Job, "Completion | ModelError"], None],
                     workers: int | None = None) -> None:

@@ -53,17 +53,33 @@ def _messages(request: ChatRequest) -> list[dict[str, str]]:
     return [{"role": role, "content": content} for role, content in request.messages]
 
 
+#: what a keyless server (llama.cpp, a vLLM started without --api-key) is sent: OpenAI's SDK insists on a key
+NO_KEY = "sk-no-key"
+
+
 def api_key_for(spec: ModelSpec) -> str | None:
-    """The key to send: MEDHELM_API_KEY, else the provider's usual variable; a placeholder for keyless servers."""
-    key = os.environ.get("MEDHELM_API_KEY")
-    if key:
-        return key
-    if spec.name.startswith(("openai/", "hosted_vllm/")):
-        key = os.environ.get("OPENAI_API_KEY") or os.environ.get("HOSTED_VLLM_API_KEY")
-    if key:
-        return key
-    # local servers (vLLM, llama.cpp) accept any key; the OpenAI SDK insists on one
-    return "sk-no-key" if spec.api_base else None
+    """The key to send to ``spec``'s endpoint, or None to let litellm read the provider's own variable.
+
+    Never one key for all (see :mod:`pytest_medhelm.models.endpoints`):
+
+    * the variable ``spec.api_key_env`` names, when it names one (``--medhelm-api-key-env`` /
+      ``--medhelm-jury-api-key-env``; checked to be set at start-up);
+    * a ``hosted_vllm/`` model at a URL: ``HOSTED_VLLM_API_KEY`` (litellm's variable for that provider, which
+      means that server), else a placeholder;
+    * any other OpenAI-compatible model at a URL: a placeholder. ``OPENAI_API_KEY`` is OpenAI's key: it is not
+      sent to someone else's server (litellm would send it there);
+    * a model sent to a provider's public API: None, and litellm reads that provider's own variable
+      (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...).
+    """
+    if spec.api_key_env:
+        return os.environ.get(spec.api_key_env) or None
+    if not spec.api_base:
+        return None
+    if spec.litellm_model.startswith("hosted_vllm/"):
+        return os.environ.get("HOSTED_VLLM_API_KEY") or NO_KEY
+    if spec.litellm_model.startswith(OPENAI_COMPATIBLE_PREFIXES):
+        return NO_KEY
+    return None  # another provider at a URL of its own (a proxy of it): litellm reads that provider's variable
 
 
 def uses_openai_wire(spec: ModelSpec) -> bool:
@@ -142,17 +158,10 @@ def _error_message(raw: bytes, status: int) -> str:
     return raw[:300].decode("utf-8", "replace") or f"HTTP {status}"
 
 
-def import_litellm():
-    # litellm fetches its price table from the internet at import unless told to use the bundled copy
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False
-    return litellm
-
 
 async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) -> Completion:
+    from pytest_medhelm.thirdparty import import_litellm
+
     litellm = import_litellm()
     kwargs: dict[str, Any] = {"model": spec.litellm_model, "messages": _messages(request),
                               "temperature": request.temperature, "max_tokens": request.max_tokens,

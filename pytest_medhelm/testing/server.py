@@ -105,6 +105,7 @@ __all__ = [
     "completion_body",
     "count_tokens",
     "error_body",
+    "key_fingerprint",
     "main",
     "running_server",
     "start_subprocess_server",
@@ -565,6 +566,16 @@ def _loggable_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], bool]
     return kept, had_auth
 
 
+def key_fingerprint(key: str | None) -> str | None:
+    """What the server records of a bearer token: the first 16 hex digits of its sha256, never the token itself.
+    A test computes the same from the key it planted to tell which key reached which server."""
+    if not key:
+        return None
+    import hashlib
+
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
 def _bearer(request: web.Request) -> str | None:
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" else None
@@ -654,6 +665,7 @@ class _ServerCore:
             "json": body,
             "headers": headers,
             "had_auth": had_auth,
+            "auth_fingerprint": key_fingerprint(_bearer(request)),
             "received_at": time.time(),
             "status": None,
             "fault": None,
@@ -889,7 +901,7 @@ class ChatServer:
 
         Each record: ``n`` (1-based arrival number), ``method``, ``path``, ``json`` (the parsed body, or None and
         ``raw_body``), ``headers`` (credential headers removed), ``had_auth`` (whether one was present),
-        ``received_at``, ``status`` (the HTTP status sent, None for a dropped connection or still in flight) and
+        ``auth_fingerprint`` (:func:`key_fingerprint` of the bearer token, None without one), ``received_at``, ``status`` (the HTTP status sent, None for a dropped connection or still in flight) and
         ``fault`` (the fault applied, or None).
         """
         return self._state.requests()

@@ -1,0 +1,176 @@
+"""Where each model under test and each judge is sent, and with which key.
+
+One resolution from a model string to a :class:`ModelSpec`, with explicit parameters:
+
+* ``local/...``: the llama.cpp server this plugin starts on 127.0.0.1 (its URL is known once it runs); no key;
+* otherwise the model's own endpoint (``--medhelm-endpoint MODEL=URL``, ini ``medhelm_endpoints``), else its
+  role's default: ``--medhelm-api-base`` for the models under test, ``--medhelm-jury-api-base`` for the judges,
+  else none (litellm sends it to the provider's public API).
+
+Keys, never one for all: a model sent to a URL gets the key in the environment variable its role names
+(``--medhelm-api-key-env NAME`` for the models under test, ``--medhelm-jury-api-key-env NAME`` for the judges); the
+option carries the variable's name, never the key, so the key is in no option, no report, no cache entry. A model
+sent to a provider's public API gets that provider's own variable, read by litellm (``OPENAI_API_KEY``,
+``ANTHROPIC_API_KEY``, ``TOGETHERAI_API_KEY``...): a key meant for a hospital's endpoint never reaches OpenAI, and
+OpenAI's key never reaches the hospital's endpoint (see :func:`pytest_medhelm.models.transport.api_key_for`).
+
+Nothing heavy is imported here. litellm is imported (lazily, through
+:func:`pytest_medhelm.thirdparty.import_litellm`) only by :func:`route_problem`, and only for a model whose
+provider prefix is not one of the common ones listed below.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Literal, Mapping, Sequence
+
+from pytest_medhelm.models.request import ModelSpec
+
+Role = Literal["model", "judge"]
+
+LOCAL_PREFIX = "local/"
+
+#: providers of the usual litellm strings: routable without importing litellm (3 s) to ask it
+KNOWN_PROVIDERS = frozenset({
+    "openai", "hosted_vllm", "anthropic", "together_ai", "gemini", "vertex_ai", "bedrock", "azure", "azure_ai",
+    "ollama", "ollama_chat", "groq", "mistral", "deepseek", "fireworks_ai", "openrouter", "huggingface", "xai",
+    "cohere", "databricks", "sagemaker", "watsonx", "perplexity", "deepinfra", "anyscale", "cerebras", "nvidia_nim",
+    "lm_studio", "llamafile", "vllm", "text-completion-openai", "custom_openai",
+})
+
+#: how a start-up line names a provider's public API
+PROVIDER_NAMES = {
+    "openai": "OpenAI's public API", "anthropic": "Anthropic's public API",
+    "together_ai": "Together AI's public API", "gemini": "Google's Gemini API", "vertex_ai": "Google Vertex AI",
+    "bedrock": "AWS Bedrock", "azure": "Azure OpenAI", "groq": "Groq's public API", "mistral": "Mistral's public API",
+    "deepseek": "DeepSeek's public API", "openrouter": "OpenRouter's public API",
+}
+
+ROLE_OPTIONS: dict[str, tuple[str, str]] = {  # role -> (its api base option, its key variable option)
+    "model": ("--medhelm-api-base", "--medhelm-api-key-env"),
+    "judge": ("--medhelm-jury-api-base", "--medhelm-jury-api-key-env"),
+}
+
+
+def is_local_model(name: str) -> bool:
+    return name.startswith(LOCAL_PREFIX)
+
+
+def resolve_spec(name: str, *, role: Role, api_base: str | None, endpoints: Mapping[str, str],
+                 api_key_env: str | None) -> ModelSpec:
+    """``name`` as a ModelSpec: its URL (own endpoint, else ``api_base``: the role's default), the NAME of the
+    variable holding its key (``api_key_env``, the role's, only for a model sent to a URL) and its cache identity.
+
+    ``role`` is "model" (under test) or "judge"; ``endpoints`` maps model names to their own URLs."""
+    if role not in ROLE_OPTIONS:
+        raise ValueError(f"role must be 'model' or 'judge', got {role!r}")
+    if is_local_model(name):
+        from pytest_medhelm.models import local_endpoints
+        from pytest_medhelm.models.local import served_model_name
+
+        # the URL is known once the server runs (the session's endpoint()); the identity never depends on it
+        return ModelSpec(name=name, litellm_model=f"openai/{served_model_name(name)}", api_base=None,
+                         identity=local_endpoints.identity(name))
+    url = endpoints.get(name) or api_base
+    return ModelSpec(name=name, litellm_model=name, api_base=url, api_key_env=api_key_env if url else None)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# checks at start-up (each returns the usage error's text, or None)
+
+
+def endpoint_problems(endpoints: Sequence[tuple[str, str]], *, source: str, models: Iterable[str],
+                      judges: Iterable[str], strict_names: bool) -> list[str]:
+    """What is wrong with the ``(MODEL, URL)`` pairs given in ``source`` (the option or ini key, for the message).
+
+    A model given two different URLs, an endpoint for a ``local/...`` model (the plugin serves those), and, when
+    ``strict_names`` (the command line), a name that is neither a model under test nor a judge (a typo would
+    otherwise send that model to its default endpoint or a public provider)."""
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    known = set(models) | set(judges)
+    for name, url in endpoints:
+        where = f"{source} '{name}={url}'"
+        if is_local_model(name):
+            problems.append(f"{where}: local/... models are served by the llama.cpp server the plugin starts; "
+                            "give no endpoint for them (or name the model openai/NAME to use a server of your own)")
+        elif name in seen and seen[name] != url:
+            problems.append(f"{where}: {name} already has the endpoint {seen[name]}; give one URL per model")
+        elif strict_names and name not in known:
+            problems.append(f"{where}: {name!r} is neither a model under test (--medhelm-model) nor a judge "
+                            f"(--medhelm-jury); known: {', '.join(sorted(known)) or 'none'}")
+        seen.setdefault(name, url)
+    return problems
+
+
+def key_problem(role: Role, api_key_env: str | None, specs: Iterable[ModelSpec], source: str,
+                environ: Mapping[str, str] = os.environ) -> str | None:
+    """A named key variable that is unset (or empty) while a model of ``role`` would send it. ``source`` is the
+    option or ini key it came from. The variable's value is never part of the message."""
+    if not api_key_env:
+        return None
+    users = [s.name for s in specs if s.api_key_env == api_key_env]
+    if users and not environ.get(api_key_env):
+        return (f"{source} {api_key_env}: the environment variable {api_key_env} is not set (or empty); it holds the "
+                f"API key sent to the endpoint of {', '.join(users)}")
+    return None
+
+
+def route_problem(spec: ModelSpec, source: str) -> str | None:
+    """Why litellm cannot route ``spec`` (``--medhelm-model stub-a``: no provider), said once at start-up rather
+    than as a provider paragraph on every item; None when it can. ``source`` names the option it came from.
+
+    ``local/...`` and the OpenAI-compatible models sent to a URL never reach litellm; a model whose provider prefix
+    is a common one needs no check; anything else asks litellm's own ``get_llm_provider`` (importing litellm)."""
+    from pytest_medhelm.models.transport import uses_openai_wire
+
+    if is_local_model(spec.name) or uses_openai_wire(spec):
+        return None
+    provider, sep, _rest = spec.litellm_model.partition("/")
+    if sep and provider in KNOWN_PROVIDERS:
+        return None
+    from pytest_medhelm.thirdparty import import_litellm
+
+    litellm = import_litellm()
+    try:
+        litellm.get_llm_provider(spec.litellm_model, api_base=spec.api_base)
+    except Exception as exc:  # litellm's BadRequestError: "LLM Provider NOT provided ..."
+        why = str(getattr(exc, "message", "") or exc).split("\n", 1)[0]
+        why = why.removeprefix("litellm.BadRequestError: ").split(". ", 1)[0]
+        return (f"{source} {spec.name!r}: litellm cannot route this model string ({why}); expected PROVIDER/MODEL: "
+                "a provider's model (openai/gpt-4o-mini, anthropic/claude-3-7-sonnet-20250219, ...); for an "
+                f"OpenAI-compatible server, openai/{spec.name} with --medhelm-api-base URL or --medhelm-endpoint "
+                f"'openai/{spec.name}=URL'; or local/smollm2 (a llama.cpp server the plugin starts)")
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# where requests go, said at start-up
+
+
+def destination(spec: ModelSpec) -> str:
+    """Where ``spec``'s requests go, in words."""
+    if is_local_model(spec.name):
+        return "a llama.cpp server the plugin starts on 127.0.0.1"
+    if spec.api_base:
+        return spec.api_base
+    provider, sep, _rest = spec.litellm_model.partition("/")
+    if not sep:
+        return "the public API of the provider litellm picks for this name"
+    return PROVIDER_NAMES.get(provider, f"{provider}'s public API (through litellm)")
+
+
+def is_local_spec(spec: ModelSpec) -> bool:
+    """Served on this machine or a private network (``governance``'s definition, no DNS query)."""
+    from pytest_medhelm.governance import endpoint_problem
+
+    return endpoint_problem(spec) is None
+
+
+def startup_lines(models: Sequence[ModelSpec], judges: Sequence[ModelSpec]) -> list[str]:
+    """One line per judge that goes to a provider's public API although a model under test is local: a user who
+    keeps the model on their network must not find out from a bill (or an audit) that the judges did not."""
+    if not any(is_local_spec(m) for m in models):
+        return []
+    return [f"medhelm: judge {j.name} → {destination(j)} (no endpoint given; open-ended benchmarks only)"
+            for j in judges if not j.api_base and not is_local_model(j.name)]

@@ -1,0 +1,81 @@
+"""The heavy third-party libraries, imported in one place each, with their process-wide side effects scoped.
+
+pytest-medhelm runs inside the user's pytest process: an environment variable it needs while a library loads is set
+only for that moment, only when the user has not set it, and put back afterwards. Nothing here is imported at
+plugin load; each function imports on first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Iterator
+
+
+#: set for litellm's import only, and only when the user has not set them: LITELLM_LOCAL_MODEL_COST_MAP makes it
+#: read its bundled price table instead of fetching one from the internet at import (the only time it reads it);
+#: its tokenizer module (imported lazily by litellm, here at once) points TIKTOKEN_CACHE_DIR at its bundled
+#: tokenizers, unconditionally. Both are put back as they
+#: were once litellm is in: the user's process (their tests, tiktoken calls of their own) sees no change.
+_LITELLM_IMPORT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+_RESTORED_AFTER_IMPORT = ("LITELLM_LOCAL_MODEL_COST_MAP", "TIKTOKEN_CACHE_DIR")
+
+
+def import_litellm():
+    """litellm, imported without fetching anything and without leaving environment variables changed."""
+    import sys
+
+    if "litellm" not in sys.modules:
+        saved = {name: os.environ.get(name) for name in _RESTORED_AFTER_IMPORT}
+        for name, value in _LITELLM_IMPORT_ENV.items():
+            os.environ.setdefault(name, value)
+        try:
+            import litellm  # noqa: F401
+            # imported lazily by litellm on its first token count, this module points TIKTOKEN_CACHE_DIR at
+            # litellm's bundled files for good: imported here, inside the window that puts the variable back
+            import litellm.litellm_core_utils.default_encoding  # noqa: F401
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+
+def _litellm_tokenizer_dir() -> str | None:
+    """The directory where litellm ships tiktoken's BPE files (found without importing litellm, which is slow)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "litellm_core_utils", "tokenizers")
+    return folder if os.path.isdir(folder) else None
+
+
+@contextlib.contextmanager
+def bundled_tiktoken_files() -> Iterator[None]:
+    """While loading tiktoken encodings: ``TIKTOKEN_CACHE_DIR`` at litellm's bundled copies (offline), unless the
+    user chose a folder; then put back as it was.
+
+    tiktoken reads the variable only while it loads an encoding (it keeps what it loaded), so it is set for that
+    moment alone rather than for the user's whole process. Load encodings within this block, once, before any
+    thread needs them (setting a variable of the process while other threads run is itself a race)."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
+        yield
+        return
+    bundled = _litellm_tokenizer_dir()
+    if bundled is None:
+        yield
+        return
+    os.environ["TIKTOKEN_CACHE_DIR"] = bundled
+    try:
+        yield
+    finally:
+        os.environ.pop("TIKTOKEN_CACHE_DIR", None)

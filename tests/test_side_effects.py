@@ -1,0 +1,189 @@
+"""The plugin lives inside the user's process: it leaves that process's umask and environment as it found them,
+and starts no child with a ``preexec_fn`` (code between fork and exec in a process with threads can deadlock).
+
+* the cache is created with explicit modes (0700 directory, 0600 SQLite file and its -wal/-shm), from a thread,
+  while another thread watches the process's umask in ``/proc/self/status``: it never moves;
+* importing litellm and loading tiktoken's encodings leave ``os.environ`` unchanged (checked in a fresh
+  interpreter, where the import really happens), and a value the user set is kept;
+* llama.cpp's server is launched without ``preexec_fn`` and still stops when its parent is killed (the SIGKILL
+  test of tests/test_local_server.py covers the second half).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _umask_from_proc() -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return None
+
+
+needs_proc_umask = pytest.mark.skipif(_umask_from_proc() is None, reason="no Umask line in /proc/self/status")
+
+
+@needs_proc_umask
+def test_creating_the_cache_from_a_thread_never_changes_the_process_umask(tmp_path, monkeypatch):
+    from pytest_medhelm.models.cache import AnswerCache
+    from pytest_medhelm.models.request import Completion
+
+    calls = []
+    real_umask = os.umask
+    monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real_umask(mask))  # a spy, it still works
+    old = real_umask(0o022)
+    seen: set[int] = set()
+    stop = threading.Event()
+
+    def watch() -> None:  # what any other thread of the process would get for the files it creates
+        while not stop.is_set():
+            seen.add(_umask_from_proc())
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    errors: list[BaseException] = []
+
+    def create(i: int) -> None:
+        try:
+            cache = AnswerCache(tmp_path / f"cache-{i}" / "nested", run_id="r")
+            cache.put(f"k{i}", Completion(text="patient text"))
+            cache.close()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    try:
+        workers = [threading.Thread(target=create, args=(i,)) for i in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        stop.set()
+        watcher.join()
+        after = real_umask(old)
+    assert not errors, errors
+    assert calls == [] and seen == {0o022} and after == 0o022
+    for i in range(4):
+        root = tmp_path / f"cache-{i}" / "nested"
+        assert stat.S_IMODE(root.stat().st_mode) == 0o700
+        names = sorted(p.name for p in root.iterdir())
+        assert "cache.db" in names
+        for path in root.iterdir():  # cache.db and SQLite's -wal / -shm, which take the database file's mode
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_an_existing_wider_cache_file_is_made_private(tmp_path):
+    from pytest_medhelm.models.cache import AnswerCache
+
+    root = tmp_path / "cache"
+    root.mkdir(mode=0o755)
+    os.chmod(root, 0o755)
+    (root / "cache.db").touch()
+    os.chmod(root / "cache.db", 0o644)
+    AnswerCache(root, run_id="r").close()
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert stat.S_IMODE((root / "cache.db").stat().st_mode) == 0o600
+
+
+def _fresh_interpreter(code: str, env: dict[str, str]) -> dict:
+    """Run ``code`` in a new Python (litellm not yet imported there) and return the JSON it prints last."""
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("LITELLM_LOCAL_MODEL_COST_MAP", "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
+    clean.update(env, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=clean, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+ENVIRONMENT_AROUND = """\
+import json, os, sys
+before = dict(os.environ)
+{action}
+after = dict(os.environ)
+changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+print(json.dumps({{"changed": changed, "litellm": "litellm" in sys.modules, "result": result,
+                  "env": {{k: after.get(k) for k in ("LITELLM_LOCAL_MODEL_COST_MAP", "TIKTOKEN_CACHE_DIR")}}}}))
+"""
+
+
+def _around(action: str) -> str:
+    return ENVIRONMENT_AROUND.format(action=textwrap.dedent(action).strip())
+
+
+def test_importing_litellm_leaves_the_environment_as_it_was():
+    action = """
+    from pytest_medhelm.thirdparty import import_litellm
+    litellm = import_litellm()
+    result = len(litellm.model_cost) > 100  # its bundled price table, read offline
+    """
+    out = _fresh_interpreter(_around(action), {})
+    assert out["litellm"] and out["result"]
+    assert out["changed"] == []
+    assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": None, "TIKTOKEN_CACHE_DIR": None}
+
+
+def test_a_value_the_user_set_is_kept(tmp_path):
+    action = """
+    from pytest_medhelm.thirdparty import import_litellm
+    import_litellm()
+    result = None
+    """
+    out = _fresh_interpreter(_around(action),
+                             {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "TIKTOKEN_CACHE_DIR": str(tmp_path)})
+    assert out["changed"] == []
+    assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "TIKTOKEN_CACHE_DIR": str(tmp_path)}
+
+
+def test_counting_tokens_offline_leaves_the_environment_as_it_was():
+    action = """
+    from pytest_medhelm.catalogue.local_data import count_tokens
+    from pytest_medhelm.dryrun import TokenCounter
+    counter = TokenCounter()
+    result = [count_tokens("a patient with a cough"), counter("openai/gpt-4o", "a patient with a cough"),
+              counter.method]
+    """
+    out = _fresh_interpreter(_around(action),
+                             {"HF_HUB_OFFLINE": "1"})
+    assert out["changed"] == []
+    cl100k, gpt4o, method = out["result"]
+    assert cl100k > 0 and gpt4o > cl100k and method == "litellm"  # o200k (gpt-4o) loaded offline too
+
+
+def test_llama_cpp_is_started_without_preexec_fn(tmp_path, monkeypatch):
+    from pytest_medhelm.models import local
+
+    launched: list[dict] = []
+
+    class Recorded(subprocess.Popen):  # the real Popen: the kwargs are recorded, the process really starts
+        def __init__(self, *args, **kwargs):
+            launched.append(dict(kwargs))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(local.subprocess, "Popen", Recorded)
+    gguf = tmp_path / "not-a-model.gguf"
+    gguf.write_bytes(b"GGUF but not really")
+    monkeypatch.setattr(local, "require_server", lambda: None)  # the launch is what is checked, not llama.cpp
+    server = local.LocalServer(gguf, tmp_path / "llama.log", startup_timeout=20)
+    with pytest.raises(local.LocalModelUnavailable):
+        server.start()  # the child starts, then fails on the file (or on llama.cpp missing): either way it ran
+    assert launched, "no process was started"
+    assert all(kw.get("preexec_fn") is None for kw in launched)
+    assert all(kw.get("start_new_session") for kw in launched)
+    assert stat.S_IMODE((tmp_path / "llama.log").stat().st_mode) == 0o600
