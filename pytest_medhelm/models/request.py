@@ -111,23 +111,27 @@ class ModelError(Exception):
 
     kind = "model"
 
-    def __init__(self, model: str, message: str, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(self, model: str, message: str, status: int | None = None, retryable: bool = False,
+                 systematic: bool = False) -> None:
         self.model = model
         self.status = status
         self.retryable = retryable
+        #: every request to this model fails alike (a wrong key, an unknown model, an endpoint that never answered)
+        self.systematic = systematic
         self.provider_message = message
         code = f" (HTTP {status})" if status else ""
         super().__init__(f"{model}{code}: {message}")
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "model": self.model, "message": self.provider_message, "status": self.status,
-                "retryable": self.retryable}
+                "retryable": self.retryable, "systematic": self.systematic}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "ModelError":
         if data.get("kind") == BudgetExhausted.kind:
             return BudgetExhausted(data["model"], data["message"])
-        return ModelError(data["model"], data["message"], data.get("status"), bool(data.get("retryable")))
+        return ModelError(data["model"], data["message"], data.get("status"), bool(data.get("retryable")),
+                          bool(data.get("systematic")))
 
 
 class BudgetExhausted(ModelError):

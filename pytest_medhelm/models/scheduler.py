@@ -65,18 +65,14 @@ SYSTEMATIC_STATUSES = (401, 403, 404)
 #: answers so far count, and its items error one by one
 UNREACHABLE = " is unreachable or not answering: "
 STOPPED_ANSWERING = " stopped answering: "
-_SYSTEMATIC_TEXT = re.compile(r"\(HTTP (?:%s)\)" % "|".join(str(s) for s in SYSTEMATIC_STATUSES))
 
 
-def systematic_failure(error: "ModelError | str") -> bool:
-    """Whether ``error`` (a ModelError, or the text of one as the cache stores it for xdist workers and the sender
-    child sends it) fails every request of its model alike: a 401, 403 or 404, or an endpoint that does not
-    answer at all. The session stops asking (and repeating the message) once every model under test is so."""
-    if isinstance(error, ModelError):
-        if error.status in SYSTEMATIC_STATUSES:
-            return True
-        error = str(error)
-    return UNREACHABLE in error or bool(_SYSTEMATIC_TEXT.search(error))
+def systematic_failure(error: ModelError) -> bool:
+    """Whether ``error`` fails every request of its model alike: a 401, 403 or 404, or an endpoint that never
+    answered in this run. The run stops asking (and repeating the message) once every model under test is so."""
+    return error.status in SYSTEMATIC_STATUSES or error.systematic
+
+
 RATE_LIMITED = 429
 #: how long an endpoint marked down fails its requests at once before one is tried again
 DOWN_RECHECK_S = 30.0
@@ -302,7 +298,7 @@ class Scheduler:
         started = time.monotonic()
         for attempt in range(self.settings.retries + 1):
             if job.spec.name in self._systematic:
-                raise ModelError(job.spec.name, self._systematic[job.spec.name])
+                raise ModelError(job.spec.name, self._systematic[job.spec.name], systematic=True)
             if endpoint in self.down:
                 if time.monotonic() - self._down_since.get(endpoint, 0.0) < DOWN_RECHECK_S:
                     raise self._unreachable(job, endpoint)
@@ -329,7 +325,7 @@ class Scheduler:
                 if exc.status in SYSTEMATIC_STATUSES:
                     self._systematic.setdefault(job.spec.name, exc.message)
                     self.broken.setdefault(job.spec.name, exc.message)
-                    raise ModelError(job.spec.name, exc.message, exc.status) from None
+                    raise ModelError(job.spec.name, exc.message, exc.status, systematic=True) from None
                 if exc.status == RATE_LIMITED:
                     window.rate_limited(epoch, None if exc.retry_after is None
                                         else min(exc.retry_after, self.settings.retry_after_max))
@@ -399,10 +395,11 @@ class Scheduler:
         """The one message of every request that fails because ``endpoint`` is down. When it never answered in
         this run, its model goes in .broken: every request to it fails."""
         message = self.down[endpoint]
-        if endpoint not in self._last_success:
+        never_answered = endpoint not in self._last_success
+        if never_answered:
             self.broken.setdefault(job.spec.name, message)
             self._down_models.setdefault(endpoint, set()).add(job.spec.name)
-        return ModelError(job.spec.name, message)
+        return ModelError(job.spec.name, message, systematic=never_answered)
 
     async def serve(self, queue: "asyncio.Queue[Job | None]", on_done: Callable[[Job, "Completion | ModelError"], None],
                     workers: int | None = None) -> None:

@@ -209,7 +209,7 @@ class RunContext:
         spec = self._specs.get((role, name))
         if spec is None:
             spec = self._specs[(role, name)] = self.config.hook.pytest_medhelm_model_spec(
-                name=name, api_base=api_base, config=self.config)
+                name=name, api_base=api_base, config=self.config, role=role)
         return spec
 
     def _local_publish_path(self) -> Path:
@@ -246,15 +246,11 @@ class RunContext:
             self._local.stop_all()  # also after a failure or Ctrl-C: pytest unconfigures on every exit path
 
 
-def builtin_model_spec(name: str, api_base: str | None) -> "ModelSpec":
-    """The built-in resolution of a model string: any litellm string, and ``local/...`` llama.cpp models."""
-    from pytest_medhelm.models import local_endpoints
-    from pytest_medhelm.models.request import ModelSpec
+def builtin_model_spec(ctx: RunContext, name: str, api_base: str | None, role: str) -> "ModelSpec":
+    """The built-in resolution of a model string (any litellm string, ``local/...`` llama.cpp models), with its own
+    endpoint (``--medhelm-endpoint``) and the name of its role's key variable."""
+    from pytest_medhelm.models.endpoints import resolve_spec
 
-    if local_endpoints.is_local(name):
-        from pytest_medhelm.models.local import served_model_name
-
-        # the URL is known once the server runs (endpoint()); the identity never depends on it
-        return ModelSpec(name=name, litellm_model=f"openai/{served_model_name(name)}", api_base=None,
-                         identity=local_endpoints.identity(name))
-    return ModelSpec(name=name, litellm_model=name, api_base=api_base)
+    rc = ctx.run_config
+    return resolve_spec(name, role=role, api_base=api_base, endpoints=rc.endpoint_map,  # type: ignore[arg-type]
+                        api_key_env=rc.jury_api_key_env if role == "judge" else rc.api_key_env)

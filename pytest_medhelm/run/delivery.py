@@ -30,6 +30,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.plan import AnswerPlan, PlannedAnswer
 
 Line = tuple[str, dict[str, bool]]
+#: why a run stopped early: every model under test fails every request (a wrong key, an unreachable endpoint)
+EVERY_MODEL_BROKEN = ("medhelm: every model under test fails every request (the message is above); the remaining "
+                      "items were not run")
 
 
 class Delivery:
@@ -273,14 +276,14 @@ class Delivery:
         return verdicts
 
     def _stop_if_every_model_is_broken(self, spec: "ModelSpec", error: "ModelError") -> None:
-        """A wrong key or an unknown model (401/403/404) fails every request the same way: once every model under
-        test is in that state, the run stops after this item instead of printing the same error on each."""
-        from pytest_medhelm.models.scheduler import SYSTEMATIC_STATUSES
+        """A wrong key or an unknown model (401/403/404), or an endpoint that never answered, fails every request
+        the same way: once every model under test is in that state, the run stops after this item instead of
+        printing the same error on each (under xdist, each worker stops after its first such item)."""
+        from pytest_medhelm.models.scheduler import systematic_failure
 
         models = self.ctx.run_config.models
-        if error.status not in SYSTEMATIC_STATUSES or spec.name not in models:
+        if not systematic_failure(error) or spec.name not in models:
             return
         self._broken_models.add(spec.name)
         if self.session is not None and self._broken_models >= set(models):
-            self.session.shouldfail = ("medhelm: every model under test fails every request (the message is "
-                                       "above); the remaining items were not run")
+            self.session.shouldfail = EVERY_MODEL_BROKEN

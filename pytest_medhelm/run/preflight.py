@@ -32,10 +32,20 @@ def check_local_only(ctx: "RunContext") -> None:
         except DataMissing:
             continue  # skipped for want of data: nothing of it can be sent
         benchmarks.append((bench.slug, bench.access, bench.kind))
-    judges = [(name, rc.jury_api_base) for name in ctx.judge_names()]
-    violations = local_only_violations([ctx.model_spec(m) for m in rc.models], judges, benchmarks)
+    violations = local_only_violations([ctx.model_spec(m) for m in rc.models], ctx.judge_specs(), benchmarks)
     if violations:
         raise pytest.UsageError(local_only_message(violations))
+
+
+def announce_endpoints(ctx: "RunContext", write_line: Any) -> None:
+    """When a model under test is local, one line per judge that a provider's public API would get (a hospital
+    keeping its model on its network must not learn that from a bill)."""
+    from pytest_medhelm.models.endpoints import startup_lines
+
+    rc = ctx.run_config
+    judged = any(ctx.registry.get(slug).is_judged for slug in (rc.benchmarks or ctx.registry.slugs()))
+    for line in startup_lines([ctx.model_spec(m) for m in rc.models], ctx.judge_specs() if judged else []):
+        write_line(line, {"yellow": True})
 
 
 def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) -> None:

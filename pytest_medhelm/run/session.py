@@ -15,7 +15,7 @@ import pytest
 
 from pytest_medhelm.run.collection import Collection, has_medhelm_items, medhelm_items
 from pytest_medhelm.run.context import CENTRAL, CONTROLLER, WORKER, RunContext, builtin_model_spec
-from pytest_medhelm.run.delivery import Delivery
+from pytest_medhelm.run.delivery import EVERY_MODEL_BROKEN, Delivery
 from pytest_medhelm.run.items import ItemHooks
 from pytest_medhelm.run.plan import AnswerPlan
 from pytest_medhelm.run.reporting import Reporting
@@ -99,15 +99,18 @@ class Run:
 
     # ------------------------------------------------------------------------------------------ hooks
     @pytest.hookimpl(trylast=True)
-    def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config) -> "ModelSpec":
-        return builtin_model_spec(name, api_base)
+    def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config,
+                                  role: str) -> "ModelSpec":
+        return builtin_model_spec(self.ctx, name, api_base, role)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.ctx.role != WORKER and self.ctx.configured and self.ctx.run_config.local_only:
-            from pytest_medhelm.run.preflight import check_local_only
+        if self.ctx.role != WORKER and self.ctx.configured:
+            from pytest_medhelm.run.preflight import announce_endpoints, check_local_only
 
-            check_local_only(self.ctx)
+            announce_endpoints(self.ctx, self._write_line)
+            if self.ctx.run_config.local_only:
+                check_local_only(self.ctx)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -130,6 +133,14 @@ class Run:
         try:
             result = yield
             interrupted = False
+        except KeyboardInterrupt as exc:
+            # xdist's Interrupted: a worker stopped the run because every model under test fails every request;
+            # that is a run with errors (exit 1, the message once), not a Ctrl-C (exit 2)
+            if ctx.role != CONTROLLER or str(exc) != EVERY_MODEL_BROKEN:
+                raise
+            session.shouldfail = EVERY_MODEL_BROKEN
+            session.testsfailed = max(session.testsfailed, 1)
+            result, interrupted = True, False
         finally:
             self.delivery.finish(interrupted=interrupted)
         if ctx.role != WORKER and not self.config.option.collectonly:  # (--collect-only measures nothing: no gates)
