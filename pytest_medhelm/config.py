@@ -246,7 +246,7 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         problem = ep.key_problem(role, env, specs, _source(config, ep.ROLE_OPTIONS[role][1]))
         if problem:
             raise _usage(problem)
-    if not sending or rc.list_benchmarks:
+    if not sending or config.getoption("medhelm_list") or config.getoption("medhelm_tree"):
         return
     for spec in models:
         problem = ep.route_problem(spec, _source(config, "--medhelm-model"))

@@ -330,12 +330,16 @@ def test_a_refused_connection_is_said_once_and_stops_the_run(pytester, toy, xdis
 
 def test_what_counts_as_failing_every_request():
     from pytest_medhelm.models.request import ModelError
-    from pytest_medhelm.models.scheduler import STOPPED_ANSWERING, UNREACHABLE, systematic_failure
+    from pytest_medhelm.models.scheduler import systematic_failure
 
     assert systematic_failure(ModelError("m", "Incorrect API key", 401))
-    assert systematic_failure("openai/m (HTTP 404): The model does not exist")  # as stored for xdist workers
-    assert systematic_failure(f"openai/m: http://127.0.0.1:9/v1{UNREACHABLE}Connect call failed")
+    assert systematic_failure(ModelError("m", "The model does not exist", 404))
+    # an endpoint that never answered in this run: the scheduler marks its error systematic, and the mark survives
+    # the cache and the sender process's pipe (a structured value, never read back from the text)
+    unreachable = ModelError("openai/m", "http://127.0.0.1:9/v1 is unreachable or not answering: refused",
+                             systematic=True)
+    assert systematic_failure(ModelError.from_json(unreachable.to_json()))
     # an endpoint that answered earlier in the run and then went down: its answers count, nothing stops
-    assert not systematic_failure(f"openai/m: http://127.0.0.1:9/v1{STOPPED_ANSWERING}Connect call failed")
+    assert not systematic_failure(ModelError("openai/m", "http://127.0.0.1:9/v1 stopped answering: refused"))
     assert not systematic_failure(ModelError("m", "The server had an error", 500))
-    assert not systematic_failure("openai/m: no answer within 1 s (--medhelm-timeout) (after 4 attempts)")
+    assert not systematic_failure(ModelError("openai/m", "no answer within 1 s (--medhelm-timeout) (after 4 attempts)"))
