@@ -231,8 +231,6 @@ class MedhelmSession:
 
         if spec.api_base is not None or not local_endpoints.is_local(spec.name):
             return spec
-        import dataclasses
-
         from pytest_medhelm.models.request import ModelError
 
         if self.is_worker:
@@ -244,7 +242,7 @@ class MedhelmSession:
             entry = self._local_endpoints().start(spec.name)
         if "error" in entry:
             raise ModelError(spec.name, entry["error"])
-        return dataclasses.replace(spec, api_base=entry["url"])
+        return local_endpoints.attach(spec, entry)  # its URL, and its slots: never more in flight than it serves
 
     # ---------------------------------------------------------------- xdist plumbing
     @pytest.hookimpl(tryfirst=True)
@@ -441,6 +439,7 @@ class MedhelmSession:
         from pytest_medhelm.jury import judge_requests
 
         judges = self.judge_specs()
+        self._say_how_local_judges_differ(judges)
         plan: dict[str, tuple[Any, ChatRequest]] = {}
         for inst, request in judged:
             answer = self.cache.get(request.cache_key())
@@ -477,6 +476,7 @@ class MedhelmSession:
             return self._reachable(spec, targets)
 
         judge_specs = self.judge_specs() if jury else []
+        self._say_how_local_judges_differ(judge_specs)
         for spec in judge_specs:
             target(spec)
         judged_by_key: dict[str, list[Any]] = {}  # answer key -> the open-ended instances it answers
@@ -637,6 +637,15 @@ class MedhelmSession:
 
         return [self.judge_spec(name) for name in (self.run_config.judges or DEFAULT_JUDGES)]
 
+    def _say_how_local_judges_differ(self, judges: list["ModelSpec"]) -> None:
+        from pytest_medhelm.jury import JUDGE_MAX_TOKENS, local_judges
+
+        line = local_judges.notice([j.name for j in judges], JUDGE_MAX_TOKENS)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if line and reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(line, yellow=True)
+
     def judge_spec(self, name: str) -> "ModelSpec":
         spec = self._judge_specs.get(name)
         if spec is None:
@@ -752,7 +761,9 @@ class MedhelmSession:
         key = request.cache_key()
         completion = self._answers.get(key)
         if completion is None and self._sender is not None and self._sender.expects(key):
-            result = self._sender.wait(key)
+            from pytest_medhelm.models.waiting import wait_for_answer
+
+            result = wait_for_answer(self.config, self._sender, key)  # with the sending's progress meanwhile
             if isinstance(result, ModelError):
                 self._stop_if_every_model_is_broken(spec, result)
                 self._raise_stored_error(spec, str(result))

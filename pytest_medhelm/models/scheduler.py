@@ -19,6 +19,10 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   other requests fail at once with that message rather than each waiting through its own retries. A success
   from the endpoint clears the mark; after ``DOWN_RECHECK_S`` the next request tries again.
 * **Malformed bodies** (a 200 that is not a chat completion) are retried like server errors, then fail.
+* **Slots.** An endpoint that serves a fixed number of requests at once (``ModelSpec.slots``: a llama.cpp server we
+  started) never has more than that in flight from us: the others wait for a slot *before* they are sent, so
+  their timeout counts from when they are sent, not while they queue (a server that queued them itself would
+  let them time out there and be sent again, each re-send queueing behind the last).
 
 Failures are kept for the rest of the run (keyed by run id, never across runs), so an item whose request already
 failed here reports the provider's message instead of asking again. ``.stats`` counts what happened (requests
@@ -221,6 +225,35 @@ class _Window:
             self.paused_until = max(self.paused_until, loop.time() + retry_after)
 
 
+class _Slots:
+    """At most ``spec.slots`` requests in flight per endpoint (for endpoints that have a slot count), on one loop.
+
+    Waiters are served in arrival order (asyncio.Semaphore), so answers still come back roughly in item order.
+    ``peak`` keeps the most requests seen in flight per endpoint, for the tests and the summary.
+    """
+
+    def __init__(self) -> None:
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self.in_flight: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    def limit(self, spec: ModelSpec) -> asyncio.Semaphore | None:
+        if not spec.slots:
+            return None
+        endpoint = _endpoint(spec)
+        semaphore = self._semaphores.get(endpoint)
+        if semaphore is None:
+            semaphore = self._semaphores[endpoint] = asyncio.Semaphore(max(1, int(spec.slots)))
+        return semaphore
+
+    def entered(self, endpoint: str) -> None:
+        now = self.in_flight[endpoint] = self.in_flight.get(endpoint, 0) + 1
+        self.peak[endpoint] = max(self.peak.get(endpoint, 0), now)
+
+    def left(self, endpoint: str) -> None:
+        self.in_flight[endpoint] -= 1
+
+
 class Scheduler:
     def __init__(self, cache: AnswerCache, settings: Settings, *, budget: Budget | None = None) -> None:
         self.cache = cache
@@ -229,6 +262,8 @@ class Scheduler:
         self.broken: dict[str, str] = {}  # model name -> the systematic error
         self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
         self.stats = new_stats()
+        #: the per-endpoint slots of the latest ``serve`` (``.peak``: the most requests in flight per endpoint)
+        self.slots = _Slots()
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
         self._down_since: dict[str, float] = {}
 
@@ -262,12 +297,13 @@ class Scheduler:
         elif exc.status is None:
             stats["connection_errors"] += 1
 
-    async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job) -> Completion:
+    async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job, slots: _Slots | None = None) -> Completion:
+        slots = slots if slots is not None else _Slots()
         if self.budget is None:
-            return await self._tries(wire, window, job, None)
+            return await self._tries(wire, window, job, None, slots)
         held: list[Reservation] = []  # the job's one reservation, made by _tries before its first send
         try:
-            completion = await self._tries(wire, window, job, held)
+            completion = await self._tries(wire, window, job, held, slots)
         except BaseException:
             if held:
                 self.budget.release(held[0])  # failed for good or cancelled: no answer, nothing counted
@@ -275,60 +311,79 @@ class Scheduler:
         self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd)
         return completion
 
+    async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job, held: list[Reservation] | None,
+                        attempt: int) -> Completion | RequestFailed:
+        """One send of ``job`` within the window: its answer, or the retryable failure (a systematic failure or a
+        budget refusal raises). Checked here, after any wait for a slot: the model may have been found broken, or
+        its endpoint down, meanwhile."""
+        endpoint = _endpoint(job.spec)
+        if job.spec.name in self.broken:
+            raise ModelError(job.spec.name, self.broken[job.spec.name])
+        if endpoint in self.down:
+            if time.monotonic() - self._down_since.get(endpoint, 0.0) < DOWN_RECHECK_S:
+                raise ModelError(job.spec.name, self.down[endpoint])
+            self.down.pop(endpoint, None)  # long enough ago: this request finds out whether it is back
+        epoch = await window.acquire()
+        if held is not None and not held:  # a budget: reserve once per job, just before its first send
+            try:
+                reservation = self.budget.reserve(job.spec, job.request)
+            except BaseException:
+                window.release()
+                raise
+            if reservation is None:
+                window.release()
+                raise self.budget.refusal(job.spec)
+            held.append(reservation)
+        try:
+            self.stats["requests"] += 1
+            completion = await self._send(wire, job)
+        except RequestFailed as exc:
+            window.release()
+            exc.message = redact(_described(exc, self.settings.timeout), job.spec)
+            self._count(exc)
+            if exc.status in SYSTEMATIC_STATUSES:
+                self.broken.setdefault(job.spec.name, exc.message)
+                raise ModelError(job.spec.name, exc.message, exc.status) from None
+            if exc.status == RATE_LIMITED:
+                window.rate_limited(epoch, None if exc.retry_after is None
+                                    else min(exc.retry_after, self.settings.retry_after_max))
+            return exc
+        except BaseException:
+            window.release()
+            raise
+        window.release()
+        window.succeeded()
+        self.stats["answers"] += 1
+        return completion
+
     async def _tries(self, wire: OpenAIWire, window: _Window, job: Job,
-                     held: list[Reservation] | None) -> Completion:
+                     held: list[Reservation] | None, slots: _Slots) -> Completion:
         last: RequestFailed | None = None
         endpoint = _endpoint(job.spec)
         started = time.monotonic()
         for attempt in range(self.settings.retries + 1):
-            if job.spec.name in self.broken:
-                raise ModelError(job.spec.name, self.broken[job.spec.name])
-            if endpoint in self.down:
-                if time.monotonic() - self._down_since.get(endpoint, 0.0) < DOWN_RECHECK_S:
-                    raise ModelError(job.spec.name, self.down[endpoint])
-                self.down.pop(endpoint, None)  # long enough ago: this request finds out whether it is back
-            epoch = await window.acquire()
-            if held is not None and not held:  # a budget: reserve once per job, just before its first send
-                try:
-                    reservation = self.budget.reserve(job.spec, job.request)
-                except BaseException:
-                    window.release()
-                    raise
-                if reservation is None:
-                    window.release()
-                    raise self.budget.refusal(job.spec)
-                held.append(reservation)
-            try:
-                self.stats["requests"] += 1
-                completion = await self._send(wire, job)
-            except RequestFailed as exc:
-                window.release()
-                exc.message = redact(_described(exc, self.settings.timeout), job.spec)
-                last = exc
-                self._count(exc)
-                if exc.status in SYSTEMATIC_STATUSES:
-                    self.broken.setdefault(job.spec.name, exc.message)
-                    raise ModelError(job.spec.name, exc.message, exc.status) from None
-                if exc.status == RATE_LIMITED:
-                    window.rate_limited(epoch, None if exc.retry_after is None
-                                        else min(exc.retry_after, self.settings.retry_after_max))
-                if not exc.retryable or attempt == self.settings.retries:
-                    break
-                self.stats["retries"] += 1
-                delay = self._backoff(attempt, exc)
-                self.stats["waited_s"] += delay
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                continue
-            except BaseException:
-                window.release()
-                raise
-            window.release()
-            window.succeeded()
-            self.stats["answers"] += 1
-            self._last_success[endpoint] = time.monotonic()
-            self.down.pop(endpoint, None)
-            return completion
+            slot = slots.limit(job.spec)
+            if slot is None:
+                completion_or_failure = await self._try_once(wire, window, job, held, attempt)
+            else:
+                async with slot:  # wait for the endpoint's slot before the window and the timeout start
+                    slots.entered(endpoint)
+                    try:
+                        completion_or_failure = await self._try_once(wire, window, job, held, attempt)
+                    finally:
+                        slots.left(endpoint)
+            if isinstance(completion_or_failure, Completion):
+                self._last_success[endpoint] = time.monotonic()
+                self.down.pop(endpoint, None)
+                return completion_or_failure
+            last = completion_or_failure
+            if not last.retryable or attempt == self.settings.retries:
+                break
+            self.stats["retries"] += 1
+            delay = self._backoff(attempt, last)
+            self.stats["waited_s"] += delay
+            if delay > 0:
+                await asyncio.sleep(delay)  # (outside the slot: another request may use the server meanwhile)
         assert last is not None
         tries = attempt + 1
         message = f"{last.message} (after {tries} attempt{'s' if tries > 1 else ''})"
@@ -348,6 +403,7 @@ class Scheduler:
         the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""
         wire = OpenAIWire(limit=self.settings.concurrency)
         window = _Window(self.settings.concurrency, self.stats)
+        slots = self.slots = _Slots()
 
         async def worker() -> None:
             while True:
@@ -357,7 +413,7 @@ class Scheduler:
                     return
                 result: Completion | ModelError
                 try:
-                    result = await self._attempt(wire, window, job)
+                    result = await self._attempt(wire, window, job, slots)
                     self.cache.put(job.key, result, job.request.to_json())
                 except ModelError as exc:
                     result = exc
