@@ -179,3 +179,15 @@ def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_
     result.stdout.fnmatch_lines(["*local judge local/judge-l: replies constrained to the judgement's JSON schema*"])
     report = json.loads(out.read_text())
     assert report["benchmarks"][0]["raw_mean"] == pytest.approx(4.0)
+
+
+def test_a_jury_request_waiting_for_a_slot_goes_before_the_waiting_answers(tmp_path):
+    """One slot, six answers queued, then a judge request: it is sent as soon as the slot frees, not last."""
+    with running_server(answer="A", latency=0.1) as server:
+        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url, slots=1)
+        answers = [Job(spec, ChatRequest.for_prompt(spec, f"answer {i}", 4)) for i in range(6)]
+        judge = Job(spec, ChatRequest.for_prompt(spec, "judge it", 4, purpose="judge:toy:1"))
+        scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), Settings(concurrency=16, timeout=30))
+        assert scheduler.run_sync(answers + [judge]) == {}
+        order = [r["json"]["messages"][-1]["content"] for r in server.requests]
+    assert order[:2] == ["answer 0", "judge it"] and sorted(order[2:]) == [f"answer {i}" for i in range(1, 6)]

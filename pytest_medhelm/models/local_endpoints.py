@@ -46,7 +46,7 @@ def problem(name: str) -> str | None:
 
 
 class LocalEndpoints:
-    def __init__(self, publish_path: Path, log_dir: Path, n_ctx: int = 4096, n_threads: int | None = None) -> None:
+    def __init__(self, publish_path: Path, log_dir: Path, n_ctx: int = 8192, n_threads: int | None = None) -> None:
         self.publish_path = publish_path
         self.log_dir = log_dir
         self.n_ctx = n_ctx

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import heapq
+import itertools
 import os
 import random
 import re
@@ -225,26 +227,57 @@ class _Window:
             self.paused_until = max(self.paused_until, loop.time() + retry_after)
 
 
+class _Gate:
+    """A semaphore whose waiters are served by priority, then in arrival order (one event loop)."""
+
+    def __init__(self, size: int) -> None:
+        self.free = max(1, size)
+        self._waiters: list[tuple[int, int, asyncio.Future]] = []
+        self._arrivals = itertools.count()
+
+    async def acquire(self, priority: int) -> None:
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._arrivals), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # granted just as we were cancelled: pass the slot on
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _priority, _n, future = heapq.heappop(self._waiters)
+            if not future.done():  # (a cancelled waiter is skipped)
+                future.set_result(None)
+                return
+        self.free += 1
+
+
 class _Slots:
     """At most ``spec.slots`` requests in flight per endpoint (for endpoints that have a slot count), on one loop.
 
-    Waiters are served in arrival order (asyncio.Semaphore), so answers still come back roughly in item order.
-    ``peak`` keeps the most requests seen in flight per endpoint, for the tests and the summary.
+    A jury request waiting for a slot goes before the answers waiting for one (then arrival order): the judge of
+    an answer that just came follows it, so the items of open-ended benchmarks finish as the run goes rather than
+    all after the last answer. ``peak`` keeps the most requests seen in flight per endpoint (tests, summary).
     """
 
     def __init__(self) -> None:
-        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._gates: dict[str, _Gate] = {}
         self.in_flight: dict[str, int] = {}
         self.peak: dict[str, int] = {}
 
-    def limit(self, spec: ModelSpec) -> asyncio.Semaphore | None:
+    def gate(self, spec: ModelSpec) -> _Gate | None:
         if not spec.slots:
             return None
         endpoint = _endpoint(spec)
-        semaphore = self._semaphores.get(endpoint)
-        if semaphore is None:
-            semaphore = self._semaphores[endpoint] = asyncio.Semaphore(max(1, int(spec.slots)))
-        return semaphore
+        gate = self._gates.get(endpoint)
+        if gate is None:
+            gate = self._gates[endpoint] = _Gate(int(spec.slots))
+        return gate
 
     def entered(self, endpoint: str) -> None:
         now = self.in_flight[endpoint] = self.in_flight.get(endpoint, 0) + 1
@@ -362,16 +395,18 @@ class Scheduler:
         endpoint = _endpoint(job.spec)
         started = time.monotonic()
         for attempt in range(self.settings.retries + 1):
-            slot = slots.limit(job.spec)
-            if slot is None:
+            gate = slots.gate(job.spec)
+            if gate is None:
                 completion_or_failure = await self._try_once(wire, window, job, held, attempt)
             else:
-                async with slot:  # wait for the endpoint's slot before the window and the timeout start
-                    slots.entered(endpoint)
-                    try:
-                        completion_or_failure = await self._try_once(wire, window, job, held, attempt)
-                    finally:
-                        slots.left(endpoint)
+                # wait for the endpoint's slot before the window, and before the request's timeout starts
+                await gate.acquire(0 if job.request.purpose != "answer" else 1)
+                slots.entered(endpoint)
+                try:
+                    completion_or_failure = await self._try_once(wire, window, job, held, attempt)
+                finally:
+                    slots.left(endpoint)
+                    gate.release()
             if isinstance(completion_or_failure, Completion):
                 self._last_success[endpoint] = time.monotonic()
                 self.down.pop(endpoint, None)
