@@ -26,7 +26,7 @@ TTY_EVERY = 1.0
 #: how long an item waits before anything is shown (a quick answer shows nothing)
 TTY_FIRST = 2.0
 #: off a terminal: the first line after this long, then one every PLAIN_EVERY seconds
-PLAIN_FIRST = 10.0
+PLAIN_FIRST = 5.0
 PLAIN_EVERY = 30.0
 
 
