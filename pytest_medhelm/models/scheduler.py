@@ -480,7 +480,20 @@ class Scheduler:
             if progress is not None:
                 progress(done, total, len(failures))
 
-        await self.serve(queue, on_done, workers=min(self.settings.concurrency, total))
+        async def heartbeat() -> None:
+            # a slow model (a local server on a small machine) may take minutes for its first answer: the progress
+            # line is shown, and its rate and ETA kept current, while nothing completes (it throttles itself)
+            while True:
+                await asyncio.sleep(1.0)
+                if done < total:  # (the last completion has written the final line)
+                    progress(done, total, len(failures))
+
+        beating = asyncio.ensure_future(heartbeat()) if progress is not None else None
+        try:
+            await self.serve(queue, on_done, workers=min(self.settings.concurrency, total))
+        finally:
+            if beating is not None:
+                beating.cancel()
         return failures
 
     def run_sync(self, jobs: list[Job], progress: ProgressCallback | None = None) -> dict[str, ModelError]:
@@ -551,8 +564,10 @@ def progress_text(label: str, done: int, total: int, elapsed: float, failed: int
     if done == total if final is None else final:
         text = f"medhelm {label}: {done}/{total} ({rate:.1f}/s, done in {elapsed:.1f}s)"
     else:
-        eta = (total - done) / rate if rate > 0 else float("inf")
-        text = f"medhelm {label}: {done}/{total} ({rate:.1f}/s, ETA {eta:.1f}s)"
+        if rate > 0:
+            text = f"medhelm {label}: {done}/{total} ({rate:.1f}/s, ETA {(total - done) / rate:.1f}s)"
+        else:  # nothing back yet
+            text = f"medhelm {label}: {done}/{total} (waiting {elapsed:.0f}s for the first)"
     return text + (f", {failed} failed" if failed else "")
 
 
@@ -565,6 +580,7 @@ class Progress:
         self.label = label
         self.started = time.perf_counter()
         self._last = 0.0
+        self._width = 0
 
     def __call__(self, done: int, total: int, failed: int) -> None:
         now = time.perf_counter()
@@ -574,6 +590,8 @@ class Progress:
         self._last = now
         text = progress_text(self.label, done, total, now - self.started, failed)
         if self.is_tty:
-            self.write("\r" + text + ("\n" if final else ""))
+            padding = " " * max(0, self._width - len(text))  # a shorter line rewritten over a longer one
+            self._width = len(text)
+            self.write("\r" + text + padding + ("\n" if final else ""))
         else:
             self.write(text + "\n")
