@@ -330,8 +330,7 @@ class Scheduler:
         elif exc.status is None:
             stats["connection_errors"] += 1
 
-    async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job, slots: _Slots | None = None) -> Completion:
-        slots = slots if slots is not None else _Slots()
+    async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job, slots: _Slots) -> Completion:
         if self.budget is None:
             return await self._tries(wire, window, job, None, slots)
         held: list[Reservation] = []  # the job's one reservation, made by _tries before its first send
@@ -344,8 +343,8 @@ class Scheduler:
         self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd)
         return completion
 
-    async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job, held: list[Reservation] | None,
-                        attempt: int) -> Completion | RequestFailed:
+    async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job,
+                        held: list[Reservation] | None) -> Completion | RequestFailed:
         """One send of ``job`` within the window: its answer, or the retryable failure (a systematic failure or a
         budget refusal raises). Checked here, after any wait for a slot: the model may have been found broken, or
         its endpoint down, meanwhile."""
@@ -397,13 +396,13 @@ class Scheduler:
         for attempt in range(self.settings.retries + 1):
             gate = slots.gate(job.spec)
             if gate is None:
-                completion_or_failure = await self._try_once(wire, window, job, held, attempt)
+                completion_or_failure = await self._try_once(wire, window, job, held)
             else:
                 # wait for the endpoint's slot before the window, and before the request's timeout starts
                 await gate.acquire(0 if job.request.purpose != "answer" else 1)
                 slots.entered(endpoint)
                 try:
-                    completion_or_failure = await self._try_once(wire, window, job, held, attempt)
+                    completion_or_failure = await self._try_once(wire, window, job, held)
                 finally:
                     slots.left(endpoint)
                     gate.release()

@@ -50,6 +50,7 @@ class WaitingStatus:
     def __init__(self, config: Any, sender: _Counts) -> None:
         self.sender = sender
         self._reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self._tw = config.get_terminal_writer() if self._reporter is not None else None
         self._capman = config.pluginmanager.get_plugin("capturemanager")
         self._tty = bool(getattr(self._reporter, "isatty", False))
         self._shown = 0  # characters of the in-place status on the terminal now
@@ -71,7 +72,7 @@ class WaitingStatus:
             return
         self._next = waited + TTY_EVERY
         status = f"  [{text}]"
-        tw = self._reporter._tw if hasattr(self._reporter, "_tw") else None
+        tw = self._tw
         room = (tw.fullwidth - tw.width_of_current_line - 1) if tw is not None else 0
         with self._uncaptured():
             if len(status) > room:  # it would wrap, and backspaces cannot climb back: a line of its own
