@@ -181,13 +181,23 @@ def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_
     assert report["benchmarks"][0]["raw_mean"] == pytest.approx(4.0)
 
 
-def test_a_jury_request_waiting_for_a_slot_goes_before_the_waiting_answers(tmp_path):
-    """One slot, six answers queued, then a judge request: it is sent as soon as the slot frees, not last."""
+def test_the_judge_of_an_answer_goes_before_the_answers_still_waiting(tmp_path):
+    """One slot, four requests allowed in flight, twelve answers; the judge of answer 0 is queued when it arrives.
+    It is sent as soon as the slot is free again after the answer already granted it (answer 1), not after the
+    answers queued before it (they would all come first: the judge's item would wait for the whole run)."""
     with running_server(answer="A", latency=0.1) as server:
         spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url, slots=1)
-        answers = [Job(spec, ChatRequest.for_prompt(spec, f"answer {i}", 4)) for i in range(6)]
+        answers = [Job(spec, ChatRequest.for_prompt(spec, f"answer {i}", 4)) for i in range(12)]
         judge = Job(spec, ChatRequest.for_prompt(spec, "judge it", 4, purpose="judge:toy:1"))
-        scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), Settings(concurrency=16, timeout=30))
-        assert scheduler.run_sync(answers + [judge]) == {}
+
+        def follow_up(job, result):
+            return [judge] if job is answers[0] else []
+
+        settings = Settings(concurrency=4, timeout=30)
+        sender = ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings), follow_up)
+        sender.start(answers)
+        assert isinstance(sender.wait(judge.key), Completion)
+        sender.wait(answers[-1].key)
+        sender.stop()
         order = [r["json"]["messages"][-1]["content"] for r in server.requests]
-    assert order[:2] == ["answer 0", "judge it"] and sorted(order[2:]) == [f"answer {i}" for i in range(1, 6)]
+    assert order[:3] == ["answer 0", "answer 1", "judge it"], order

@@ -140,6 +140,11 @@ def _endpoint(spec: ModelSpec) -> str:
     return spec.api_base or spec.name
 
 
+def _priority(job: Job) -> int:
+    """Jury requests (0) before answers (1) where requests wait: the judge of an answer that came follows it."""
+    return 1 if job.request.purpose == "answer" else 0
+
+
 def _is_connection_failure(exc: RequestFailed) -> bool:
     # no HTTP status: the connection was refused, reset or dropped, or no answer came within the timeout
     return exc.status is None
@@ -250,7 +255,7 @@ class _Gate:
 
     def release(self) -> None:
         while self._waiters:
-            _priority, _n, future = heapq.heappop(self._waiters)
+            _rank, _n, future = heapq.heappop(self._waiters)
             if not future.done():  # (a cancelled waiter is skipped)
                 future.set_result(None)
                 return
@@ -260,9 +265,8 @@ class _Gate:
 class _Slots:
     """At most ``spec.slots`` requests in flight per endpoint (for endpoints that have a slot count), on one loop.
 
-    A jury request waiting for a slot goes before the answers waiting for one (then arrival order): the judge of
-    an answer that just came follows it, so the items of open-ended benchmarks finish as the run goes rather than
-    all after the last answer. ``peak`` keeps the most requests seen in flight per endpoint (tests, summary).
+    A jury request waiting for a slot goes before the answers waiting for one (then arrival order, see
+    :func:`_priority`). ``peak`` keeps the most requests seen in flight per endpoint (tests, summary).
     """
 
     def __init__(self) -> None:
@@ -399,7 +403,7 @@ class Scheduler:
                 completion_or_failure = await self._try_once(wire, window, job, held)
             else:
                 # wait for the endpoint's slot before the window, and before the request's timeout starts
-                await gate.acquire(0 if job.request.purpose != "answer" else 1)
+                await gate.acquire(_priority(job))
                 slots.entered(endpoint)
                 try:
                     completion_or_failure = await self._try_once(wire, window, job, held)
@@ -438,12 +442,34 @@ class Scheduler:
         wire = OpenAIWire(limit=self.settings.concurrency)
         window = _Window(self.settings.concurrency, self.stats)
         slots = self.slots = _Slots()
+        # every job put in ``queue`` moves at once into ``ready``, where a jury request goes before the answers still
+        # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
+        # queued before it, so the items of open-ended benchmarks finish as the run goes
+        ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] = asyncio.PriorityQueue()
+        arrivals = itertools.count()
+        end = 2  # after every job
+
+        def move(job: Job | None) -> None:
+            ready.put_nowait((end, next(arrivals), None) if job is None else (_priority(job), next(arrivals), job))
+
+        async def pump() -> None:  # what arrives while every worker waits
+            while True:
+                job = await queue.get()
+                move(job)
+                if job is None:
+                    return
 
         async def worker() -> None:
             while True:
-                job = await queue.get()
+                while not queue.empty():  # what on_done just queued (a judge) before this worker's next job
+                    job = queue.get_nowait()
+                    if job is None:  # the end: left for the pump, which ends with it
+                        queue.put_nowait(None)
+                        break
+                    move(job)
+                _rank, _arrival, job = await ready.get()
                 if job is None:
-                    queue.put_nowait(None)  # the end, for the other workers too
+                    ready.put_nowait((end, next(arrivals), None))  # the end, for the other workers too
                     return
                 result: Completion | ModelError
                 try:
@@ -456,7 +482,7 @@ class Scheduler:
                 on_done(job, result)
 
         try:
-            await asyncio.gather(*(worker() for _ in range(workers or self.settings.concurrency)))
+            await asyncio.gather(pump(), *(worker() for _ in range(workers or self.settings.concurrency)))
         finally:
             await wire.close()
 
