@@ -54,7 +54,7 @@ class RunConfig(BaseModel):
     strict: bool = False
     strict_gates: bool = False
     compat: Literal["default", "helm"] = "default"
-    local_ctx: int = Field(default=4096, ge=256)
+    local_ctx: int = Field(default=8192, ge=256)
     local_threads: int | None = Field(default=None, ge=1)
     judges: tuple[str, ...] = ()  # empty: the paper's three (pytest_medhelm.jury)
     jury_api_base: str | None = None

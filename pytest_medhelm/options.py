@@ -192,8 +192,9 @@ OPTIONS: tuple[Option, ...] = (
            "fails instead of being reported as not evaluated", flag=True, default=False),
     Option("compat", "helm: reproduce HELM's numbers, bugs included; default: corrected metrics",
            parse=_choice("--medhelm-compat", ("default", "helm")), metavar="default|helm", default="default"),
-    Option("local-ctx", "context size of local/... llama.cpp servers (default 4096)",
-           parse=_positive_int("--medhelm-local-ctx"), metavar="N", default=4096),
+    Option("local-ctx", "context size of local/... llama.cpp servers (default 8192: a judge's prompt with an "
+           "aci_bench conversation, its note and the gold note reaches ~5,100 tokens)",
+           parse=_positive_int("--medhelm-local-ctx"), metavar="N", default=8192),
     Option("local-threads", "threads of local/... llama.cpp servers (default: the CPU's cores)",
            parse=_positive_int("--medhelm-local-threads"), metavar="N"),
     Option("list", "list the benchmarks (slug, category, access, data, instances) and exit", flag=True,

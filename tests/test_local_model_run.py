@@ -89,3 +89,29 @@ def test_ctrl_c_stops_the_server(pytester, shared_data, gguf):
     while find_llama_processes(gguf) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert find_llama_processes(gguf) == []
+
+
+def test_smollm2_as_judge_writes_judgements_that_parse_and_no_request_is_sent_twice(pytester, shared_data, gguf,
+                                                                                     monkeypatch):
+    """The README's main job in small: SmolLM2 answers an open-ended benchmark and judges the answers. Its replies
+    are constrained to the judgement's JSON schema, so every judgement parses; one request at a time reaches the
+    single-slot server, so none times out in its queue and is sent again (no disconnects in the server's log)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # medicationqa's BERTScore: no hub retries (tests are offline)
+    cache, out = pytester.path / "cache", pytester.path / "r.json"
+    args = [str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", f"local/{gguf}",
+            "--medhelm-jury", f"local/{gguf}", "--medhelm-benchmark", "medicationqa", "--medhelm-max-instances", "2",
+            "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(cache), "--medhelm-json", str(out)]
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["*local judge local/*: replies constrained to the judgement's JSON schema*"])
+    report = json.loads(out.read_text())
+    judged = [i["metrics"]["jury"] for i in report["instances"]]
+    assert len(judged) == 2
+    for jury in judged:
+        assert jury["failures"] == {} and jury["flagged"] is None, jury
+        [scores] = jury["per_judge"].values()
+        assert set(scores) == {"accuracy", "completeness", "clarity"}
+        assert all(s["score"] in (1, 2, 3, 4, 5) for s in scores.values())
+    log = "".join(p.read_text(errors="replace") for p in (cache / "logs").glob("llama-server-*.log"))
+    assert log.count('"POST /v1/chat/completions HTTP/1.1" 200') == 4  # 2 answers + 2 judgements, once each
+    assert "disconnected" not in log.lower()

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from pytest_medhelm.jury import local_judges
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
 from pytest_medhelm.jury.rubrics import rubric_for
 from pytest_medhelm.models.request import ChatRequest, Completion
@@ -30,16 +31,25 @@ def judge_requests(slug: str, instance: "Instance", answer_text: str,
 
     The prompt is the benchmark's rubric with ``{QUESTION}`` = ``instance.input``, ``{RESPONSE}`` = the answer as
     given, ``{GOLD_RESPONSE}`` = ``instance.references[0]``; temperature 0, 4096 tokens, no stop sequence, and
-    ``purpose = "judge:<slug>:<rubric version>"`` (part of the cache key).
+    ``purpose = "judge:<slug>:<rubric version>"`` (part of the cache key). A ``local/...`` judge's request also
+    carries the judgement's JSON schema and a smaller ``max_tokens`` (:mod:`pytest_medhelm.jury.local_judges`).
     """
     rubric = rubric_for(slug)
     if rubric is None or not answer_text.strip():
         return []
     gold = instance.references[0] if instance.references else ""
     prompt = rubric.render(instance.input, answer_text, gold)
-    return [(judge.name, ChatRequest.for_prompt(judge, prompt, JUDGE_MAX_TOKENS, temperature=JUDGE_TEMPERATURE,
-                                                purpose=rubric.purpose))
-            for judge in judges]
+    requests = []
+    for judge in judges:
+        if local_judges.constrained(judge.name):  # a llama.cpp server we start: the schema, a small max_tokens
+            request = ChatRequest.for_prompt(judge, prompt, local_judges.max_tokens_for(rubric.criteria),
+                                             temperature=JUDGE_TEMPERATURE, purpose=rubric.purpose,
+                                             response_format=local_judges.response_format(rubric.criteria))
+        else:
+            request = ChatRequest.for_prompt(judge, prompt, JUDGE_MAX_TOKENS, temperature=JUDGE_TEMPERATURE,
+                                             purpose=rubric.purpose)
+        requests.append((judge.name, request))
+    return requests
 
 
 @dataclass

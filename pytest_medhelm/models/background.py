@@ -81,16 +81,24 @@ class Sender:
         with self._changed:
             return key in self._results
 
-    def wait(self, key: str) -> Result:
-        """The answer to ``key`` (or the error that ended its request), once it is there."""
-        with self._changed:
-            while key not in self._results:
+    def wait(self, key: str, on_wait: Callable[[float], None] | None = None) -> Result:
+        """The answer to ``key`` (or the error that ended its request), once it is there. ``on_wait(seconds)`` is
+        called about once a second while it takes (on this thread, without the lock: it may write to the
+        terminal)."""
+        began = time.monotonic()
+        while True:
+            with self._changed:
+                if key in self._results:
+                    return self._results[key]
                 if self._crash is not None:
                     raise SenderCrashed(f"pytest-medhelm: the background sender stopped: {self._crash}")
                 if self._finished.is_set():
                     raise SenderCrashed("pytest-medhelm: the background sender stopped before this answer came")
                 self._changed.wait(timeout=1.0)  # a timeout so that a dead sender cannot hang the run
-            return self._results[key]
+                if key in self._results:
+                    return self._results[key]
+            if on_wait is not None:
+                on_wait(time.monotonic() - began)
 
     def summary_lines(self) -> list[str]:
         """``medhelm answers: 40/40 (12.5/s, done in 3.2s)`` and the same for the jury; what was not sent when the
@@ -312,7 +320,7 @@ class ProcessSender(Sender):
             spec = job.spec
             lines.append(json.dumps({"spec": {"name": spec.name, "litellm_model": spec.litellm_model,
                                               "api_base": spec.api_base, "identity": spec.identity,
-                                              "api_key_env": spec.api_key_env},
+                                              "api_key_env": spec.api_key_env, "slots": spec.slots},
                                      "request": job.request.to_json()}))
         self._write("\n".join(lines) + "\n")
 

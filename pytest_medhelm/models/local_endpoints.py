@@ -14,6 +14,9 @@ import os
 from pathlib import Path
 
 LOCAL_PREFIX = "local/"
+#: requests one llama.cpp server serves at once: ``llama_cpp.server`` runs one model behind one lock (it has no
+#: parallel slots), so a second request only waits inside the server, its timeout running
+SERVER_SLOTS = 1
 
 
 def is_local(name: str) -> bool:
@@ -43,7 +46,7 @@ def problem(name: str) -> str | None:
 
 
 class LocalEndpoints:
-    def __init__(self, publish_path: Path, log_dir: Path, n_ctx: int = 4096, n_threads: int | None = None) -> None:
+    def __init__(self, publish_path: Path, log_dir: Path, n_ctx: int = 8192, n_threads: int | None = None) -> None:
         self.publish_path = publish_path
         self.log_dir = log_dir
         self.n_ctx = n_ctx
@@ -66,7 +69,7 @@ class LocalEndpoints:
             url = server.start()
             self._servers[name] = server
             entry = {"url": url, "model": server.model_name, "log": str(log_path),
-                     "startup_seconds": f"{server.startup_seconds:.2f}"}
+                     "startup_seconds": f"{server.startup_seconds:.2f}", "slots": str(SERVER_SLOTS)}
         except LocalModelUnavailable as exc:
             entry = {"error": str(exc)}
         self._published[name] = entry
@@ -91,6 +94,14 @@ class LocalEndpoints:
     @property
     def started(self) -> dict[str, dict[str, str]]:
         return dict(self._published)
+
+
+def attach(spec, entry: dict[str, str]):
+    """``spec`` (a ``local/...`` ModelSpec) sent to its started server: the server's URL and its slot count."""
+    import dataclasses
+
+    slots = int(entry.get("slots") or SERVER_SLOTS)
+    return dataclasses.replace(spec, api_base=entry["url"], slots=slots)
 
 
 def read_published(publish_path: Path, name: str) -> dict[str, str] | None:

@@ -31,6 +31,9 @@ class ModelSpec:
     #: the NAME of the environment variable holding this endpoint's API key (never the key itself), from
     #: --medhelm-api-key-env / --medhelm-jury-api-key-env; None: the provider's own variable (litellm's convention)
     api_key_env: str | None = None
+    #: how many requests the endpoint serves at once (a llama.cpp server we started: its slots); the scheduler
+    #: never has more in flight to it. None: no limit of its own (the run's concurrency applies)
+    slots: int | None = None
 
     @property
     def cache_identity(self) -> str:
@@ -48,6 +51,9 @@ class ChatRequest:
     sample: int = 0
     #: "answer" for the model under test, "judge:<rubric version>" for jury requests
     purpose: str = "answer"
+    #: the OpenAI ``response_format`` object sent with the request, as canonical JSON ("" = none, HELM's plain
+    #: request); it constrains the reply (a local judge's JSON schema), so it is part of the cache key
+    response_format: str = ""
 
     @classmethod
     def for_prompt(cls, model: ModelSpec, prompt: str, max_tokens: int, stop=(), **kw: Any) -> "ChatRequest":
@@ -69,15 +75,19 @@ class ChatRequest:
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "messages": [list(m) for m in self.messages], "max_tokens": self.max_tokens,
+        data = {"model": self.model, "messages": [list(m) for m in self.messages], "max_tokens": self.max_tokens,
                 "temperature": self.temperature, "stop": list(self.stop), "sample": self.sample,
                 "purpose": self.purpose}
+        if self.response_format:  # only when set: the keys of unconstrained requests stay what they were
+            data["response_format"] = self.response_format
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ChatRequest":
         return cls(model=data["model"], messages=tuple(tuple(m) for m in data["messages"]),  # type: ignore[misc]
                    max_tokens=data["max_tokens"], temperature=data["temperature"], stop=tuple(data["stop"]),
-                   sample=data["sample"], purpose=data["purpose"])
+                   sample=data["sample"], purpose=data["purpose"],
+                   response_format=data.get("response_format", ""))
 
 
 @dataclass

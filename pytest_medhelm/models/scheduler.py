@@ -27,6 +27,10 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   expected to raise) is that job's error, not the run's: the job fails with the exception's type and message (not
   retried: nothing says another try would differ) and every other job goes on. An answer that came but could not
   be stored in the cache is such an error too.
+* **Slots.** An endpoint that serves a fixed number of requests at once (``ModelSpec.slots``: a llama.cpp server we
+  started) never has more than that in flight from us: the others wait for a slot *before* they are sent, so
+  their timeout counts from when they are sent, not while they queue (a server that queued them itself would
+  let them time out there and be sent again, each re-send queueing behind the last).
 
 Failures are kept for the rest of the run (keyed by run id, never across runs), so an item whose request already
 failed here reports the provider's message instead of asking again. ``.stats`` counts what happened (requests
@@ -44,6 +48,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import heapq
+import itertools
 import os
 import random
 import re
@@ -155,6 +161,11 @@ def _endpoint(spec: ModelSpec) -> str:
     return spec.api_base or spec.name
 
 
+def _priority(job: Job) -> int:
+    """Jury requests (0) before answers (1) where requests wait: the judge of an answer that came follows it."""
+    return 1 if job.request.purpose == "answer" else 0
+
+
 def _is_connection_failure(exc: RequestFailed) -> bool:
     # no HTTP status: the connection was refused, reset or dropped, or no answer came within the timeout
     return exc.status is None
@@ -242,6 +253,65 @@ class _Window:
             self.paused_until = max(self.paused_until, loop.time() + retry_after)
 
 
+class _Gate:
+    """A semaphore whose waiters are served by priority, then in arrival order (one event loop)."""
+
+    def __init__(self, size: int) -> None:
+        self.free = max(1, size)
+        self._waiters: list[tuple[int, int, asyncio.Future]] = []
+        self._arrivals = itertools.count()
+
+    async def acquire(self, priority: int) -> None:
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._arrivals), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # granted just as we were cancelled: pass the slot on
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _rank, _n, future = heapq.heappop(self._waiters)
+            if not future.done():  # (a cancelled waiter is skipped)
+                future.set_result(None)
+                return
+        self.free += 1
+
+
+class _Slots:
+    """At most ``spec.slots`` requests in flight per endpoint (for endpoints that have a slot count), on one loop.
+
+    A jury request waiting for a slot goes before the answers waiting for one (then arrival order, see
+    :func:`_priority`). ``peak`` keeps the most requests seen in flight per endpoint (tests, summary).
+    """
+
+    def __init__(self) -> None:
+        self._gates: dict[str, _Gate] = {}
+        self.in_flight: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    def gate(self, spec: ModelSpec) -> _Gate | None:
+        if not spec.slots:
+            return None
+        endpoint = _endpoint(spec)
+        gate = self._gates.get(endpoint)
+        if gate is None:
+            gate = self._gates[endpoint] = _Gate(int(spec.slots))
+        return gate
+
+    def entered(self, endpoint: str) -> None:
+        now = self.in_flight[endpoint] = self.in_flight.get(endpoint, 0) + 1
+        self.peak[endpoint] = max(self.peak.get(endpoint, 0), now)
+
+    def left(self, endpoint: str) -> None:
+        self.in_flight[endpoint] -= 1
+
+
 class Scheduler:
     def __init__(self, cache: AnswerCache, settings: Settings, *, budget: Budget | None = None) -> None:
         self.cache = cache
@@ -253,6 +323,8 @@ class Scheduler:
         self._down_models: dict[str, set[str]] = {}  # endpoint -> models in .broken because it is down
         self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
         self.stats = new_stats()
+        #: the per-endpoint slots of the latest ``serve`` (``.peak``: the most requests in flight per endpoint)
+        self.slots = _Slots()
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
         self._down_since: dict[str, float] = {}
 
@@ -278,12 +350,12 @@ class Scheduler:
         elif exc.status is None:
             stats["connection_errors"] += 1
 
-    async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job) -> Completion:
+    async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job, slots: _Slots) -> Completion:
         if self.budget is None:
-            return await self._tries(wire, window, job, None)
+            return await self._tries(wire, window, job, None, slots)
         held: list[Reservation] = []  # the job's one reservation, made by _tries before its first send
         try:
-            completion = await self._tries(wire, window, job, held)
+            completion = await self._tries(wire, window, job, held, slots)
         except BaseException:
             if held:
                 self.budget.release(held[0])  # failed for good or cancelled: no answer, nothing counted
@@ -291,64 +363,85 @@ class Scheduler:
         self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd)
         return completion
 
+    async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job,
+                        held: list[Reservation] | None) -> Completion | RequestFailed:
+        """One send of ``job`` within the window: its answer, or the retryable failure (a systematic failure or a
+        budget refusal raises). Checked here, after any wait for a slot: the model may have been found broken, or
+        its endpoint down, meanwhile."""
+        endpoint = _endpoint(job.spec)
+        if job.spec.name in self._systematic:
+            raise ModelError(job.spec.name, self._systematic[job.spec.name], systematic=True)
+        if endpoint in self.down:
+            if time.monotonic() - self._down_since.get(endpoint, 0.0) < DOWN_RECHECK_S:
+                raise self._unreachable(job, endpoint)
+            self.down.pop(endpoint, None)  # long enough ago: this request finds out whether it is back
+        epoch = await window.acquire()
+        if held is not None and not held:  # a budget: reserve once per job, just before its first send
+            try:
+                reservation = self.budget.reserve(job.spec, job.request)
+            except BaseException:
+                window.release()
+                raise
+            if reservation is None:
+                window.release()
+                raise self.budget.refusal(job.spec)
+            held.append(reservation)
+        try:
+            self.stats["requests"] += 1
+            completion = await self._send(wire, job)
+        except RequestFailed as exc:
+            window.release()
+            exc.message = redact(_described(exc, self.settings.timeout), job.spec)
+            self._count(exc)
+            if exc.status in SYSTEMATIC_STATUSES:
+                self._systematic.setdefault(job.spec.name, exc.message)
+                self.broken.setdefault(job.spec.name, exc.message)
+                raise ModelError(job.spec.name, exc.message, exc.status, systematic=True) from None
+            if exc.status == RATE_LIMITED:
+                window.rate_limited(epoch, None if exc.retry_after is None
+                                    else min(exc.retry_after, self.settings.retry_after_max))
+            return exc
+        except BaseException:
+            window.release()
+            raise
+        window.release()
+        window.succeeded()
+        self.stats["answers"] += 1
+        return completion
+
     async def _tries(self, wire: OpenAIWire, window: _Window, job: Job,
-                     held: list[Reservation] | None) -> Completion:
+                     held: list[Reservation] | None, slots: _Slots) -> Completion:
         last: RequestFailed | None = None
         endpoint = _endpoint(job.spec)
         started = time.monotonic()
         for attempt in range(self.settings.retries + 1):
-            if job.spec.name in self._systematic:
-                raise ModelError(job.spec.name, self._systematic[job.spec.name], systematic=True)
-            if endpoint in self.down:
-                if time.monotonic() - self._down_since.get(endpoint, 0.0) < DOWN_RECHECK_S:
-                    raise self._unreachable(job, endpoint)
-                self.down.pop(endpoint, None)  # long enough ago: this request finds out whether it is back
-            epoch = await window.acquire()
-            if held is not None and not held:  # a budget: reserve once per job, just before its first send
+            gate = slots.gate(job.spec)
+            if gate is None:
+                completion_or_failure = await self._try_once(wire, window, job, held)
+            else:
+                # wait for the endpoint's slot before the window, and before the request's timeout starts
+                await gate.acquire(_priority(job))
+                slots.entered(endpoint)
                 try:
-                    reservation = self.budget.reserve(job.spec, job.request)
-                except BaseException:
-                    window.release()
-                    raise
-                if reservation is None:
-                    window.release()
-                    raise self.budget.refusal(job.spec)
-                held.append(reservation)
-            try:
-                self.stats["requests"] += 1
-                completion = await self._send(wire, job)
-            except RequestFailed as exc:
-                window.release()
-                exc.message = redact(_described(exc, self.settings.timeout), job.spec)
-                last = exc
-                self._count(exc)
-                if exc.status in SYSTEMATIC_STATUSES:
-                    self._systematic.setdefault(job.spec.name, exc.message)
-                    self.broken.setdefault(job.spec.name, exc.message)
-                    raise ModelError(job.spec.name, exc.message, exc.status, systematic=True) from None
-                if exc.status == RATE_LIMITED:
-                    window.rate_limited(epoch, None if exc.retry_after is None
-                                        else min(exc.retry_after, self.settings.retry_after_max))
-                if not exc.retryable or attempt == self.settings.retries:
-                    break
-                self.stats["retries"] += 1
-                delay = self._backoff(attempt, exc)
-                self.stats["waited_s"] += delay
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                continue
-            except BaseException:
-                window.release()
-                raise
-            window.release()
-            window.succeeded()
-            self.stats["answers"] += 1
-            self._last_success[endpoint] = time.monotonic()
-            self.down.pop(endpoint, None)
-            for model in self._down_models.pop(endpoint, ()):  # it answers again
-                if model not in self._systematic:
-                    self.broken.pop(model, None)
-            return completion
+                    completion_or_failure = await self._try_once(wire, window, job, held)
+                finally:
+                    slots.left(endpoint)
+                    gate.release()
+            if isinstance(completion_or_failure, Completion):
+                self._last_success[endpoint] = time.monotonic()
+                self.down.pop(endpoint, None)
+                for model in self._down_models.pop(endpoint, ()):  # it answers again
+                    if model not in self._systematic:
+                        self.broken.pop(model, None)
+                return completion_or_failure
+            last = completion_or_failure
+            if not last.retryable or attempt == self.settings.retries:
+                break
+            self.stats["retries"] += 1
+            delay = self._backoff(attempt, last)
+            self.stats["waited_s"] += delay
+            if delay > 0:
+                await asyncio.sleep(delay)  # (outside the slot: another request may use the server meanwhile)
         assert last is not None
         tries = attempt + 1
         message = f"{last.message} (after {tries} attempt{'s' if tries > 1 else ''})"
@@ -363,11 +456,12 @@ class Scheduler:
             raise self._unreachable(job, endpoint)
         raise ModelError(job.spec.name, message, last.status)
 
-    async def _result_of(self, wire: OpenAIWire, window: _Window, job: Job) -> "Completion | ModelError":
+    async def _result_of(self, wire: OpenAIWire, window: _Window, job: Job,
+                         slots: "_Slots") -> "Completion | ModelError":
         """The job's answer, stored in the cache, or the error that ended it: never an exception, so that one
         job's trouble (whatever its type) stays that job's and the other jobs go on."""
         try:
-            completion = await self._attempt(wire, window, job)
+            completion = await self._attempt(wire, window, job, slots)
         except ModelError as exc:
             error = exc
         except Exception as exc:  # noqa: BLE001 - a bug or an odd provider: this job's failure, not the run's
@@ -407,17 +501,40 @@ class Scheduler:
         the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""
         wire = OpenAIWire(limit=self.settings.concurrency)
         window = _Window(self.settings.concurrency, self.stats)
+        slots = self.slots = _Slots()
+        # every job put in ``queue`` moves at once into ``ready``, where a jury request goes before the answers still
+        # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
+        # queued before it, so the items of open-ended benchmarks finish as the run goes
+        ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] = asyncio.PriorityQueue()
+        arrivals = itertools.count()
+        end = 2  # after every job
+
+        def move(job: Job | None) -> None:
+            ready.put_nowait((end, next(arrivals), None) if job is None else (_priority(job), next(arrivals), job))
+
+        async def pump() -> None:  # what arrives while every worker waits
+            while True:
+                job = await queue.get()
+                move(job)
+                if job is None:
+                    return
 
         async def worker() -> None:
             while True:
-                job = await queue.get()
+                while not queue.empty():  # what on_done just queued (a judge) before this worker's next job
+                    job = queue.get_nowait()
+                    if job is None:  # the end: left for the pump, which ends with it
+                        queue.put_nowait(None)
+                        break
+                    move(job)
+                _rank, _arrival, job = await ready.get()
                 if job is None:
-                    queue.put_nowait(None)  # the end, for the other workers too
+                    ready.put_nowait((end, next(arrivals), None))  # the end, for the other workers too
                     return
-                on_done(job, await self._result_of(wire, window, job))
+                on_done(job, await self._result_of(wire, window, job, slots))
 
         try:
-            await asyncio.gather(*(worker() for _ in range(workers or self.settings.concurrency)))
+            await asyncio.gather(pump(), *(worker() for _ in range(workers or self.settings.concurrency)))
         finally:
             await wire.close()
 
@@ -440,7 +557,20 @@ class Scheduler:
             if progress is not None:
                 progress(done, total, len(failures))
 
-        await self.serve(queue, on_done, workers=min(self.settings.concurrency, total))
+        async def heartbeat() -> None:
+            # a slow model (a local server on a small machine) may take minutes for its first answer: the progress
+            # line is shown, and its rate and ETA kept current, while nothing completes (it throttles itself)
+            while True:
+                await asyncio.sleep(1.0)
+                if done < total:  # (the last completion has written the final line)
+                    progress(done, total, len(failures))
+
+        beating = asyncio.ensure_future(heartbeat()) if progress is not None else None
+        try:
+            await self.serve(queue, on_done, workers=min(self.settings.concurrency, total))
+        finally:
+            if beating is not None:
+                beating.cancel()
         return failures
 
     def run_sync(self, jobs: list[Job], progress: ProgressCallback | None = None) -> dict[str, ModelError]:
@@ -511,8 +641,10 @@ def progress_text(label: str, done: int, total: int, elapsed: float, failed: int
     if done == total if final is None else final:
         text = f"medhelm {label}: {done}/{total} ({rate:.1f}/s, done in {elapsed:.1f}s)"
     else:
-        eta = (total - done) / rate if rate > 0 else float("inf")
-        text = f"medhelm {label}: {done}/{total} ({rate:.1f}/s, ETA {eta:.1f}s)"
+        if rate > 0:
+            text = f"medhelm {label}: {done}/{total} ({rate:.1f}/s, ETA {(total - done) / rate:.1f}s)"
+        else:  # nothing back yet
+            text = f"medhelm {label}: {done}/{total} (waiting {elapsed:.0f}s for the first)"
     return text + (f", {failed} failed" if failed else "")
 
 
@@ -525,6 +657,7 @@ class Progress:
         self.label = label
         self.started = time.perf_counter()
         self._last = 0.0
+        self._width = 0
 
     def __call__(self, done: int, total: int, failed: int) -> None:
         now = time.perf_counter()
@@ -534,6 +667,8 @@ class Progress:
         self._last = now
         text = progress_text(self.label, done, total, now - self.started, failed)
         if self.is_tty:
-            self.write("\r" + text + ("\n" if final else ""))
+            padding = " " * max(0, self._width - len(text))  # a shorter line rewritten over a longer one
+            self._width = len(text)
+            self.write("\r" + text + padding + ("\n" if final else ""))
         else:
             self.write(text + "\n")

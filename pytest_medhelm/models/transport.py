@@ -12,6 +12,7 @@ can decide whether and when to retry.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -108,6 +109,8 @@ class OpenAIWire:
                                 "temperature": request.temperature, "max_tokens": request.max_tokens}
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.response_format:
+            body["response_format"] = json.loads(request.response_format)
         headers = {}
         key = api_key_for(spec)
         if key:
@@ -122,8 +125,6 @@ class OpenAIWire:
                     raise RequestFailed(_error_message(raw, response.status), response.status,
                                         _retry_after(response.headers), _retryable_status(response.status))
                 try:
-                    import json
-
                     data = json.loads(raw)
                     text = data["choices"][0]["message"].get("content") or ""
                 except (ValueError, KeyError, IndexError, TypeError, AttributeError):
@@ -145,8 +146,6 @@ class OpenAIWire:
 
 
 def _error_message(raw: bytes, status: int) -> str:
-    import json
-
     try:
         data = json.loads(raw)
         err = data.get("error", data)
@@ -168,6 +167,8 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
                               "timeout": timeout, "num_retries": 0}
     if request.stop:
         kwargs["stop"] = list(request.stop)
+    if request.response_format:
+        kwargs["response_format"] = json.loads(request.response_format)
     if spec.api_base:
         kwargs["api_base"] = spec.api_base
     key = api_key_for(spec)

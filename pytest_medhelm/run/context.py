@@ -222,8 +222,6 @@ class RunContext:
 
         if spec.api_base is not None or not local_endpoints.is_local(spec.name):
             return spec
-        import dataclasses
-
         from pytest_medhelm.models.request import ModelError
 
         if self.is_worker:
@@ -239,7 +237,7 @@ class RunContext:
             entry = self._local.start(spec.name)
         if "error" in entry:
             raise ModelError(spec.name, entry["error"])
-        return dataclasses.replace(spec, api_base=entry["url"])
+        return local_endpoints.attach(spec, entry)  # its URL, and its slots: never more in flight than it serves
 
     def stop_local_servers(self) -> None:
         if self._local is not None:

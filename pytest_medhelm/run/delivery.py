@@ -96,7 +96,13 @@ class Delivery:
             self._check_budget(planned)
         judged = any(self.plan.is_judged(p.instance.benchmark) for p in planned)
         if judged:
-            for spec in self.ctx.judge_specs():
+            from pytest_medhelm.jury import JUDGE_MAX_TOKENS, local_judges
+
+            judges = self.ctx.judge_specs()
+            notice = local_judges.notice([j.name for j in judges], JUDGE_MAX_TOKENS)
+            if notice:  # what a local judge's requests do differently from HELM's
+                self._write_line(notice, {"yellow": True})
+            for spec in judges:
                 self.target(spec)  # a judge's server starts now, not on the sending loop
         waiting_for_answer: dict[str, list[Instance]] = {}  # answer key -> the judged instances it answers
         jobs: list[Job] = []
@@ -192,8 +198,10 @@ class Delivery:
         if sender is not None and sender.expects(key):
             if sender.has(key):
                 return sender.wait(key)
+            from pytest_medhelm.models.waiting import wait_for_answer
+
             with self._timeout_paused():
-                return sender.wait(key)
+                return wait_for_answer(self.ctx.config, sender, key)  # with the sending's progress meanwhile
         if key in self._from_controller:
             found = self._in_shared_cache(key)
             if found is not None or self._controller_done():
