@@ -252,22 +252,37 @@ def test_a_key_given_instead_of_a_variable_name_is_refused_without_being_repeate
 # where the judges go
 
 
-@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist-2")])
-def test_judges_going_to_public_apis_are_named_at_start_when_the_model_is_local(pytester, toy, server, xdist):
+JUDGED_TOY_CONFTEST = TOY_CONFTEST.replace(
+    "from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH",
+    "from pytest_medhelm.metrics.jury import jury_metric").replace(
+    "metric=MULTIPLE_CHOICE_EXACT_MATCH", "metric=jury_metric('mediqa')").replace('kind="closed"', 'kind="open"')
+
+
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2")])
+def test_judges_going_to_public_apis_are_named_before_any_is_asked_when_the_model_is_local(pytester, toy, xdist):
+    """A judged benchmark, a model on loopback, the paper's judges: each judge's public destination is named once,
+    before any judge request. (The model answers nothing, and an empty answer is never sent to a judge: no request
+    leaves this machine.)"""
     data = toy(2)
-    base = ["-p", "no:cacheprovider", "--collect-only", "-q", "--medhelm-data-dir", str(data), *xdist]
-    result = pytester.runpytest(*base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url)
-    out = result.stdout.str()
-    line = "medhelm: judge openai/gpt-4o-2024-05-13 → OpenAI's public API (no endpoint given"
-    assert out.count(line) == 1, out
-    assert out.count("medhelm: judge anthropic/claude-3-7-sonnet-20250219 → Anthropic's public API") == 1
-    # judges with an endpoint, or a model that is not local: nothing to say
-    quiet = pytester.runpytest(*base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
-                               "--medhelm-jury", "openai/j", "--medhelm-jury-api-base", server.url)
-    assert "medhelm: judge" not in quiet.stdout.str()
-    cloud = pytester.runpytest(*base, "--medhelm-model", "openai/gpt-4o-mini")
-    assert "medhelm: judge" not in cloud.stdout.str()
-    assert server.count == 0
+    pytester.makeconftest(JUDGED_TOY_CONFTEST)
+    base = ["-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-data-dir", str(data), *xdist]
+    with running_server(answer="") as server:
+        result = pytester.runpytest(*base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url)
+        out = result.stdout.str()
+        line = "medhelm: judge openai/gpt-4o-2024-05-13 → OpenAI's public API (no endpoint given"
+        assert out.count(line) == 1, out
+        assert out.count("medhelm: judge anthropic/claude-3-7-sonnet-20250219 → Anthropic's public API") == 1
+        assert server.count == 2  # the two answers; nothing else
+        # judges with an endpoint: nothing to say
+        quiet = pytester.runpytest(*base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                                   "--medhelm-jury", "openai/j", "--medhelm-jury-api-base", server.url)
+        assert "medhelm: judge" not in quiet.stdout.str()
+    # a closed benchmark asks no judge: nothing to say either
+    pytester.makeconftest(TOY_CONFTEST)
+    with running_server(answer="A") as server:
+        closed = pytester.runpytest(*base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url)
+    assert "medhelm: judge" not in closed.stdout.str()
 
 
 GATED_OPEN_CONFTEST = TOY_CONFTEST.replace('access="public"', 'access="gated"').replace('kind="closed"', 'kind="open"')

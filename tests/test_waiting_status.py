@@ -109,14 +109,3 @@ def _render(line: str) -> str:
     return "".join(cells).rstrip()
 
 
-def test_under_xdist_the_controller_says_it_is_waiting_before_the_first_answer(pytester, toy):
-    """The controller sends every answer before the workers start; the first one takes a while: its progress line
-    is there before any answer is back (not only once one is)."""
-    from pytest_medhelm.testing.server import running_server
-
-    data = toy(2)
-    with running_server(answer="A", latency=3.0) as server:
-        result = pytester.runpytest(*_args(server, data, "--medhelm-concurrency", "1", "-n", "2"))
-    assert result.ret == 0, result.stdout.str()[-2000:]
-    result.stdout.re_match_lines([r"medhelm answers: 0/2 \(waiting \d+s for the first\)$",
-                                  r"medhelm answers: 2/2 \(.*done in"])

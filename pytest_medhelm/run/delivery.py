@@ -96,13 +96,10 @@ class Delivery:
             self._check_budget(planned)
         judged = any(self.plan.is_judged(p.instance.benchmark) for p in planned)
         if judged:
-            from pytest_medhelm.jury import JUDGE_MAX_TOKENS, local_judges
+            from pytest_medhelm.run.preflight import announce_judges
 
-            judges = self.ctx.judge_specs()
-            notice = local_judges.notice([j.name for j in judges], JUDGE_MAX_TOKENS)
-            if notice:  # what a local judge's requests do differently from HELM's
-                self._write_line(notice, {"yellow": True})
-            for spec in judges:
+            announce_judges(self.ctx, self._write_line)  # where the judges go, said before any is asked
+            for spec in self.ctx.judge_specs():
                 self.target(spec)  # a judge's server starts now, not on the sending loop
         waiting_for_answer: dict[str, list[Instance]] = {}  # answer key -> the judged instances it answers
         jobs: list[Job] = []

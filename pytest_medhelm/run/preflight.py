@@ -37,15 +37,19 @@ def check_local_only(ctx: "RunContext") -> None:
         raise pytest.UsageError(local_only_message(violations))
 
 
-def announce_endpoints(ctx: "RunContext", write_line: Any) -> None:
-    """When a model under test is local, one line per judge that a provider's public API would get (a hospital
-    keeping its model on its network must not learn that from a bill)."""
+def announce_judges(ctx: "RunContext", write_line: Any) -> None:
+    """Before the first judge request of a run whose model under test is local: one line per judge that a
+    provider's public API would get (a hospital keeping its model on its network must not learn that from a bill),
+    and what a local judge's requests do differently from HELM's."""
+    from pytest_medhelm.jury import JUDGE_MAX_TOKENS, local_judges
     from pytest_medhelm.models.endpoints import startup_lines
 
-    rc = ctx.run_config
-    judged = any(ctx.registry.get(slug).is_judged for slug in (rc.benchmarks or ctx.registry.slugs()))
-    for line in startup_lines([ctx.model_spec(m) for m in rc.models], ctx.judge_specs() if judged else []):
+    judges = ctx.judge_specs()
+    for line in startup_lines([ctx.model_spec(m) for m in ctx.run_config.models], judges):
         write_line(line, {"yellow": True})
+    notice = local_judges.notice([j.name for j in judges], JUDGE_MAX_TOKENS)
+    if notice:
+        write_line(notice, {"yellow": True})
 
 
 def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) -> None:

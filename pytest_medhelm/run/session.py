@@ -105,12 +105,10 @@ class Run:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.ctx.role != WORKER and self.ctx.configured:
-            from pytest_medhelm.run.preflight import announce_endpoints, check_local_only
+        if self.ctx.role != WORKER and self.ctx.configured and self.ctx.run_config.local_only:
+            from pytest_medhelm.run.preflight import check_local_only
 
-            announce_endpoints(self.ctx, self._write_line)
-            if self.ctx.run_config.local_only:
-                check_local_only(self.ctx)
+            check_local_only(self.ctx)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
