@@ -18,12 +18,18 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping, Protocol, Sequence
 
 from pytest_medhelm.data.errors import DataMissing
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Benchmark
+
+class FileSet(Protocol):
+    """What :func:`resolve_files` needs of a benchmark: a :class:`~pytest_medhelm.catalogue.definition.Benchmark`
+    is one, and so is any other set of pinned files kept under ``<DIR>/<slug>/`` (HELM's judge prompts)."""
+
+    slug: str
+    files: Sequence["DataFile"]
+    data_help: str
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _missing_message(benchmark: "Benchmark", file: DataFile, data_dir: Path | None, why: str = "") -> str:
+def _missing_message(benchmark: FileSet, file: DataFile, data_dir: Path | None, why: str = "") -> str:
     where = (data_dir / benchmark.slug / file.name) if data_dir else Path("<DIR>") / benchmark.slug / file.name
     parts = [f"{benchmark.slug}: data file {file.name!r} not found" + (f" ({why})" if why else "")]
     parts.append(f"expected at {where}" + ("" if data_dir else " with --medhelm-data-dir DIR"))
@@ -95,7 +101,7 @@ def _download(url: str, target: Path, sha256: str) -> None:
             os.unlink(tmp_name)
 
 
-def resolve_files(benchmark: "Benchmark", data_dir: Path | None, download: bool = True) -> Mapping[str, Path]:
+def resolve_files(benchmark: FileSet, data_dir: Path | None, download: bool = True) -> Mapping[str, Path]:
     """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent."""
     found: dict[str, Path] = {}
     for file in benchmark.files:
@@ -107,7 +113,7 @@ def resolve_files(benchmark: "Benchmark", data_dir: Path | None, download: bool 
     return found
 
 
-def _resolve_one(benchmark: "Benchmark", file: DataFile, data_dir: Path | None, download: bool) -> Path | None:
+def _resolve_one(benchmark: FileSet, file: DataFile, data_dir: Path | None, download: bool) -> Path | None:
     if data_dir is not None:
         path = data_dir / benchmark.slug / file.name
         if path.exists():

@@ -10,7 +10,8 @@ phase put it, or asked now), and scores them with :func:`pytest_medhelm.jury.jur
   could be read);
 * ``Score.detail``: ``jury 3.67/5 (2 judges; claude-3-7-sonnet-20250219: malformed JSON)``;
 * ``Score.extra``: ``jury`` (each valid judge's score and explanation per criterion, the reason each other judge
-  was excluded, the flag), ``jury_tokens_in``, ``jury_tokens_out``, ``jury_cost_usd`` (None when a judge's price
+  was excluded, the flag), ``judge_prompt_sha256`` (the sha256 of each judge request's prompt, one per judge
+  asked; none for an empty answer), ``jury_tokens_in``, ``jury_tokens_out``, ``jury_cost_usd`` (None when a judge's price
   is unknown), then ``rouge_1``, ``rouge_2``, ``rouge_l`` and ``bertscore_p``, ``bertscore_r``, ``bertscore_f``,
   ``bertscore_model`` (or ``bertscore_unavailable``: the reason) when the benchmark has a gold answer.
 
@@ -31,7 +32,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from pytest_medhelm.jury import jury_score, rubric_for
+from pytest_medhelm.jury import JuryVerdicts, jury_score, rubric_for
+from pytest_medhelm.jury.instrument import HELM_SCENARIOS
 from pytest_medhelm.metrics.base import Score
 from pytest_medhelm.metrics.rouge import remove_braces, rouge_scores
 
@@ -39,24 +41,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Instance
     from pytest_medhelm.models.request import Completion
 
-#: our slug -> HELM's scenario name (its metric is "<scenario>_accuracy")
-HELM_SCENARIOS: dict[str, str] = {
-    "mtsamples": "mtsamples_replicate",
-    "mtsamples_procedures": "mtsamples_procedures",
-    "aci_bench": "aci_bench",
-    "medicationqa": "medication_qa",
-    "mediqa": "medi_qa",
-    "meddialog": "med_dialog",
-    "medalign": "medalign",
-    "dischargeme": "dischargeme",
-    "mimic_rrs": "mimic_rrs",
-    "mimic_bhc": "mimic_bhc",
-    "noteextract": "chw_care_plan",
-    "patientinstruct": "starr_patient_instructions",
-    "mentalhealth": "mental_health",
-}
-
-JudgeCompletions = Callable[["Instance", str], Mapping[str, "Completion | BaseException"]]
+#: the run's judges' replies to an answer: a :class:`~pytest_medhelm.jury.JuryVerdicts` (with the criteria and the
+#: prompt hashes of the run's instrument), or a plain mapping judge -> reply (then our rubric's criteria apply)
+JudgeCompletions = Callable[["Instance", str], "JuryVerdicts | Mapping[str, Completion | BaseException]"]
 
 
 def _session_judge_completions(instance: "Instance", answer_text: str) -> Mapping[str, Any]:
@@ -119,9 +106,11 @@ class JuryMetric:
             completions = fetch(instance, answer)
         else:
             completions = {}  # HELM sends no judge request for an empty answer
-        result = jury_score(self.slug, completions, self.criteria, answer=answer, compat=compat)
+        criteria = None if isinstance(completions, JuryVerdicts) else self.criteria
+        result = jury_score(self.slug, completions, criteria, answer=answer, compat=compat)
         extra: dict[str, Any] = {
             "jury": result.to_record(),
+            "judge_prompt_sha256": result.judge_prompt_sha256,
             "jury_tokens_in": result.tokens_in,
             "jury_tokens_out": result.tokens_out,
             "jury_cost_usd": result.cost_usd,
