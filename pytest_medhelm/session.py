@@ -75,6 +75,7 @@ class MedhelmSession:
         self._specs: dict[str, ModelSpec] = {}
         self._specs_problems: dict[str, str | None] = {}
         self._judge_specs: dict[str, ModelSpec] = {}
+        self._jury: tuple[Any, str | None] | None = None  # (the run's JuryInstrument, its warning), built once
         self._index: dict[str, dict[str, Any]] = {}
         self._instances: dict[str, Any] = {}
         self.records: list[dict[str, Any]] = []
@@ -438,15 +439,14 @@ class MedhelmSession:
         judged = [(i, r) for _m, i, r in requests if self._needs_judges(i.benchmark)]
         if not judged:
             return
-        from pytest_medhelm.jury import judge_requests
-
         judges = self.judge_specs()
+        instrument = self.jury_instrument()
         plan: dict[str, tuple[Any, ChatRequest]] = {}
         for inst, request in judged:
             answer = self.cache.get(request.cache_key())
             if answer is None:
                 continue  # failed: the item reports the error
-            for judge_name, judge_request in judge_requests(inst.benchmark, inst, answer.text, judges):
+            for judge_name, judge_request in instrument.judge_requests(inst.benchmark, inst, answer.text, judges):
                 plan.setdefault(judge_request.cache_key(), (self.judge_spec(judge_name), judge_request))
         missing = self.cache.missing(plan)
         self._send_ahead([plan[k] for k in missing], "jury")
@@ -477,15 +477,15 @@ class MedhelmSession:
             return self._reachable(spec, targets)
 
         judge_specs = self.judge_specs() if jury else []
+        instrument = self.jury_instrument() if jury else None
         for spec in judge_specs:
             target(spec)
         judged_by_key: dict[str, list[Any]] = {}  # answer key -> the open-ended instances it answers
 
         def judge_jobs(inst: Any, answer_text: str, check_cache: bool) -> list[Job]:
-            from pytest_medhelm.jury import judge_requests
-
             jobs = []
-            for judge_name, judge_request in judge_requests(inst.benchmark, inst, answer_text, judge_specs):
+            for judge_name, judge_request in instrument.judge_requests(inst.benchmark, inst, answer_text,
+                                                                       judge_specs):
                 spec = target(self.judge_spec(judge_name))
                 key = judge_request.cache_key()
                 if isinstance(spec, ModelError):
@@ -644,18 +644,23 @@ class MedhelmSession:
                 name=name, api_base=self.run_config.jury_api_base, config=self.config)
         return spec
 
-    def judge_completions(self, instance: Any, answer_text: str) -> dict[str, Any]:
-        """Each judge's verdict on ``answer_text`` (a Completion, or the ModelError that stopped it)."""
-        from pytest_medhelm.jury import judge_requests
+    def jury_instrument(self) -> Any:
+        """The run's judge prompts (HELM's, else our rubric with a warning line in the summary), built once."""
+        if self._jury is None:
+            from pytest_medhelm.jury.instrument import load_jury_instrument
+
+            self._jury = load_jury_instrument(self.run_config.data_dir)
+        return self._jury[0]
+
+    def judge_completions(self, instance: Any, answer_text: str) -> Any:
+        """Each judge's verdict on ``answer_text`` (a Completion, or the ModelError that stopped it), with the
+        prompt hashes and criteria of the run's instrument (a JuryVerdicts)."""
+        from pytest_medhelm.jury import ask_jury
         from pytest_medhelm.models.request import ModelError
 
-        verdicts: dict[str, Any] = {}
-        for judge_name, request in judge_requests(instance.benchmark, instance, answer_text, self.judge_specs()):
-            try:
-                verdicts[judge_name] = self.complete(self.judge_spec(judge_name), request)
-            except ModelError as exc:
-                verdicts[judge_name] = exc
-        return verdicts
+        return ask_jury(self.jury_instrument(), instance.benchmark, instance, answer_text, self.judge_specs(),
+                        lambda judge_name, request: self.complete(self.judge_spec(judge_name), request),
+                        errors=(ModelError,))
 
     @staticmethod
     def _has_medhelm_items(items: list[pytest.Item]) -> bool:
@@ -850,6 +855,8 @@ class MedhelmSession:
             for key in ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd"):
                 if key in (rec.get("metrics") or {}):
                     rec[key] = rec["metrics"][key]
+            if "judge_prompt_sha256" in (rec.get("metrics") or {}):  # beside prompt_sha256, not among the metrics
+                rec["judge_prompt_sha256"] = rec["metrics"].pop("judge_prompt_sha256")
             if report.when == "call" or "error" in rec:
                 report.medhelm = rec
                 if rec.get("score") is not None:
@@ -898,7 +905,8 @@ class MedhelmSession:
         judges = self._judges_of_run()
         results = build_results(records, catalogue, models=rc.models, judges=judges, options=rc.public_options(),
                                 started=self.started, finished=_now(), compat=rc.compat,
-                                commit=git_commit(Path(str(self.config.rootpath))))
+                                commit=git_commit(Path(str(self.config.rootpath))),
+                                jury_prompts=self.jury_instrument().name if judges else None)
         if rc.prices is not None:
             from pytest_medhelm.cost import apply_file_prices
 
@@ -928,6 +936,8 @@ class MedhelmSession:
         tr = terminalreporter
         # what the background sender did: in the run's own section (it had to wait for the item progress)
         lines = list(self._sender_lines)
+        if self._jury is not None and self._jury[1] and not self.is_worker:
+            lines.append((self._jury[1], {"yellow": True}))  # the open-ended scores are not MedHELM's
         if self._budget is not None and not self.is_worker:
             lines.append((self._budget.summary(), {"yellow": True} if self._budget.not_sent else {}))
         if self.is_worker or (self.results is None and not lines):

@@ -35,7 +35,13 @@ def git_commit(cwd: Path) -> str | None:
 
 def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, Any], *, models: Sequence[str],
                   judges: Sequence[str] = (), options: Mapping[str, Any] | None = None, started: str = "",
-                  finished: str = "", compat: str = "default", commit: str | None = None) -> dict[str, Any]:
+                  finished: str = "", compat: str = "default", commit: str | None = None,
+                  jury_prompts: str | None = None) -> dict[str, Any]:
+    """The results dict. ``jury_prompts``: the name of the jury's instrument
+    (:attr:`pytest_medhelm.jury.instrument.JuryInstrument.name`, ``helm@ef439fc`` or ``pytest-medhelm@<version>``)
+    when the run has a jury, else None."""
+    from pytest_medhelm.report.agreement import jury_agreement_records
+
     results = benchmark_results(records, catalogue)
     bench_rows = []
     for r in results:
@@ -52,18 +58,23 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
     instances = []
     for rec in sorted(records, key=lambda r: (r["benchmark"], r["model"], r.get("subset") or "",
                                               str(r["instance_id"]))):
-        inst = {k: rec.get(k) for k in INSTANCE_FIELDS}
+        inst = {}
+        for key in INSTANCE_FIELDS:
+            inst[key] = rec.get(key)
+            if key == "prompt_sha256" and "judge_prompt_sha256" in rec:  # beside it: what each judge was asked
+                inst["judge_prompt_sha256"] = rec["judge_prompt_sha256"]
         inst.update({k: v for k, v in rec.items() if k not in inst})
         instances.append(inst)
     return {
         "schema_version": SCHEMA_VERSION,
         "run": {"plugin_version": __version__, "started": started, "finished": finished, "models": list(models),
                 "judges": list(judges), "options": dict(options or {}), "git_commit": commit, "compat": compat,
-                "python": platform.python_version(), "machine": platform.machine()},
+                "jury_prompts": jury_prompts, "python": platform.python_version(), "machine": platform.machine()},
         "benchmarks": bench_rows,
         "categories": categories,
         "models": model_summaries(results, records),
         "gates": [],
+        "jury_agreement": jury_agreement_records(records, judges),
         "instances": instances,
     }
 
