@@ -93,7 +93,8 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, data: Path, 
             args += ["--medhelm-jury", judge]
         for slug in slugs:
             args += ["--medhelm-benchmark", slug]
-        result = pytester.runpytest(*args)
+        # a subprocess, as users run it (and BERTScore may import torch, which cannot be imported twice in a process)
+        result = pytester.runpytest_subprocess(*args)
         assert result.ret == 0, result.stdout.str()[-3000:]
         assert "not comparable with MedHELM" not in result.stdout.str()
         sent = [r["json"] for r in server.requests]
