@@ -247,9 +247,7 @@ def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float
         raise JudgementError("empty reply")
     cleaned = _THINK.sub("", str(text)).strip()
     first_error: JudgementError | None = None
-    seen_json = False
     for obj in _candidates(cleaned):
-        seen_json = True
         try:
             return _extract(obj, criteria)
         except JudgementError as exc:
@@ -265,9 +263,8 @@ def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float
         return from_lines
     if first_error is not None:
         raise first_error
-    if "{" not in cleaned:
-        raise JudgementError("no JSON object in the reply")
-    raise JudgementError("malformed JSON" if not seen_json else "no usable JSON object in the reply")
+    # (every object parsed was looked at, and raised first_error unless it was read: here none parsed)
+    raise JudgementError("malformed JSON" if "{" in cleaned else "no JSON object in the reply")
 
 
 def parse_judgement_helm(text: str, criteria: Sequence[str],
@@ -282,8 +279,9 @@ def parse_judgement_helm(text: str, criteria: Sequence[str],
     would crash the whole run (a value without a ``score``, a score ``int()`` cannot read) the judge is rejected
     here instead, with a reason that says so.
     """
-    match = _GREEDY.search(text or "")
-    json_text = match.group() if match is not None else (text or "")
+    text = text or ""
+    match = _GREEDY.search(text)
+    json_text = match.group() if match is not None else text
     try:
         obj = json.loads(json_text)
     except json.JSONDecodeError as exc:
