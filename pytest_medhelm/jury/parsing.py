@@ -22,7 +22,8 @@ It rejects, with a :class:`JudgementError` naming the reason: no JSON, a missing
 number, and a score outside 1..5 (HELM's own example shows ``"score": 0``; a judge that copies it is not grading).
 A judge whose reply is rejected is excluded for that instance and counted (:func:`~pytest_medhelm.jury.jury_score`).
 
-:func:`parse_judgement_helm` is HELM's parser, quirks included, used under ``--medhelm-compat helm``.
+:func:`parse_judgement_helm` is HELM's parser and its metric's reading of the scores, quirks included (every key of
+the reply, ``int()`` on each score), used under ``--medhelm-compat helm``.
 """
 
 from __future__ import annotations
