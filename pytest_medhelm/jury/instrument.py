@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,6 +208,8 @@ class JuryInstrument:
 
 def prompt_sha256(request: "ChatRequest") -> str:
     """sha256 of a request's prompt text (UTF-8), as ``prompt_sha256`` and ``judge_prompt_sha256`` record it."""
+    import hashlib  # (not at module level: this module is imported at pytest start, OpenSSL costs milliseconds)
+
     return hashlib.sha256(request.prompt_text.encode("utf-8")).hexdigest()
 
 
@@ -225,13 +226,15 @@ def own_rubric_instrument() -> JuryInstrument:
 
 def helm_instrument(paths: Mapping[str, Path]) -> JuryInstrument:
     """HELM's instrument from its annotator files (file name -> path); each file's sha256 must be the pinned one."""
+    from pytest_medhelm.data.sources import sha256_of
+
     prompts = {}
     for slug in HELM_SCENARIOS:
         name = annotator_file(slug)
         path = paths.get(name)
         if path is None:
             raise InstrumentError(f"{name}: not found")
-        actual = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        actual = sha256_of(Path(path))
         if actual != _SHA256[name]:
             raise InstrumentError(f"{path} has sha256 {actual}, expected HELM v0.5.16's {_SHA256[name]}")
         template, criteria = read_helm_constants(path)
