@@ -135,3 +135,32 @@ def test_a_run_reports_its_instrument_and_agreement_everywhere_and_refuses_a_cro
     assert lines[first].startswith("NOT COMPARABLE: the open-ended benchmarks were scored with different judge "
                                    "prompts (baseline pytest-medhelm@0.1.0, this run helm@ef439fc)")
     assert any("compare-fail overall:0.1" in line and "not evaluated" in line for line in lines)
+
+
+def test_without_helms_files_the_run_says_once_that_its_open_ended_scores_are_not_medhelms(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+    from pytest_medhelm.testing.server import running_server
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("MEDHELM_DATA_HOME", str(pytester.path / "empty-cache"))
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "aci_bench").symlink_to(shared_data / "aci_bench")  # the benchmark's data, not HELM's judge prompts
+    out = pytester.path / "r.json"
+    with running_server(answer="x") as server:
+        server.set_answer(judges_disagree_a_little)
+        result = pytester.runpytest_subprocess(
+            str(SUITE), "-p", "no:cacheprovider", "-n", "2", "--medhelm-model", "openai/writer",
+            "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury-api-base",
+            server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "3", "--medhelm-data-dir",
+            str(data), "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out))
+        judged = [r["json"]["messages"][0]["content"] for r in server.requests if r["json"]["model"] == "judge-a"]
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    warnings = [line for line in result.stdout.str().splitlines() if "not comparable with MedHELM's" in line]
+    assert len(warnings) == 1 and "helm_jury" in warnings[0] and "own rubric" in warnings[0]
+    report = json.loads(out.read_text())
+    assert report["run"]["jury_prompts"].startswith("pytest-medhelm@")
+    assert judged and all(p.startswith("You are an experienced physician") for p in judged)  # our rubric's text
+    [row] = report["jury_agreement"]
+    assert row["note"] == "agreement needs two judges"
+    assert "agreement needs two judges" in result.stdout.str()
