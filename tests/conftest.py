@@ -14,6 +14,7 @@ import pytest
 import aiohttp  # noqa: F401,E402
 import diskcache  # noqa: F401,E402
 import numpy  # noqa: F401,E402
+import numpy.fft  # noqa: F401,E402  (a C extension too; first imported lazily, by an inner session or not)
 import pydantic  # noqa: F401,E402
 import tabulate  # noqa: F401,E402
 

@@ -128,6 +128,7 @@ def test_real_mtsamples_filter_report() -> None:
     assert dropped == {
         "beyond_github_listing_limit": 269,
         "not_txt": 0,
+        "url_fragment": 0,
         "section_case_mismatch": 1,
         "no_reference_section": 567,
         "empty_reference": 5,
@@ -154,6 +155,7 @@ def test_real_mtsamples_procedures_filter_report() -> None:
     assert dropped == {
         "beyond_github_listing_limit": 0,
         "not_txt": 0,
+        "url_fragment": 0,
         "section_case_mismatch": 0,
         "no_reference_section": 298,
         "empty_reference": 0,
@@ -161,6 +163,21 @@ def test_real_mtsamples_procedures_filter_report() -> None:
     sections = [i.extra["reference_section"] for i in instances]
     assert (sections.count("FINDINGS"), sections.count("PLAN"), sections.count("SUMMARY")) == (98, 27, 6)
     assert not any(marker in i.input for i in instances for marker in ("PLAN:", "SUMMARY:", "FINDINGS:"))
+
+
+def test_real_mtsamples_procedures_under_compat_helm_drops_the_names_with_a_hash() -> None:
+    """HELM 0.5.16 yields 128: seven names contain '#', which its download URL takes as a fragment."""
+    folder = real("mtsamples_procedures") / "mtsamples_procedures" / "mtsample_procedure"
+    files = {"mtsample_procedure": folder}
+    default = BENCHMARKS["mtsamples_procedures"].instance_builder("default")(files)
+    helm = BENCHMARKS["mtsamples_procedures"].instance_builder("helm")(files)
+    assert len(default) == 131 and len(helm) == 128
+    assert helm.counts(mtsamples.DROP_REASONS)["url_fragment"] == 7
+    lost = [i for i in default if "#" in i.extra["file"]]
+    assert len(lost) == 3 and [i.id for i in helm] == [i.id for i in default if i not in lost]
+    # MTSamples has no such name: both modes give the same 427
+    notes = {"mtsamples_processed": real("mtsamples") / "mtsamples" / "mtsamples_processed"}
+    assert BENCHMARKS["mtsamples"].instance_builder("helm")(notes) == BENCHMARKS["mtsamples"].build_instances(notes)
 
 
 def test_real_aci_bench_order_and_input() -> None:
@@ -226,6 +243,7 @@ def test_mtsamples_synthetic(tmp_path: Path) -> None:
     assert dropped == {
         "beyond_github_listing_limit": 0,
         "not_txt": 1,
+        "url_fragment": 0,
         "section_case_mismatch": 1,
         "no_reference_section": 1,
         "empty_reference": 1,

@@ -124,6 +124,9 @@ class Benchmark:
     #: shipped with its data; relative to the folder of the file that creates the Benchmark. ``--medhelm-data-dir
     #: DIR/<slug>/`` still wins when it holds the files. None: the usual lookup (pytest_medhelm.data.sources).
     data_dir: str | Path | None = None
+    #: the loader under ``--medhelm-compat helm`` when HELM's instances differ from ours (MTSamples Procedures:
+    #: HELM cannot download the files with a '#' in their name); None: ``build_instances`` in both modes
+    build_instances_helm: InstanceBuilder | None = None
 
     def __post_init__(self) -> None:
         from pytest_medhelm.catalogue.taxonomy import CATEGORIES, category_named
@@ -139,6 +142,12 @@ class Benchmark:
             raise ValueError(f"{self.slug}: access must be one of {ACCESS_LEVELS}, got {self.access!r}")
         if self.kind not in KINDS:
             raise ValueError(f"{self.slug}: kind must be one of {KINDS}, got {self.kind!r}")
+
+    def instance_builder(self, compat: str = "default") -> InstanceBuilder:
+        """The loader of this benchmark under ``compat`` (``"default"`` or ``"helm"``)."""
+        if compat == "helm" and self.build_instances_helm is not None:
+            return self.build_instances_helm
+        return self.build_instances
 
     def render_prompt(self, instance: Instance) -> str:
         return self.prompt.render(instance)

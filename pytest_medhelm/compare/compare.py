@@ -21,6 +21,11 @@ instances that both runs scored take part (see :mod:`pytest_medhelm.compare.stat
                     "macro_avg", "baseline"}],
      "warnings": [...]}
 
+Runs whose open-ended benchmarks were scored by different jury instruments (``run.jury_prompts``: HELM's judge
+prompts in one, our own rubric in the other; a run with a jury but without the field counts as "unknown") are not
+comparable: ``comparison["instrument_mismatch"]`` says which, the first line of every rendering says so, and no
+compare-fail gate is evaluated (each fails with a reason saying why, so a CI job that asked for gates stops).
+
 A compare-fail gate ``NAME:DROP`` (NAME a benchmark slug, a category or ``overall``) fails for a model when there
 is significant evidence that the score dropped by *more than* DROP: the one-sided test of ``H0: true drop ≤ DROP``
 (:func:`pytest_medhelm.compare.stats.margin_p`), its p-value Holm-adjusted over all of the run's compare-fail gates,
@@ -138,6 +143,24 @@ def baseline_label(info: Mapping[str, Any]) -> str:
     return "baseline"
 
 
+def jury_instruments(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, str] | None:
+    """{"baseline": name, "current": name} when both runs had a jury and its instruments differ, else None."""
+    names = []
+    for res in (baseline, current):
+        run = res.get("run", {})
+        if not run.get("judges") and not run.get("jury_prompts"):
+            return None  # a run without a jury: nothing scored by an instrument
+        names.append(run.get("jury_prompts") or "unknown")
+    if names[0] == names[1]:
+        return None
+    return {"baseline": names[0], "current": names[1]}
+
+
+def instrument_message(mismatch: Mapping[str, str]) -> str:
+    return (f"NOT COMPARABLE: the open-ended benchmarks were scored with different judge prompts (baseline "
+            f"{mismatch['baseline']}, this run {mismatch['current']}); compare-fail gates are not evaluated")
+
+
 def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
                      compare_fail: Iterable[tuple[str, float]] = (), alpha: float = stats.ALPHA,
                      power: float = stats.POWER, resamples: int = stats.RESAMPLES,
@@ -202,11 +225,15 @@ def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
                         + ", ".join(run_models(baseline)) + ")")
     if pairs and not any(r["scope"] == "benchmark" and r["n"] for r in rows):
         warnings.append("no instance was scored by both runs: nothing to compare")
+    mismatch = jury_instruments(baseline, current)
+    if mismatch is not None:
+        warnings.insert(0, instrument_message(mismatch))
     comparison = {
         "baseline": baseline_info(baseline), "alpha": alpha, "power": power, "resamples": resamples, "seed": seed,
         "multiple_comparisons": "holm",
         "pairs": [{"model": m, "baseline_model": b} for m, b in pairs], "unmatched_models": unmatched,
         "rows": rows, "win_rates": win_rate_rows(baseline, current), "warnings": warnings,
+        "instrument_mismatch": mismatch,
     }
     gates = compare_gates(comparison, paired, compare_fail, alpha=alpha)
     return comparison, gates
@@ -246,6 +273,13 @@ def compare_gates(comparison: Mapping[str, Any], paired: Mapping[tuple[str, str,
                           "baseline": None if result is None else result.baseline,
                           "current": None if result is None else result.current,
                           "p": p, "test": test, "p_holm": None, "passed": False})
+    mismatch = comparison.get("instrument_mismatch")
+    if mismatch:
+        for gate in gates:  # not evaluated: a drop could be the instrument's, not the model's
+            gate.update(value=None, evaluated=False, passed=False,
+                        reason=f"not evaluated: different judge prompts (baseline {mismatch['baseline']}, "
+                               f"this run {mismatch['current']})")
+        return gates
     adjusted = stats.holm([g["p"] for g in gates])
     for gate, p_holm in zip(gates, adjusted):
         gate["p_holm"] = p_holm
@@ -373,7 +407,10 @@ def _title(comparison: Mapping[str, Any]) -> str:
     title = f"comparison with {bits[0]}"
     if bits[1:]:
         title += f" ({', '.join(bits[1:])})"
-    return title + (f": {models}" if models else "")
+    title += f": {models}" if models else ""
+    if comparison.get("instrument_mismatch"):
+        title = f"{instrument_message(comparison['instrument_mismatch'])} -- {title}"
+    return title
 
 
 def terminal_sections(results: Mapping[str, Any]) -> list[tuple[str, str]]:

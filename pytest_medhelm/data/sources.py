@@ -32,13 +32,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.data.verification import DataVerification
 
 
-class Benchmark(Protocol):
-    """What resolving a benchmark's files reads of it (a catalogue Benchmark; data does not import the catalogue)."""
+class FileSet(Protocol):
+    """What :func:`resolve_files` needs of a benchmark: a :class:`~pytest_medhelm.catalogue.definition.Benchmark`
+    is one, and so is any other set of pinned files kept under ``<DIR>/<slug>/`` (HELM's judge prompts)."""
 
     slug: str
     files: Sequence["DataFile"]
     data_help: str
-    data_dir: "str | Path | None"
+    # (optionally ``data_dir``: a benchmark's own folder of its files)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _missing_message(benchmark: Benchmark, file: DataFile, data_dir: Path | None, why: str = "") -> str:
+def _missing_message(benchmark: FileSet, file: DataFile, data_dir: Path | None, why: str = "") -> str:
     where = (data_dir / benchmark.slug / file.name) if data_dir else Path("<DIR>") / benchmark.slug / file.name
     parts = [f"{benchmark.slug}: data file {file.name!r} not found" + (f" ({why})" if why else "")]
     own = f"{Path(benchmark.data_dir) / file.name} (the benchmark's data_dir)" if benchmark.data_dir else ""
@@ -115,7 +116,7 @@ def _download(url: str, target: Path, sha256: str) -> None:
             os.unlink(tmp_name)
 
 
-def resolve_files(benchmark: Benchmark, data_dir: Path | None, download: bool = True,
+def resolve_files(benchmark: FileSet, data_dir: Path | None, download: bool = True,
                   verification: "DataVerification | None" = None) -> Mapping[str, Path]:
     """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent. With
     ``verification``, a file that differs from its pinned sha256 is a
@@ -132,8 +133,9 @@ def resolve_files(benchmark: Benchmark, data_dir: Path | None, download: bool = 
     return found
 
 
-def _resolve_one(benchmark: Benchmark, file: DataFile, data_dir: Path | None, download: bool) -> Path | None:
-    own = Path(benchmark.data_dir) / file.name if benchmark.data_dir else None
+def _resolve_one(benchmark: FileSet, file: DataFile, data_dir: Path | None, download: bool) -> Path | None:
+    own_dir = getattr(benchmark, "data_dir", None)
+    own = Path(own_dir) / file.name if own_dir else None
     if data_dir is not None or own is not None:
         for path in (data_dir / benchmark.slug / file.name if data_dir is not None else None, own):
             if path is not None and path.exists():

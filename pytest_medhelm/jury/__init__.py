@@ -1,17 +1,17 @@
 """The LLM jury of MedHELM's open-ended benchmarks (HELM ``LLMJuryMetric``).
 
-Every answer of an open-ended benchmark is graded by each judge against the benchmark's rubric (accuracy,
-completeness, clarity on 1-5; NoteExtract: accuracy, structure, clarity, without a gold answer). Per instance the
-jury's raw score is the plain mean of every valid judge x criterion score, as HELM computes it, and the normalized
-score ``(raw - 1) / 4``. An empty answer is not sent to the judges and, like an answer no judge could grade, gets
-HELM's default 1.0 (normalized 0), flagged.
+Every answer of an open-ended benchmark is graded by each judge with the benchmark's judge prompt: HELM v0.5.16's
+own (:mod:`pytest_medhelm.jury.instrument`, read as pinned data), or our rubric (:mod:`pytest_medhelm.jury.rubrics`)
+as an announced fallback when HELM's files cannot be had. Per instance the jury's raw score is the plain mean of
+every valid judge x criterion score, as HELM computes it, and the normalized score ``(raw - 1) / 4``. An empty
+answer is not sent to the judges and, like an answer no judge could grade, gets HELM's default 1.0 (normalized 0),
+flagged.
 
-Two differences from HELM, both switched off by ``--medhelm-compat helm`` (``compat="helm"``):
-
-* HELM truncates each score with ``int()`` (a judge's 4.5 counts 4); we keep the number;
-* HELM's parser drops a judge for a code fence around a broken object, a ``"4/5"`` or a nested object, and accepts
-  out-of-range scores such as 0; ours reads those (:mod:`pytest_medhelm.jury.parsing`) and rejects scores outside
-  1-5. Each judge that could not be read is excluded for that instance and its reason counted.
+How a reply is read and averaged differs from HELM by default and is HELM's under ``--medhelm-compat helm``
+(``compat="helm"``; docs/fidelity.md lists every difference): our parser is tolerant and range-checks 1-5, and the
+mean is over the benchmark's criteria with each judge's number as given; HELM's greedy-regex parser drops more
+judges, accepts any number, ``int()``-s each score and averages every key of the reply. Each judge that could not
+be read is excluded for that instance and its reason counted.
 
 ``DEFAULT_JUDGES`` are the paper's three as litellm model strings: GPT-4o (2024-05-13) on OpenAI, Claude 3.7
 Sonnet (20250219) on Anthropic, and Llama 3.3 70B Instruct on Together AI
@@ -27,7 +27,7 @@ from __future__ import annotations
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
 from pytest_medhelm.jury.rubrics import RUBRICS, Rubric, rubric_for
 from pytest_medhelm.jury.scoring import (FLAG_EMPTY, FLAG_NO_JUDGE, HELM_DEFAULT_SCORE, JUDGE_MAX_TOKENS, JuryResult,
-                                         judge_requests, jury_score)
+                                         JuryVerdicts, ask_jury, judge_requests, jury_score)
 
 #: the paper's jury (GPT-4o 2024-05-13, Claude 3.7 Sonnet 20250219, Llama 3.3 70B Instruct on Together AI)
 DEFAULT_JUDGES: tuple[str, ...] = (
@@ -41,6 +41,6 @@ JURY_BENCHMARKS: tuple[str, ...] = tuple(RUBRICS)
 
 __all__ = [
     "DEFAULT_JUDGES", "JURY_BENCHMARKS", "FLAG_EMPTY", "FLAG_NO_JUDGE", "HELM_DEFAULT_SCORE", "JUDGE_MAX_TOKENS",
-    "JudgementError", "JuryResult", "RUBRICS", "Rubric", "judge_requests", "jury_score", "parse_judgement",
+    "JudgementError", "JuryResult", "JuryVerdicts", "RUBRICS", "ask_jury", "Rubric", "judge_requests", "jury_score", "parse_judgement",
     "parse_judgement_helm", "rubric_for",
 ]

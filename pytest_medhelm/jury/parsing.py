@@ -22,7 +22,8 @@ It rejects, with a :class:`JudgementError` naming the reason: no JSON, a missing
 number, and a score outside 1..5 (HELM's own example shows ``"score": 0``; a judge that copies it is not grading).
 A judge whose reply is rejected is excluded for that instance and counted (:func:`~pytest_medhelm.jury.jury_score`).
 
-:func:`parse_judgement_helm` is HELM's parser, quirks included, used under ``--medhelm-compat helm``.
+:func:`parse_judgement_helm` is HELM's parser and its metric's reading of the scores, quirks included (every key of
+the reply, ``int()`` on each score), used under ``--medhelm-compat helm``.
 """
 
 from __future__ import annotations
@@ -247,9 +248,7 @@ def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float
         raise JudgementError("empty reply")
     cleaned = _THINK.sub("", str(text)).strip()
     first_error: JudgementError | None = None
-    seen_json = False
     for obj in _candidates(cleaned):
-        seen_json = True
         try:
             return _extract(obj, criteria)
         except JudgementError as exc:
@@ -265,39 +264,55 @@ def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float
         return from_lines
     if first_error is not None:
         raise first_error
-    if "{" not in cleaned:
-        raise JudgementError("no JSON object in the reply")
-    raise JudgementError("malformed JSON" if not seen_json else "no usable JSON object in the reply")
+    # (every object parsed was looked at, and raised first_error unless it was read: here none parsed)
+    raise JudgementError("malformed JSON" if "{" in cleaned else "no JSON object in the reply")
 
 
-def parse_judgement_helm(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
-    """HELM's parser and ``int()``: no range check, 4.9 -> 4, "4/5" rejected.
+def parse_judgement_helm(text: str, criteria: Sequence[str],
+                         subkeys: Sequence[str] = ("score", "explanation")) -> dict[str, tuple[float, str]]:
+    """HELM 0.5.16's reading of a reply (``LLMAsJuryAnnotator._annotate_with_model``) and scores
+    (``LLMJuryMetric``): every key of the reply -> (``int(score)``, explanation), extra keys included.
 
-    Where HELM would crash the whole metric (a score ``int()`` cannot read) the judge is rejected here instead.
+    The greedy ``\\{.*\\}`` (or the whole reply when there is none), ``json.loads``, once more with ``"}"``
+    appended when the error is exactly "Expecting ',' delimiter"; then every criterion must be a key whose value
+    contains each of ``subkeys`` (HELM tests ``subkey in value``, so a string value containing the words passes
+    that test). No range check; ``int()`` truncates (4.9 -> 4) and reads strings ("2" -> 2). Where HELM's metric
+    would crash the whole run (a value without a ``score``, a score ``int()`` cannot read) the judge is rejected
+    here instead, with a reason that says so.
     """
-    match = _GREEDY.search(text or "")
-    if match is None:
-        raise JudgementError("no JSON object in the reply")
-    json_text = match.group()
+    text = text or ""
+    match = _GREEDY.search(text)
+    json_text = match.group() if match is not None else text
     try:
         obj = json.loads(json_text)
     except json.JSONDecodeError as exc:
-        if "Expecting ',' delimiter" not in str(exc):
+        if exc.msg != "Expecting ',' delimiter":
             raise JudgementError(f"malformed JSON ({exc.msg})") from None
         try:
             obj = json.loads(json_text + "}")
         except json.JSONDecodeError as exc2:
-            raise JudgementError(f"malformed JSON ({exc2.msg})") from None
+            raise JudgementError(f"malformed JSON ({exc2.msg}, also with '}}' appended)") from None
     if not isinstance(obj, dict):
         raise JudgementError("the JSON is not an object")
-    out: dict[str, tuple[float, str]] = {}
     for criterion in criteria:
-        value = obj.get(criterion)
-        if not isinstance(value, dict) or "score" not in value or "explanation" not in value:
-            raise JudgementError(f"{criterion}: missing, or without 'score' and 'explanation'")
+        if criterion not in obj:
+            raise JudgementError(f"missing criterion {criterion!r}")
+        value = obj[criterion]
+        for subkey in subkeys:
+            try:
+                present = subkey in value
+            except TypeError:
+                present = False
+            if not present:
+                raise JudgementError(f"{criterion}: no {subkey!r}")
+    out: dict[str, tuple[float, str]] = {}
+    for key, value in obj.items():
+        if not isinstance(value, dict) or "score" not in value:
+            raise JudgementError(f"{key}: {value!r} has no 'score' (HELM's metric would crash on it)")
         try:
             score = int(value["score"])
-        except (TypeError, ValueError):
-            raise JudgementError(f"{criterion}: score {value['score']!r} is not an integer (HELM's int())") from None
-        out[criterion] = (float(score), str(value["explanation"]))
+        except (TypeError, ValueError, OverflowError):
+            raise JudgementError(f"{key}: score {value['score']!r} is not an integer to HELM's int() "
+                                 "(its metric would crash on it)") from None
+        out[key] = (float(score), str(value.get("explanation", "")))
     return out

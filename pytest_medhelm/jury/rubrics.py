@@ -1,4 +1,6 @@
-"""The judge prompts: one rubric per open-ended MedHELM benchmark (HELM's annotator prompts).
+"""Our own judge prompts: one rubric per open-ended MedHELM benchmark, the jury's fallback
+instrument when HELM's judge prompts cannot be had (:mod:`pytest_medhelm.jury.instrument`; a run scored with them
+says its open-ended scores are not comparable with MedHELM's).
 
 The text is our own; what follows HELM is its structure, so that the jury measures the same thing:
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pytest_medhelm.jury import local_judges
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
-from pytest_medhelm.jury.rubrics import rubric_for
 from pytest_medhelm.models.request import ChatRequest, Completion
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.jury.instrument import JuryInstrument
     from pytest_medhelm.models.request import ModelSpec
 
 #: HELM's generation settings for a judge (``Request(..., temperature=0.0, max_tokens=4096)``)
@@ -25,31 +25,48 @@ FLAG_EMPTY = "empty answer"
 FLAG_NO_JUDGE = "no valid judge"
 
 
-def judge_requests(slug: str, instance: "Instance", answer_text: str,
-                   judges: Sequence["ModelSpec"]) -> list[tuple[str, ChatRequest]]:
+def judge_requests(slug: str, instance: "Instance", answer_text: str, judges: Sequence["ModelSpec"],
+                   instrument: "JuryInstrument | None" = None) -> list[tuple[str, ChatRequest]]:
     """(judge name, request) for every judge; none for an empty answer (HELM sends none) or a closed benchmark.
 
-    The prompt is the benchmark's rubric with ``{QUESTION}`` = ``instance.input``, ``{RESPONSE}`` = the answer as
-    given, ``{GOLD_RESPONSE}`` = ``instance.references[0]``; temperature 0, 4096 tokens, no stop sequence, and
-    ``purpose = "judge:<slug>:<rubric version>"`` (part of the cache key). A ``local/...`` judge's request also
-    carries the judgement's JSON schema and a smaller ``max_tokens`` (:mod:`pytest_medhelm.jury.local_judges`).
+    ``instrument``: the run's judge prompts (:func:`~pytest_medhelm.jury.instrument.load_jury_instrument`); default
+    our own rubric. The prompt has ``{QUESTION}`` = ``instance.input``, ``{RESPONSE}`` = the answer as given,
+    ``{GOLD_RESPONSE}`` = ``instance.references[0]``; temperature 0, 4096 tokens, no stop sequence, and a
+    ``purpose`` naming the instrument (part of the cache key). A ``local/...`` judge's request also carries the
+    judgement's JSON schema and a smaller ``max_tokens`` (:mod:`pytest_medhelm.jury.local_judges`).
     """
-    rubric = rubric_for(slug)
-    if rubric is None or not answer_text.strip():
-        return []
-    gold = instance.references[0] if instance.references else ""
-    prompt = rubric.render(instance.input, answer_text, gold)
-    requests = []
-    for judge in judges:
-        if local_judges.constrained(judge.name):  # a llama.cpp server we start: the schema, a small max_tokens
-            request = ChatRequest.for_prompt(judge, prompt, local_judges.max_tokens_for(rubric.criteria),
-                                             temperature=JUDGE_TEMPERATURE, purpose=rubric.purpose,
-                                             response_format=local_judges.response_format(rubric.criteria))
-        else:
-            request = ChatRequest.for_prompt(judge, prompt, JUDGE_MAX_TOKENS, temperature=JUDGE_TEMPERATURE,
-                                             purpose=rubric.purpose)
-        requests.append((judge.name, request))
-    return requests
+    from pytest_medhelm.jury.instrument import default_instrument
+
+    return (instrument or default_instrument()).judge_requests(slug, instance, answer_text, judges)
+
+
+@dataclass
+class JuryVerdicts:
+    """What the judges said about one answer (``replies``: judge -> Completion or the error its request ended
+    with), with what they were asked: the sha256 of each request's prompt, the criteria and the instrument."""
+
+    replies: dict[str, "Completion | BaseException"]
+    judge_prompt_sha256: list[str]
+    criteria: tuple[str, ...]
+    instrument: str
+
+
+def ask_jury(instrument: "JuryInstrument", slug: str, instance: "Instance", answer_text: str,
+             judges: Sequence["ModelSpec"], ask: Callable[[str, ChatRequest], Completion],
+             errors: tuple[type[BaseException], ...] = (Exception,)) -> JuryVerdicts:
+    """Each judge's reply to ``instrument``'s prompt for ``answer_text``: ``ask(judge name, request)`` gets it (from
+    the cache or the endpoint); an exception of ``errors`` it raises is that judge's reply."""
+    from pytest_medhelm.jury.instrument import prompt_sha256
+
+    requests = instrument.judge_requests(slug, instance, answer_text, judges)
+    replies: dict[str, Completion | BaseException] = {}
+    for judge_name, request in requests:
+        try:
+            replies[judge_name] = ask(judge_name, request)
+        except errors as exc:
+            replies[judge_name] = exc
+    return JuryVerdicts(replies=replies, judge_prompt_sha256=[prompt_sha256(r) for _n, r in requests],
+                        criteria=instrument.criteria(slug), instrument=instrument.name)
 
 
 @dataclass
@@ -72,6 +89,8 @@ class JuryResult:
     tokens_out: int = 0
     cost_usd: float | None = 0.0
     n_scores: int = 0
+    #: sha256 of the prompt of each judge request made for this answer (none for an empty answer)
+    judge_prompt_sha256: list[str] = field(default_factory=list)
 
     @property
     def n_judges(self) -> int:
@@ -104,20 +123,30 @@ def _reason(exc: BaseException) -> str:
     return f"request failed: {text}"
 
 
-def jury_score(slug: str, completions: Mapping[str, "Completion | BaseException"],
+def jury_score(slug: str, completions: "Mapping[str, Completion | BaseException] | JuryVerdicts",
                criteria: Sequence[str] | None = None, *, answer: str | None = None, compat: str = "default",
-               default_score: float = HELM_DEFAULT_SCORE) -> JuryResult:
+               default_score: float = HELM_DEFAULT_SCORE, instrument: "JuryInstrument | None" = None) -> JuryResult:
     """The jury's score of one answer from each judge's reply (or the exception its request ended with).
 
-    ``criteria`` defaults to the benchmark's rubric. Pass ``answer`` so that an empty one is flagged as such
-    (:func:`judge_requests` sends nothing for it, so ``completions`` is empty). ``compat="helm"`` parses as HELM
-    does and truncates each score with ``int()`` (4.5 counts 4); the default keeps the judge's number.
+    ``completions``: judge -> reply, or the :class:`JuryVerdicts` of :func:`ask_jury` (whose criteria and prompt
+    hashes are then used). ``criteria`` defaults to ``instrument``'s for the benchmark (default instrument: our
+    rubric). Pass ``answer`` so that an empty one is flagged as such (no judge is asked for it, so ``completions``
+    is empty).
+
+    Default: each judge's reply read by :func:`~pytest_medhelm.jury.parsing.parse_judgement` (tolerant, scores
+    range-checked 1-5), the mean over the judges x ``criteria``. ``compat="helm"``: HELM's aggregation
+    (:func:`~pytest_medhelm.jury.parsing.parse_judgement_helm`): a judge is kept only with every criterion and its
+    ``score`` and ``explanation``, then every key of its reply is averaged (extra keys too), each score ``int()``-ed.
     """
+    prompt_hashes: list[str] = []
+    if isinstance(completions, JuryVerdicts):
+        prompt_hashes = list(completions.judge_prompt_sha256)
+        criteria = completions.criteria if criteria is None else criteria
+        completions = completions.replies
     if criteria is None:
-        rubric = rubric_for(slug)
-        if rubric is None:
-            raise ValueError(f"{slug!r} has no jury rubric (not an open-ended benchmark)")
-        criteria = rubric.criteria
+        from pytest_medhelm.jury.instrument import default_instrument
+
+        criteria = (instrument or default_instrument()).criteria(slug)
     parse = parse_judgement_helm if compat == "helm" else parse_judgement
 
     per_judge: dict[str, dict[str, dict[str, Any]]] = {}
@@ -149,4 +178,5 @@ def jury_score(slug: str, completions: Mapping[str, "Completion | BaseException"
         raw = math.fsum(scores) / len(scores)
     normalized = min(1.0, max(0.0, (raw - 1.0) / 4.0))
     return JuryResult(raw=raw, normalized=normalized, per_judge=per_judge, failures=failures, flagged=flagged,
-                      tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, n_scores=len(scores))
+                      tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, n_scores=len(scores),
+                      judge_prompt_sha256=prompt_hashes)

@@ -19,8 +19,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Instance
     from pytest_medhelm.models.request import Completion
 
-#: (instance, answer text) -> each judge's reply, or the exception its request ended with
-JudgeCompletions = Callable[["Instance", str], Mapping[str, "Completion | BaseException"]]
+#: (instance, answer text) -> the judges' verdicts: a :class:`~pytest_medhelm.jury.JuryVerdicts` (each reply, with
+#: the prompt hashes and criteria of the run's instrument), or a plain mapping judge -> reply or the exception its
+#: request ended with (then the benchmark's own rubric's criteria apply)
+JudgeCompletions = Callable[["Instance", str], Any]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ and call ``score(answer, instance, compat)``:
   could be read);
 * ``Score.detail``: ``jury 3.67/5 (2 judges; claude-3-7-sonnet-20250219: malformed JSON)``;
 * ``Score.extra``: ``jury`` (each valid judge's score and explanation per criterion, the reason each other judge
-  was excluded, the flag), ``jury_tokens_in``, ``jury_tokens_out``, ``jury_cost_usd`` (None when a judge's price
+  was excluded, the flag), ``judge_prompt_sha256`` (the sha256 of each judge request's prompt, one per judge
+  asked; none for an empty answer), ``jury_tokens_in``, ``jury_tokens_out``, ``jury_cost_usd`` (None when a judge's price
   is unknown), then ``rouge_1``, ``rouge_2``, ``rouge_l`` and ``bertscore_p``, ``bertscore_r``, ``bertscore_f``,
   ``bertscore_model`` (or ``bertscore_unavailable``: the reason) when the benchmark has a gold answer.
 
@@ -32,29 +33,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score, rubric_for
+from pytest_medhelm.jury import FLAG_NO_JUDGE, JuryVerdicts, jury_score, rubric_for
+from pytest_medhelm.jury.instrument import HELM_SCENARIOS
 from pytest_medhelm.metrics.base import JudgeCompletions, Score, ScoringContext, ScoringError
 from pytest_medhelm.metrics.rouge import remove_braces, rouge_scores
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Instance
 
-#: our slug -> HELM's scenario name (its metric is "<scenario>_accuracy")
-HELM_SCENARIOS: dict[str, str] = {
-    "mtsamples": "mtsamples_replicate",
-    "mtsamples_procedures": "mtsamples_procedures",
-    "aci_bench": "aci_bench",
-    "medicationqa": "medication_qa",
-    "mediqa": "medi_qa",
-    "meddialog": "med_dialog",
-    "medalign": "medalign",
-    "dischargeme": "dischargeme",
-    "mimic_rrs": "mimic_rrs",
-    "mimic_bhc": "mimic_bhc",
-    "noteextract": "chw_care_plan",
-    "patientinstruct": "starr_patient_instructions",
-    "mentalhealth": "mental_health",
-}
 
 class JuryMetric:
     #: scored by the LLM jury (Benchmark.is_judged): the run sends its judge requests as each answer arrives
@@ -118,15 +104,18 @@ class JuryMetric:
             completions = fetch(instance, answer)
         else:
             completions = {}  # HELM sends no judge request for an empty answer
-        result = jury_score(self.slug, completions, self.criteria, answer=answer, compat=compat)
+        criteria = None if isinstance(completions, JuryVerdicts) else self.criteria
+        result = jury_score(self.slug, completions, criteria, answer=answer, compat=compat)
         if result.flagged == FLAG_NO_JUDGE and compat != "helm":
             # no judge could grade it: that is no measurement, not a score of 1/5 (HELM's default, kept under
             # --medhelm-compat helm)
-            reasons = result.failures or {name: "no reply" for name in completions}
+            replies = completions.replies if isinstance(completions, JuryVerdicts) else completions
+            reasons = result.failures or {name: "no reply" for name in replies}
             raise ScoringError("no valid judgement: " + "; ".join(f"{judge}: {why}" for judge, why in reasons.items()),
                                reasons)
         extra: dict[str, Any] = {
             "jury": result.to_record(),
+            "judge_prompt_sha256": result.judge_prompt_sha256,
             "jury_tokens_in": result.tokens_in,
             "jury_tokens_out": result.tokens_out,
             "jury_cost_usd": result.cost_usd,

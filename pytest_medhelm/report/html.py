@@ -265,7 +265,8 @@ def _meta(results: Mapping[str, Any]) -> str:
     items = [("models", ", ".join(run.get("models") or []) or "–"),
              ("judges", ", ".join(run.get("judges") or []) or "–"),
              ("started", run.get("started") or "–"), ("finished", run.get("finished") or "–"),
-             ("compat", run.get("compat") or "default"), ("git commit", run.get("git_commit") or "n/a"),
+             ("compat", run.get("compat") or "default"), ("judge prompts", run.get("jury_prompts") or "–"),
+             ("git commit", run.get("git_commit") or "n/a"),
              ("pytest-medhelm", run.get("plugin_version") or "?"),
              ("instances", f"{len(results.get('instances') or []):,}")]
     return "<dl class=\"meta\">" + "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in items) + "</dl>"
@@ -532,6 +533,22 @@ def _gates(results: Mapping[str, Any]) -> str:
             "<th>value</th><th>verdict</th></tr></thead><tbody>" + body + "</tbody></table></section>")
 
 
+def _jury_agreement(results: Mapping[str, Any]) -> str:
+    """The judges' agreement per benchmark with a jury (report/agreement.py); empty when the run had no jury."""
+    from pytest_medhelm.report.agreement import agreement_table
+
+    header, rows = agreement_table(results)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return ("<section id=\"jury-agreement\"><h2>Jury agreement</h2><p class=\"note\">How far the judges agree: "
+            "ICC(3,k) (consistency of the judges' mean) and Krippendorff's alpha (interval) over each judge's mean "
+            "score per instance; the instances every judge graded; each judge's failures (replies that could not "
+            "be read, or requests that failed).</p><table class=\"data\"><thead><tr>" + head
+            + "</tr></thead><tbody>" + body + "</tbody></table></section>")
+
+
 def _drilldown(results: Mapping[str, Any], max_text: int) -> str:
     rows = _instance_rows(results, max_text)
     benches = [slug for slug, _cat in _benchmarks(results) if slug in rows]
@@ -719,6 +736,7 @@ def render_html(results: Mapping[str, Any], *, title: str = "MedHELM results", m
     for sid, name, content in sections:
         body.append(f"<section id=\"{sid}\"><h2>{_e(name)}</h2>{content}</section>")
     body.append(_gates(results))
+    body.append(_jury_agreement(results))
     body.append("<section id=\"instances\"><h2>Instances</h2>" + _drilldown(results, max_text) + "</section>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"

@@ -35,10 +35,15 @@ INSTANCE_FIELDS = ("benchmark", "instance_id", "model", "prompt_sha256", "answer
 def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, Any], *, models: Sequence[str],
                   judges: Sequence[str] = (), options: Mapping[str, Any] | None = None, started: str = "",
                   finished: str = "", compat: str = "default", commit: str | None = None,
-                  planned: Mapping[str, int] | None = None, interrupted: bool = False) -> dict[str, Any]:
+                  planned: Mapping[str, int] | None = None, interrupted: bool = False,
+                  jury_prompts: str | None = None) -> dict[str, Any]:
     """The results (the JSON contract). ``planned``: per benchmark, the instances its sample holds (per model):
     a benchmark scored on fewer (after -k, --lf, a shard, errors or an interruption) is marked ``partial``, with
-    ``n_planned``; ``interrupted``: the run was stopped (Ctrl-C) before its end."""
+    ``n_planned``; ``interrupted``: the run was stopped (Ctrl-C) before its end. ``jury_prompts``: the name of the
+    jury's instrument (:attr:`pytest_medhelm.jury.instrument.JuryInstrument.name`, ``helm@ef439fc`` or
+    ``pytest-medhelm@<version>``) when the run has a jury, else None."""
+    from pytest_medhelm.report.agreement import jury_agreement_records
+
     records = without_nan_scores(records)
     results = benchmark_results(records, catalogue)
     bench_rows = []
@@ -58,18 +63,24 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
     instances = []
     for rec in sorted(records, key=lambda r: (r["benchmark"], r["model"], r.get("subset") or "",
                                               str(r["instance_id"]))):
-        inst = {k: rec.get(k) for k in INSTANCE_FIELDS}
+        inst = {}
+        for key in INSTANCE_FIELDS:
+            inst[key] = rec.get(key)
+            if key == "prompt_sha256" and "judge_prompt_sha256" in rec:  # beside it: what each judge was asked
+                inst["judge_prompt_sha256"] = rec["judge_prompt_sha256"]
         inst.update({k: v for k, v in rec.items() if k not in inst})
         instances.append(inst)
     return {
         "schema_version": SCHEMA_VERSION,
         "run": {"plugin_version": __version__, "started": started, "finished": finished, "models": list(models),
                 "judges": list(judges), "options": dict(options or {}), "git_commit": commit, "compat": compat,
-                "python": platform.python_version(), "machine": platform.machine(), "interrupted": interrupted},
+                "jury_prompts": jury_prompts, "python": platform.python_version(), "machine": platform.machine(),
+                "interrupted": interrupted},
         "benchmarks": bench_rows,
         "categories": categories,
         "models": model_summaries(results, records),
         "gates": [],
+        "jury_agreement": jury_agreement_records(records, judges),
         "instances": instances,
     }
 

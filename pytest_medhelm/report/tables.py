@@ -94,6 +94,11 @@ def terminal_sections(results: Mapping[str, Any]) -> list[tuple[str, str]]:
                 ("leaderboard", render(*leaderboard_table(results)))]
     if results["gates"]:
         sections.append(("gates", render(*gate_table(results))))
+    if results.get("jury_agreement"):
+        from pytest_medhelm.report.agreement import agreement_table
+
+        sections.append((f"jury agreement (judge prompts {results['run'].get('jury_prompts') or 'unknown'})",
+                         render(*agreement_table(results))))
     return sections
 
 
@@ -115,8 +120,16 @@ def markdown(results: Mapping[str, Any], extra_sections: Sequence[str] = ()) -> 
               "### Benchmarks", "", render(*benchmark_table(results), fmt="github"), ""]
     if gates:
         lines += ["### Gates", "", render(*gate_table(results), fmt="github"), ""]
+    if results.get("jury_agreement"):
+        from pytest_medhelm.report.agreement import agreement_table
+
+        lines += ["### Jury agreement", "",
+                  f"Judge prompts: {results['run'].get('jury_prompts') or 'unknown'}. ICC(3,k) and Krippendorff's "
+                  "alpha (interval) over each judge's mean score per instance.", "",
+                  render(*agreement_table(results), fmt="github"), ""]
     lines += list(extra_sections)
     run = results["run"]
-    lines += [f"<sub>pytest-medhelm {run['plugin_version']}, compat={run['compat']}, "
+    prompts = f", judge prompts {run['jury_prompts']}" if run.get("jury_prompts") else ""
+    lines += [f"<sub>pytest-medhelm {run['plugin_version']}, compat={run['compat']}{prompts}, "
               f"commit {run.get('git_commit') or 'n/a'}</sub>", ""]
     return "\n".join(lines)

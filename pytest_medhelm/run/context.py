@@ -62,6 +62,7 @@ class RunContext:
         self._specs: dict[tuple[str, str], ModelSpec] = {}
         self._local: Any = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
         self._data_verification: Any = None
+        self._jury: Any = None  # (JuryInstrument, warning or None), loaded at first use
 
     @property
     def is_worker(self) -> bool:
@@ -102,6 +103,19 @@ class RunContext:
 
             self._data_verification = DataVerification.of(self.run_config.data_unverified)
         return self._data_verification
+
+    def jury(self):
+        """The judges' instrument, loaded once: HELM's judge prompts (``DIR/helm_jury/`` or the data cache), else
+        our own rubric with a warning; returns (instrument, warning or None)."""
+        if self._jury is None:
+            from pytest_medhelm.jury.instrument import load_jury_instrument
+
+            self._jury = load_jury_instrument(self.run_config.data_dir)
+        return self._jury
+
+    @property
+    def jury_instrument(self):
+        return self.jury()[0]
 
     def judge_names(self) -> list[str]:
         from pytest_medhelm.jury import DEFAULT_JUDGES

@@ -264,21 +264,26 @@ class Delivery:
                                                           result.tokens_out, result.cost_usd)
         return result
 
-    def judge_completions(self, instance: "Instance", answer_text: str) -> dict[str, Any]:
-        """Each judge's verdict on ``answer_text`` (a Completion, or the ModelError that stopped it)."""
+    def judge_completions(self, instance: "Instance", answer_text: str) -> Any:
+        """The judges' verdicts on ``answer_text`` (:class:`~pytest_medhelm.jury.JuryVerdicts`: each reply, or the
+        ModelError that stopped it, with the sha256 of each judge prompt and the instrument's criteria)."""
+        from pytest_medhelm.jury.instrument import prompt_sha256
+        from pytest_medhelm.jury.scoring import JuryVerdicts
         from pytest_medhelm.models.request import ModelError
 
         requests = self.plan.judge_requests(instance, answer_text)
-        if self._delivered.get((instance.benchmark, instance.id)) == answer_text:
-            # the planned answer: its judgements are on their way from whoever sent the answer
-            self._from_controller.update(r.request.cache_key() for r in requests if self.ctx.is_worker)
-        verdicts: dict[str, Any] = {}
+        if self.ctx.is_worker and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
+            # the planned answer: its judgements are on their way from the controller, which sent the answer
+            self._from_controller.update(r.request.cache_key() for r in requests)
+        replies: dict[str, Any] = {}
         for judged in requests:
             try:
-                verdicts[judged.judge] = self.complete(judged.spec, judged.request)
+                replies[judged.judge] = self.complete(judged.spec, judged.request)
             except ModelError as exc:
-                verdicts[judged.judge] = exc
-        return verdicts
+                replies[judged.judge] = exc
+        instrument = self.ctx.jury_instrument
+        return JuryVerdicts(replies=replies, judge_prompt_sha256=[prompt_sha256(r.request) for r in requests],
+                            criteria=instrument.criteria(instance.benchmark), instrument=instrument.name)
 
     def _stop_if_every_model_is_broken(self, spec: "ModelSpec", error: "ModelError") -> None:
         """A wrong key or an unknown model (401/403/404), or an endpoint that never answered, fails every request

@@ -112,6 +112,8 @@ class ItemHooks:
         for key in ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd"):
             if key in (rec.get("metrics") or {}):
                 rec[key] = rec["metrics"][key]
+        if "judge_prompt_sha256" in (rec.get("metrics") or {}):  # one per judge request, beside prompt_sha256
+            rec["judge_prompt_sha256"] = rec["metrics"].pop("judge_prompt_sha256")
         if report.when == "call" or "error" in rec:
             report.medhelm = rec  # type: ignore[attr-defined]
             if rec.get("score") is not None:

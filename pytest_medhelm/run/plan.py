@@ -74,9 +74,7 @@ class AnswerPlan:
         benchmark."""
         if not self.is_judged(instance.benchmark):
             return []
-        from pytest_medhelm.jury import judge_requests
-
         judges = self.ctx.judge_specs()
         specs = {spec.name: spec for spec in judges}
-        return [JudgeRequest(name, specs[name], request)
-                for name, request in judge_requests(instance.benchmark, instance, answer_text, judges)]
+        requests = self.ctx.jury_instrument.judge_requests(instance.benchmark, instance, answer_text, judges)
+        return [JudgeRequest(name, specs[name], request) for name, request in requests]

@@ -78,7 +78,8 @@ class Reporting:
         results = build_results(self.records, catalogue, models=rc.models, judges=ctx.judge_names() if judged else [],
                                 options=rc.public_options(), started=self.started, finished=now(),
                                 compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))),
-                                planned=self.planned, interrupted=self.interrupted)
+                                planned=self.planned, interrupted=self.interrupted,
+                                jury_prompts=ctx.jury_instrument.name if judged else None)
         if rc.prices is not None:
             from pytest_medhelm.cost import apply_file_prices
 
@@ -118,6 +119,10 @@ class Reporting:
 
     def terminal_summary(self, tr: Any, config: pytest.Config) -> None:
         lines = list(self.sender_lines()) + self.judge_failure_lines()
+        if self.results is not None and self.results["run"].get("jury_prompts"):
+            warning = self.ctx.jury()[1]
+            if warning:  # our own rubric scored the open-ended benchmarks: said where the scores are
+                lines.insert(0, (warning, {"yellow": True, "bold": True}))
         budget = self.ctx.budget if self.ctx.configured else None
         if budget is not None:
             lines.append((budget.summary(), {"yellow": True} if budget.not_sent else {}))

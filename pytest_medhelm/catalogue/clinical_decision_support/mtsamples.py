@@ -67,6 +67,8 @@ SECTIONS = ("PLAN:", "SUMMARY:", "FINDINGS:")
 DROP_REASONS = {
     "beyond_github_listing_limit": "beyond the GitHub contents API's 1,000-entry listing (HELM never sees the file)",
     "not_txt": "not a .txt file (HELM keeps only names ending in .txt)",
+    "url_fragment": "a '#' in the file name: HELM's download URL takes the rest of the name as a fragment, the "
+                    "download fails and HELM skips the file (--medhelm-compat helm only)",
     "section_case_mismatch": "PLAN:/SUMMARY:/FINDINGS: only in another case (HELM's split raises IndexError)",
     "no_reference_section": "no PLAN:/SUMMARY:/FINDINGS: section (no reference)",
     "empty_reference": "a PLAN:/SUMMARY:/FINDINGS: marker with nothing after it on its line (no reference)",
@@ -136,10 +138,14 @@ def select_notes(
     slug: str,
     input_cut: tuple[str, ...],
     listing_limit: int | None = GITHUB_LISTING_LIMIT,
+    compat: str = "default",
 ) -> Loaded:
     """Instances of an MTSamples folder, in HELM's order, with the files each rule dropped in ``removed``.
 
     ``input_cut`` are the markers the input is cut at (MTSamples: PLAN only; Procedures: all three).
+    ``compat="helm"`` also drops the files HELM fails to download: it puts the file name into the URL unquoted,
+    so a ``#`` starts a fragment and the request asks for another path (7 MTSamples Procedures reports; no
+    MTSamples note has a ``#``, ``?`` or ``%`` in its name). By default they are read like any other file.
     """
     names, beyond = listing(folder, listing_limit)
     loaded = Loaded(slug=slug)
@@ -149,6 +155,9 @@ def select_notes(
         path = folder / name
         if not name.endswith(".txt") or not path.is_file():
             loaded.note_removed(DROP_REASONS["not_txt"])
+            continue
+        if compat == "helm" and "#" in name:
+            loaded.note_removed(DROP_REASONS["url_fragment"])
             continue
         text = read_note(path)
         try:
@@ -178,21 +187,26 @@ def select_notes(
     return loaded.done()
 
 
-def loaders(slug: str, folder: str, input_cut: tuple[str, ...]) -> tuple[Callable, Callable]:
-    """``build_instances(files)`` of an MTSamples folder benchmark, and ``build_instances_with_report(files)``:
-    (instances, dropped by the keys of :data:`DROP_REASONS`, zeros included)."""
+def loaders(slug: str, folder: str, input_cut: tuple[str, ...]) -> tuple[Callable, Callable, Callable]:
+    """``build_instances(files)`` of an MTSamples folder benchmark, ``build_instances_with_report(files,
+    compat="default")``: (instances, dropped by the keys of :data:`DROP_REASONS`, zeros included), and
+    ``build_instances_helm(files)``: the instances HELM gets (``Benchmark.build_instances_helm``)."""
 
     def build_instances(files: Mapping[str, Path]) -> Loaded:
         return select_notes(data_file(files, folder), slug, input_cut)
 
-    def build_instances_with_report(files: Mapping[str, Path]) -> tuple[Loaded, dict[str, int]]:
-        loaded = build_instances(files)
+    def build_instances_helm(files: Mapping[str, Path]) -> Loaded:
+        return select_notes(data_file(files, folder), slug, input_cut, compat="helm")
+
+    def build_instances_with_report(files: Mapping[str, Path],
+                                    compat: str = "default") -> tuple[Loaded, dict[str, int]]:
+        loaded = build_instances_helm(files) if compat == "helm" else build_instances(files)
         return loaded, loaded.counts(DROP_REASONS)
 
-    return build_instances, build_instances_with_report
+    return build_instances, build_instances_with_report, build_instances_helm
 
 
-build_instances, build_instances_with_report = loaders(SLUG, FOLDER, ("PLAN:",))
+build_instances, build_instances_with_report, build_instances_helm = loaders(SLUG, FOLDER, ("PLAN:",))
 
 
 BENCHMARK = Benchmark(
@@ -214,6 +228,7 @@ BENCHMARK = Benchmark(
         ),
     ),
     build_instances=build_instances,
+    build_instances_helm=build_instances_helm,  # the same instances: no name here trips HELM's download
     prompt=GenerationPrompt(
         instructions="Given various information about a patient, return a reasonable treatment plan for the patient.",
         input_noun=None,

@@ -22,6 +22,12 @@ marker only in another case (HELM's IndexError)       0
 **instances**                                     **131**
 ===============================================  =====
 
+**HELM gets 128, not 131.** HELM builds each file's download URL from its name without quoting it; seven names
+contain ``#`` (``Dental Surgery Sample Report #2.txt`` …), which the URL takes as the start of a fragment, so those
+downloads fail and HELM skips the files (observed with crfm-helm 0.5.16). Three of them have a reference section.
+By default the plugin reads all seven (its files are local); ``--medhelm-compat helm`` drops them as HELM does
+(``Benchmark.build_instances_helm``, counted under ``url_fragment``).
+
 The reference comes from FINDINGS for 98 instances, PLAN for 27 and SUMMARY for 6. The loader counts the files it
 drops in ``Loaded.removed`` (by key: :func:`build_instances_with_report`). Ids are built from the file names as for
 MTSamples.
@@ -40,7 +46,7 @@ FOLDER = "mtsample_procedure"
 GIT_HASH = "c4c252443fa9c52afb6960f53e51be278639bea2"
 
 #: the input is cut at every marker, so no reference line stays in it
-build_instances, build_instances_with_report = loaders(SLUG, FOLDER, SECTIONS)
+build_instances, build_instances_with_report, build_instances_helm = loaders(SLUG, FOLDER, SECTIONS)
 
 
 BENCHMARK = Benchmark(
@@ -62,6 +68,7 @@ BENCHMARK = Benchmark(
         ),
     ),
     build_instances=build_instances,
+    build_instances_helm=build_instances_helm,  # 128: without the 3 '#'-named reports HELM cannot download
     prompt=GenerationPrompt(
         instructions="Here are information about a patient, return a reasonable treatment plan for the patient.",
         input_noun="Patient Notes",
@@ -75,5 +82,6 @@ BENCHMARK = Benchmark(
         "knee.\\nFINDINGS: Medial meniscus tear.\\nPLAN: Weight bearing as tolerated.\""
     ),
     instance_count=131,
-    filters="of the 429 files: 298 without a PLAN:/SUMMARY:/FINDINGS: section",
+    filters=("of the 429 files: 298 without a PLAN:/SUMMARY:/FINDINGS: section; under --medhelm-compat helm also the "
+             "7 whose name has a '#' (HELM's download fails), 3 of them instances: 128"),
 )

@@ -1,0 +1,166 @@
+"""The jury in the reports: which instrument scored a run, the judges' agreement per benchmark (terminal, JSON,
+Markdown, HTML), and a comparison between runs scored by different instruments refusing to gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_medhelm.compare.compare import build_comparison
+from pytest_medhelm.report.agreement import NEEDS_TWO, agreement_table, jury_agreement_records
+
+SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _jury(scores: dict[str, float], failures: dict[str, str] | None = None, flagged: str | None = None) -> dict:
+    return {"per_judge": {j: {"accuracy": {"score": s, "explanation": ""}, "clarity": {"score": s, "explanation": ""}}
+                          for j, s in scores.items()}, "failures": failures or {}, "flagged": flagged}
+
+
+def _record(i: int, jury: dict, benchmark: str = "aci_bench", model: str = "m") -> dict:
+    return {"benchmark": benchmark, "model": model, "instance_id": str(i), "metrics": {"jury": jury}}
+
+
+def test_agreement_records_per_benchmark_and_model() -> None:
+    records = [_record(0, _jury({"a": 2, "b": 2})), _record(1, _jury({"a": 4, "b": 5})),
+               _record(2, _jury({"a": 5, "b": 5})), _record(3, _jury({"a": 3}, {"b": "malformed JSON"})),
+               _record(4, _jury({}, flagged="empty answer")),
+               {"benchmark": "pubmedqa", "model": "m", "instance_id": "9", "metrics": {}}]
+    [row] = jury_agreement_records(records, ["a", "b"])
+    assert (row["benchmark"], row["model"], row["judges"]) == ("aci_bench", "m", ["a", "b"])
+    assert row["n_instances"] == 5 and row["n_complete"] == 3
+    assert row["failures"] == {"a": 0, "b": 1} and row["flagged"] == {"empty answer": 1}
+    assert 0.9 < row["icc3k"] <= 1.0 and 0.8 < row["alpha_interval"] <= 1.0 and row["note"] is None
+    header, [cells] = agreement_table({"jury_agreement": [row]})
+    assert cells[:4] == ["aci_bench", "m", "2", "3/5"] and cells[-1] == "a: 0, b: 1"
+
+
+def test_one_judge_says_agreement_needs_two() -> None:
+    [row] = jury_agreement_records([_record(0, _jury({"a": 2})), _record(1, _jury({"a": 4}))], ["a"])
+    assert row["note"] == NEEDS_TWO and row["icc3k"] is None and row["alpha_interval"] is None
+    _header, [cells] = agreement_table({"jury_agreement": [row]})
+    assert NEEDS_TWO in cells
+    assert jury_agreement_records([{"benchmark": "pubmedqa", "model": "m", "metrics": {}}], ["a", "b"]) == []
+
+
+def _results(jury_prompts: str | None, judges: list[str], scores: list[float]) -> dict:
+    return {"run": {"models": ["m"], "judges": judges, "jury_prompts": jury_prompts, "compat": "default"},
+            "benchmarks": [{"slug": "aci_bench", "model": "m", "mean": sum(scores) / len(scores),
+                            "category_slug": "clinical_note_generation"}],
+            "instances": [{"benchmark": "aci_bench", "model": "m", "instance_id": str(i), "score": s}
+                          for i, s in enumerate(scores)]}
+
+
+def test_a_comparison_across_instruments_says_so_first_and_evaluates_no_gate() -> None:
+    from pytest_medhelm.compare.compare import markdown_section, terminal_sections
+
+    baseline = _results("pytest-medhelm@0.1.0", ["j1", "j2"], [0.9] * 30)
+    current = _results("helm@ef439fc", ["j1", "j2"], [0.1] * 30)
+    comparison, gates = build_comparison(baseline, current, compare_fail=[("overall", 0.05)], resamples=200)
+    assert comparison["instrument_mismatch"] == {"baseline": "pytest-medhelm@0.1.0", "current": "helm@ef439fc"}
+    [gate] = gates
+    assert gate["passed"] is False and gate["evaluated"] is False and gate["value"] is None
+    assert "different judge prompts" in gate["reason"]
+    results = {**current, "comparison": comparison, "gates": gates}
+    first_title = terminal_sections(results)[0][0]
+    assert first_title.startswith("NOT COMPARABLE: the open-ended benchmarks were scored with different judge prompts")
+    assert markdown_section(results).startswith("### NOT COMPARABLE")
+    # a baseline without the field (made before it existed) is "unknown": not comparable either
+    comparison, _ = build_comparison(_results(None, ["j1"], [0.9] * 3), current, resamples=50)
+    assert comparison["instrument_mismatch"] == {"baseline": "unknown", "current": "helm@ef439fc"}
+    # the same instrument, or a run without a jury: compared and gated as before
+    same, gates = build_comparison(_results("helm@ef439fc", ["j1"], [0.9] * 30), current,
+                                   compare_fail=[("overall", 0.05)], resamples=200)
+    assert same["instrument_mismatch"] is None and gates[0]["passed"] is False and "dropped by" in gates[0]["reason"]
+    closed, _ = build_comparison(_results(None, [], [0.9] * 3), _results(None, [], [0.9] * 3), resamples=50)
+    assert closed["instrument_mismatch"] is None
+
+
+VERDICT_BY_JUDGE = {"judge-a": 4, "judge-b": 3}
+
+
+def judges_disagree_a_little(body: dict) -> str:
+    prompt = body["messages"][0]["content"]
+    if body["model"] in VERDICT_BY_JUDGE:
+        bump = len(prompt) % 2  # the answers differ in quality as the judges see it
+        score = VERDICT_BY_JUDGE[body["model"]] + bump
+        return json.dumps({c: {"score": score, "explanation": "ok"} for c in ("accuracy", "completeness", "clarity")})
+    return "HISTORY OF PRESENT ILLNESS: cough. ASSESSMENT AND PLAN: rest." + " x" * (len(prompt) % 3)
+
+
+def test_a_run_reports_its_instrument_and_agreement_everywhere_and_refuses_a_cross_instrument_gate(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+    if not (shared_data / "helm_jury").is_dir():
+        pytest.skip("../shared/data/helm_jury is absent")
+    from pytest_medhelm.testing.server import running_server
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # BERTScore beside the jury is not under test here
+    out, md, html = pytester.path / "r.json", pytester.path / "r.md", pytester.path / "r.html"
+    with running_server(answer="x") as server:
+        server.set_answer(judges_disagree_a_little)
+        common = [str(SUITE), "-p", "no:cacheprovider", "-p", "no:xdist", "--medhelm-model", "openai/writer",
+                  "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury",
+                  "openai/judge-b", "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench",
+                  "--medhelm-max-instances", "8", "--medhelm-data-dir", str(shared_data),
+                  "--medhelm-cache-dir", str(pytester.path / "cache")]
+        # in subprocesses: BERTScore may import torch, which cannot be imported twice in one process
+        result = pytester.runpytest_subprocess(*common, "--medhelm-json", str(out), "--medhelm-markdown", str(md),
+                                               "--medhelm-html", str(html))
+        assert result.ret == 0, result.stdout.str()[-3000:]
+        stdout = result.stdout.str()
+        report = json.loads(out.read_text())
+        assert report["run"]["jury_prompts"] == "helm@ef439fc"
+        [row] = report["jury_agreement"]
+        assert row["judges"] == ["openai/judge-a", "openai/judge-b"] and row["n_complete"] == 8
+        assert row["icc3k"] is not None and row["alpha_interval"] is not None
+        assert "jury agreement (judge prompts helm@ef439fc):" in stdout
+        icc = f"{row['icc3k']:.3f}"
+        assert any(line.startswith("aci_bench") and icc in line and "judge-a: 0, judge-b: 0" in line
+                   for line in stdout.splitlines())
+        assert "### Jury agreement" in md.read_text() and icc in md.read_text()
+        page = html.read_text()
+        assert 'id="jury-agreement"' in page and icc in page and "helm@ef439fc" in page
+
+        # the same answers compared with a baseline scored by our own rubric: not comparable, no gate evaluated
+        report["run"]["jury_prompts"] = "pytest-medhelm@0.1.0"
+        baseline = pytester.path / "baseline.json"
+        baseline.write_text(json.dumps(report))
+        result = pytester.runpytest_subprocess(*common, "--medhelm-compare", str(baseline),
+                                               "--medhelm-compare-fail", "overall:0.1")
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    lines = result.stdout.str().splitlines()
+    [first] = [i for i, line in enumerate(lines) if "comparison with" in line]
+    assert lines[first].startswith("NOT COMPARABLE: the open-ended benchmarks were scored with different judge "
+                                   "prompts (baseline pytest-medhelm@0.1.0, this run helm@ef439fc)")
+    assert any("compare-fail overall:0.1" in line and "not evaluated" in line for line in lines)
+
+
+def test_without_helms_files_the_run_says_once_that_its_open_ended_scores_are_not_medhelms(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+    from pytest_medhelm.testing.server import running_server
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("MEDHELM_DATA_HOME", str(pytester.path / "empty-cache"))
+    data = pytester.path / "data"
+    data.mkdir()
+    (data / "aci_bench").symlink_to(shared_data / "aci_bench")  # the benchmark's data, not HELM's judge prompts
+    out = pytester.path / "r.json"
+    with running_server(answer="x") as server:
+        server.set_answer(judges_disagree_a_little)
+        result = pytester.runpytest_subprocess(
+            str(SUITE), "-p", "no:cacheprovider", "-n", "2", "--medhelm-model", "openai/writer",
+            "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury-api-base",
+            server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "3", "--medhelm-data-dir",
+            str(data), "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out))
+        judged = [r["json"]["messages"][0]["content"] for r in server.requests if r["json"]["model"] == "judge-a"]
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    warnings = [line for line in result.stdout.str().splitlines() if "not comparable with MedHELM's" in line]
+    assert len(warnings) == 1 and "helm_jury" in warnings[0] and "own rubric" in warnings[0]
+    report = json.loads(out.read_text())
+    assert report["run"]["jury_prompts"].startswith("pytest-medhelm@")
+    assert judged and all(p.startswith("You are an experienced physician") for p in judged)  # our rubric's text
+    [row] = report["jury_agreement"]
+    assert row["note"] == "agreement needs two judges"
+    assert "agreement needs two judges" in result.stdout.str()
