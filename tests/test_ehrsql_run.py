@@ -30,7 +30,8 @@ def test_ehrsql_not_scored_items_are_reported_by_the_run(pytester: pytest.Pytest
             out = pytester.path / f"{compat}.json"
             run = pytester.runpytest(str(EHRSQL_SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rs",
                                      "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
-                                     "--medhelm-data-dir", str(data), "--medhelm-benchmark", "ehrsql",
+                                     "--medhelm-data-dir", str(data), "--medhelm-data-unverified", "ehrsql",
+                                     "--medhelm-benchmark", "ehrsql",
                                      "--medhelm-cache", "off", "--medhelm-compat", compat, "--medhelm-json", str(out),
                                      *xdist)
             assert run.ret == 0, run.stdout.str()[-3000:]

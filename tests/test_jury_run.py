@@ -27,7 +27,8 @@ def test_two_judges_scoring_4_give_raw_4_and_normalized_075(pytester, shared_dat
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(answer_or_judge)
-        result = pytester.runpytest(
+        # (in a child process: BERTScore loads torch, which cannot be loaded twice into one process)
+        result = pytester.runpytest_subprocess(
             str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base",
             server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
             "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "5",

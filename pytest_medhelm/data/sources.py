@@ -79,7 +79,8 @@ def sha256_of(path: Path) -> str:
 def _missing_message(benchmark: FileSet, file: DataFile, data_dir: Path | None, why: str = "") -> str:
     where = (data_dir / benchmark.slug / file.name) if data_dir else Path("<DIR>") / benchmark.slug / file.name
     parts = [f"{benchmark.slug}: data file {file.name!r} not found" + (f" ({why})" if why else "")]
-    own = f"{Path(benchmark.data_dir) / file.name} (the benchmark's data_dir)" if benchmark.data_dir else ""
+    own_dir = getattr(benchmark, "data_dir", None)
+    own = f"{Path(own_dir) / file.name} (the benchmark's data_dir)" if own_dir else ""
     if own and data_dir is None:
         parts.append(f"expected at {own}")
     else:

@@ -50,7 +50,8 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
     for r in results:
         row = asdict(r)
         row["n_planned"] = (planned or {}).get(r.slug)
-        row["partial"] = row["n_planned"] is not None and r.n < row["n_planned"]
+        # fewer instances measured than the sample holds (deliberately unscored ones, as EHRSQL's, are measured)
+        row["partial"] = row["n_planned"] is not None and r.n + row.get("n_not_scored", 0) < row["n_planned"]
         row["category"] = CATEGORY_BY_SLUG[r.category].name if r.category in CATEGORY_BY_SLUG else r.category
         row["category_slug"] = r.category
         if not row["subsets"]:
