@@ -19,8 +19,8 @@ __version__ = "0.1.0"
 _PUBLIC = {
     # a benchmark: data, instances, prompt, metric
     "Benchmark": "pytest_medhelm.catalogue.definition",
-    "Instance": "pytest_medhelm.catalogue.definition",
-    "Loaded": "pytest_medhelm.catalogue.definition",
+    "Instance": "pytest_medhelm.values",
+    "Loaded": "pytest_medhelm.values",
     "DataFile": "pytest_medhelm.data.sources",
     "DataError": "pytest_medhelm.data.errors",
     "DataMissing": "pytest_medhelm.data.errors",
@@ -40,8 +40,8 @@ _PUBLIC = {
     "assert_metric": "pytest_medhelm.assertions",
     "score_answer": "pytest_medhelm.assertions",
     "Missed": "pytest_medhelm.recording",
-    "Completion": "pytest_medhelm.models.request",
-    "ModelError": "pytest_medhelm.models.request",
+    "Completion": "pytest_medhelm.values",
+    "ModelError": "pytest_medhelm.values",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -57,12 +57,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from pytest_medhelm.cost import Price, cost, format_usd
-from pytest_medhelm.models.request import BudgetExhausted
+from pytest_medhelm.values import BudgetExhausted
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from pytest_medhelm.models.request import ChatRequest, ModelSpec
+    from pytest_medhelm.values import ChatRequest, ModelSpec
 
 PriceOf = Callable[["ModelSpec"], "Price | None"]
 CountTokens = Callable[["ModelSpec", "ChatRequest"], int]

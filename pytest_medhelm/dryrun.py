@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pytest_medhelm.cost import Prices, add_costs, cost, format_usd
-from pytest_medhelm.jury.scoring import JUDGE_MAX_TOKENS
+from pytest_medhelm.jury.instrument import JUDGE_MAX_TOKENS
 from pytest_medhelm.tokens import TokenCounter
 
 #: allowance per jury call for the rubric, the instructions and the reference text around prompt and answer

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.values import Instance
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

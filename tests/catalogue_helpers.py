@@ -15,7 +15,7 @@ import pytest
 
 from conftest import SHARED_DATA
 from pytest_medhelm.catalogue import builtin_benchmarks
-from pytest_medhelm.catalogue.definition import Instance, Loaded
+from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.sources import resolve_files
 
 REAL_DATA = SHARED_DATA

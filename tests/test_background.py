@@ -16,7 +16,7 @@ import pytest
 from pytest_medhelm.models.background import (PROCESS_MIN_JOBS, SENDER_ENV, ProcessSender, SenderCrashed,
                                               ThreadSender, choose_sender)
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
 from pytest_medhelm.testing.server import last_user_text, running_server
 

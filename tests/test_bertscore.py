@@ -15,7 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest  # noqa: E402
 
-from pytest_medhelm.catalogue.definition import Instance  # noqa: E402
+from pytest_medhelm.values import Instance  # noqa: E402
 from pytest_medhelm.metrics import bertscore  # noqa: E402
 from pytest_medhelm.metrics.bertscore import (BertScoreUnavailable, bertscore_batch, bertscore_metrics,  # noqa: E402
                                               bertscore_pair, packaged_minilm_dir, prime, resolve_model)
@@ -242,7 +242,7 @@ def test_jury_metric_reports_bertscore_beside_the_jury():
     import json
 
     from pytest_medhelm.metrics.jury import JuryMetric
-    from pytest_medhelm.models.request import Completion
+    from pytest_medhelm.values import Completion
 
     reply = json.dumps({c: {"score": 4, "explanation": "."} for c in ("accuracy", "completeness", "clarity")})
     metric = JuryMetric("mediqa", judge_completions=lambda i, a: {"j": Completion(text=reply)},
@@ -286,7 +286,7 @@ def test_throughput_pairs_per_second_batched_and_one_by_one(capsys):
 def test_priming_with_the_metrics_inputs_serves_the_items(monkeypatch):
     """prime_items with a benchmark's answered items: one batch, then each item reads the memo."""
     from pytest_medhelm.metrics.jury import JuryMetric
-    from pytest_medhelm.models.request import Completion
+    from pytest_medhelm.values import Completion
 
     reply = '{"accuracy": 5, "completeness": 5, "clarity": 5}'
     metric = JuryMetric("medicationqa", judge_completions=lambda i, a: {"j": Completion(text=reply)},

@@ -26,7 +26,7 @@ from catalogue_helpers import (
     write,
 )
 
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.values import Instance
 from pytest_medhelm.catalogue.medical_research import racebias
 from pytest_medhelm.data import gdrive
 from pytest_medhelm.data.errors import DataError, DataMissing

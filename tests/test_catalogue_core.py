@@ -21,7 +21,7 @@ from catalogue_helpers import (
     write,
 )
 
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.values import Instance
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import data_file, read_csv_rows, read_json, read_jsonl, require

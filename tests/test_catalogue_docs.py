@@ -9,7 +9,7 @@ import pytest
 from catalogue_helpers import BENCHMARKS, REAL_DATA, build
 
 from pytest_medhelm.catalogue import docs
-from pytest_medhelm.catalogue.definition import Loaded
+from pytest_medhelm.values import Loaded
 from pytest_medhelm.prompting import GenerationPrompt, MultipleChoicePrompt, PromptTemplate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from catalogue_helpers import BENCHMARKS, assert_missing_column, csv_text, load, loaded, write
 
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.values import Instance
 from pytest_medhelm.catalogue.local_data import pandas_strings
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing

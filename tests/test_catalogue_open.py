@@ -17,7 +17,7 @@ from catalogue_helpers import BENCHMARKS, load, real, write
 
 from pytest_medhelm.catalogue.clinical_decision_support import mtsamples
 from pytest_medhelm.catalogue.clinical_note_generation import mtsamples_procedures
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.values import Instance
 from pytest_medhelm.catalogue.patient_communication import medicationqa
 from pytest_medhelm.catalogue.sampling import helm_sample, helm_sample_by_subset
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG

@@ -27,7 +27,7 @@ import pytest
 from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
 from pytest_medhelm.models.endpoints import (destination, endpoint_problems, key_problem, resolve_spec,
                                              route_problem, startup_lines)
-from pytest_medhelm.models.request import ModelSpec
+from pytest_medhelm.values import ModelSpec
 from pytest_medhelm.models.transport import NO_KEY, api_key_for
 from pytest_medhelm.testing.server import key_fingerprint, running_server
 from test_secrets import scan
@@ -344,7 +344,7 @@ def test_a_refused_connection_is_said_once_and_stops_the_run(pytester, toy, xdis
 
 
 def test_what_counts_as_failing_every_request():
-    from pytest_medhelm.models.request import ModelError
+    from pytest_medhelm.values import ModelError
     from pytest_medhelm.models.scheduler import systematic_failure
 
     assert systematic_failure(ModelError("m", "Incorrect API key", 401))

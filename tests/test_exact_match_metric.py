@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.values import Instance
 from pytest_medhelm.metrics.exact_match import (GENERATION_EXACT_MATCH, MULTIPLE_CHOICE_EXACT_MATCH,
                                                 GenerationExactMatch, MultipleChoiceExactMatch, exact_match,
                                                 normalize_text, quasi_exact_match)

@@ -26,7 +26,7 @@ import pytest
 
 from conftest import report_line, toy_rows
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.request import ChatRequest, ModelSpec
+from pytest_medhelm.values import ChatRequest, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings, redact
 from pytest_medhelm.testing.server import running_server, start_subprocess_server
 

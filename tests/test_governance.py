@@ -22,7 +22,7 @@ import pytest
 from conftest import TOY_CONFTEST, TOY_TEST
 from pytest_medhelm.governance import (is_local_address, is_local_endpoint, local_only_message,
                                        local_only_violations)
-from pytest_medhelm.models.request import ModelSpec
+from pytest_medhelm.values import ModelSpec
 
 OFF_NETWORK = "http://203.0.113.10/v1"  # TEST-NET-3: documentation only, never contacted
 

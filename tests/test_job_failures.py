@@ -20,7 +20,7 @@ import pytest
 from pytest_medhelm.models import scheduler as scheduler_module
 from pytest_medhelm.models.background import ProcessSender, ThreadSender
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
 from pytest_medhelm.models.transport import OpenAIWire
 from pytest_medhelm.testing.server import running_server

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score
-from pytest_medhelm.models.request import Completion
+from pytest_medhelm.values import Completion
 
 CRITERIA = ("accuracy", "completeness", "clarity")
 

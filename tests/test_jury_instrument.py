@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from catalogue_helpers import load
 
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.values import Instance
 from pytest_medhelm.jury import judge_requests
 from pytest_medhelm.jury.instrument import (HELM_INSTRUMENT, HELM_JURY_FILES, HELM_SCENARIOS, InstrumentError,
                                             JuryInstrument, annotator_file, helm_instrument, load_jury_instrument,
                                             own_rubric_instrument, read_helm_constants, render_helm)
-from pytest_medhelm.models.request import ModelSpec
+from pytest_medhelm.values import ModelSpec
 
 from conftest import SHARED_DATA
 

@@ -16,7 +16,7 @@ from pytest_medhelm.jury import JUDGE_MAX_TOKENS, judge_requests, local_judges, 
 from pytest_medhelm.models import local_endpoints
 from pytest_medhelm.models.background import ProcessSender, ThreadSender
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.request import ChatRequest, Completion, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
 from pytest_medhelm.testing.server import running_server
 
@@ -94,7 +94,7 @@ def test_a_started_local_server_gives_its_spec_the_url_and_one_slot():
 
 
 def _instance():
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
     return Instance(id="i1", input="Doctor: how are you? Patient: a cough.", references=("HPI: cough.",),
                     benchmark="aci_bench")
@@ -132,7 +132,7 @@ def test_the_largest_judgement_the_schema_allows_fits_its_max_tokens():
 
 
 HOOK_PLUGIN = textwrap.dedent('''
-    from pytest_medhelm.models.request import ModelSpec
+    from pytest_medhelm.values import ModelSpec
 
     URL = {url!r}
 

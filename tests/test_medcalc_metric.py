@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_medhelm.catalogue.definition import Instance
+from pytest_medhelm.values import Instance
 from pytest_medhelm.metrics.medcalc import MEDCALC_ACCURACY, MedCalcAccuracy
 
 BOTH = ("default", "helm")

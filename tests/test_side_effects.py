@@ -42,7 +42,7 @@ needs_proc_umask = pytest.mark.skipif(_umask_from_proc() is None, reason="no Uma
 @needs_proc_umask
 def test_creating_the_cache_from_a_thread_never_changes_the_process_umask(tmp_path, monkeypatch):
     from pytest_medhelm.models.cache import AnswerCache
-    from pytest_medhelm.models.request import Completion
+    from pytest_medhelm.values import Completion
 
     calls = []
     real_umask = os.umask

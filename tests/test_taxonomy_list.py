@@ -265,7 +265,8 @@ def test_list_and_tree_together(pytester: pytest.Pytester, empty_cache: Path) ->
 
 BROKEN_CONFTEST = textwrap.dedent('''
     import json
-    from pytest_medhelm.catalogue.definition import Benchmark, Instance
+    from pytest_medhelm.catalogue.definition import Benchmark
+    from pytest_medhelm.values import Instance
     from pytest_medhelm.data.errors import DataError
     from pytest_medhelm.data.sources import DataFile
     from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH

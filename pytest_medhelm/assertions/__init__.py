@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_medhelm.recording import CURRENT_ITEM, RUN_SERVICES, Missed, record_for
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
     from pytest_medhelm.metrics.base import Metric, Score, ScoringContext
-    from pytest_medhelm.models.request import Completion
+    from pytest_medhelm.values import Completion
 
 __all__ = ["assert_metric", "score_answer", "Missed"]
 

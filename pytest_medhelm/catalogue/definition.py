@@ -8,79 +8,20 @@ built at collection time and must stay cheap.
 
 from __future__ import annotations
 
-import logging
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+from pytest_medhelm.values import Instance
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.data.sources import DataFile
     from pytest_medhelm.metrics.base import Metric
     from pytest_medhelm.prompting import PromptTemplate
 
-LOG = logging.getLogger("pytest_medhelm.catalogue")
-
 ACCESS_LEVELS = ("public", "gated", "private")
 KINDS = ("closed", "open")
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One row of a benchmark.
-
-    ``input`` is the scenario's input text (HELM's ``instance.input.text``: what judges see, without the adapter's
-    instructions). ``choices`` are the option texts of a multiple-choice question in reference order and
-    ``correct`` the index of the right one; ``references`` are the gold texts of a generation task.
-    ``extra`` carries what a metric needs beyond that (MedCalc's category and limits, EHRSQL's gold query).
-    """
-
-    id: str
-    input: str
-    references: tuple[str, ...] = ()
-    choices: tuple[str, ...] = ()
-    correct: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    benchmark: str = ""
-    #: a benchmark run as several HELM runs averaged (MedDialog's subsets, CLEAR's conditions) names the run here
-    subset: str = ""
-
-    @property
-    def expected(self) -> str:
-        """The gold answer as a person reads it (a letter for multiple choice)."""
-        if self.choices and self.correct is not None:
-            return chr(ord("A") + self.correct)
-        return self.references[0] if self.references else ""
-
-
-class Loaded(list):
-    """A loader's instances (a list, in HELM's order) plus ``removed``: reason → number of source records that a
-    filter of the loader dropped, so that nothing is dropped silently.
-
-    The plugin reports ``removed`` in ``--medhelm-list`` (``689 (1 filtered)``) and in the results JSON
-    (``run.filtered``); :meth:`done` also logs it (logger ``pytest_medhelm.catalogue``). Reasons are short
-    sentences saying what was removed and why (usually: because HELM removes it too).
-    """
-
-    def __init__(self, items: Iterable[Instance] = (), slug: str = "") -> None:
-        super().__init__(items)
-        self.slug = slug
-        self.removed: dict[str, int] = {}
-
-    def note_removed(self, reason: str, count: int = 1) -> None:
-        """Count ``count`` source records removed for ``reason`` (a count of 0 records nothing)."""
-        if count:
-            self.removed[reason] = self.removed.get(reason, 0) + count
-
-    def counts(self, reasons: Mapping[str, str]) -> dict[str, int]:
-        """``removed`` under short keys, zeros included: ``reasons`` maps each key to its reason text."""
-        return {key: self.removed.get(reason, 0) for key, reason in reasons.items()}
-
-    def done(self) -> "Loaded":
-        """Log what was removed; return self."""
-        for reason, count in self.removed.items():
-            LOG.info("%s: %d record(s) removed: %s", self.slug or "benchmark", count, reason)
-        return self
 
 
 #: ``builder(files)`` gets the resolved data files, keyed by :attr:`DataFile.name`, and returns the instances in

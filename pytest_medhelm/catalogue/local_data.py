@@ -19,11 +19,9 @@ The SHC loader is :func:`pytest_medhelm.catalogue.shc.shc_instances`.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import Row, read_bytes

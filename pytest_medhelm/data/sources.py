@@ -24,12 +24,16 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 from pytest_medhelm.data.errors import DataMissing
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.data.verification import DataVerification
+
+
+class Verifier(Protocol):
+    """Checks a found file against its pin (:class:`pytest_medhelm.data.verification.DataVerification`)."""
+
+    def check(self, benchmark: "FileSet", file: "DataFile", path: Path) -> None: ...
 
 
 class FileSet(Protocol):
@@ -118,7 +122,7 @@ def _download(url: str, target: Path, sha256: str) -> None:
 
 
 def resolve_files(benchmark: FileSet, data_dir: Path | None, download: bool = True,
-                  verification: "DataVerification | None" = None) -> Mapping[str, Path]:
+                  verification: Verifier | None = None) -> Mapping[str, Path]:
     """Find every file of ``benchmark``; raise :class:`DataMissing` naming the first one absent. With
     ``verification``, a file that differs from its pinned sha256 is a
     :class:`~pytest_medhelm.data.errors.DataError` (unless accepted there)."""

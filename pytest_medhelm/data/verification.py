@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Iterable
 from pytest_medhelm.data.errors import DataError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Benchmark
     from pytest_medhelm.data.sources import DataFile
+    from pytest_medhelm.data.sources import FileSet as Benchmark
 
 OPTION = "--medhelm-data-unverified"
 

@@ -35,8 +35,12 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from pytest_medhelm.data.sources import DataFile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
-    from pytest_medhelm.models.request import ChatRequest, ModelSpec
+    from pytest_medhelm.values import ChatRequest, Instance, ModelSpec
+
+
+#: HELM's generation settings for a judge (``Request(..., temperature=0.0, max_tokens=4096)``)
+JUDGE_MAX_TOKENS = 4096
+JUDGE_TEMPERATURE = 0.0
 
 #: HELM v0.5.16, the release the judge prompts are pinned at
 HELM_COMMIT = "ef439fc94e58568fd1274d5c07ceb1b711360a55"
@@ -195,8 +199,7 @@ class JuryInstrument:
                        judges: Sequence["ModelSpec"]) -> list[tuple[str, "ChatRequest"]]:
         """(judge name, request) per judge, all with the same prompt; none for an empty answer (HELM sends none)."""
         from pytest_medhelm.jury import local_judges
-        from pytest_medhelm.jury.scoring import JUDGE_MAX_TOKENS, JUDGE_TEMPERATURE
-        from pytest_medhelm.models.request import ChatRequest
+        from pytest_medhelm.values import ChatRequest
 
         text = self.judge_prompt(slug, instance, answer_text)
         if text is None:

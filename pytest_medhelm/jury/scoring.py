@@ -6,18 +6,14 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from pytest_medhelm.jury import local_judges
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
-from pytest_medhelm.models.request import ChatRequest, Completion
+from pytest_medhelm.values import ChatRequest, Completion
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
     from pytest_medhelm.jury.instrument import JuryInstrument
-    from pytest_medhelm.models.request import ModelSpec
+    from pytest_medhelm.values import ModelSpec
 
-#: HELM's generation settings for a judge (``Request(..., temperature=0.0, max_tokens=4096)``)
-JUDGE_MAX_TOKENS = 4096
-JUDGE_TEMPERATURE = 0.0
 #: HELM's ``default_score`` of every MedHELM jury metric: an empty answer, or no judge left, scores this (1-5 scale)
 HELM_DEFAULT_SCORE = 1.0
 

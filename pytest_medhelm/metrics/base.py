@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
-    from pytest_medhelm.models.request import Completion
+    from pytest_medhelm.values import Instance
 
 #: (instance, answer text) -> the judges' verdicts: a :class:`~pytest_medhelm.jury.JuryVerdicts` (each reply, with
 #: the prompt hashes and criteria of the run's instrument), or a plain mapping judge -> reply or the exception its

@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
 #: seconds a single query may run
 QUERY_TIME_LIMIT = 10.0

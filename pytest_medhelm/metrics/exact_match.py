@@ -20,7 +20,7 @@ from pytest_medhelm.metrics.base import Score
 from pytest_medhelm.prompting import LETTERS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

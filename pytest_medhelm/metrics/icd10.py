@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
 #: HELM's pattern, verbatim
 HELM_PATTERN = re.compile(r"\b[A-Z]\d{1,3}(?:\.\d{1,4})?\.?\b")

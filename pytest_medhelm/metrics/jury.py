@@ -39,7 +39,7 @@ from pytest_medhelm.metrics.base import JudgeCompletions, Score, ScoringContext,
 from pytest_medhelm.metrics.rouge import remove_braces, rouge_scores
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
 
 class JuryMetric:

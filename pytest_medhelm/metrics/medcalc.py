@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
 EXACT_CATEGORIES = ("risk", "severity", "diagnosis")
 HELM_RANGE_CATEGORIES = ("dosage conversion", "physical")

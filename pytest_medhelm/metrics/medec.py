@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
 _LEADING_ID = re.compile(r"^(\d+)")
 _AROUND_CORRECT = string.punctuation + string.whitespace

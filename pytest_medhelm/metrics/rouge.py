@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 #: HELM's metric names for the rouge_score types

@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings, progress_text
 
 Result = Completion | ModelError

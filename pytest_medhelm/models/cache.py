@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from pytest_medhelm.models.request import Completion, ModelError
+from pytest_medhelm.values import Completion, ModelError
 
 CACHE_MODES = ("on", "off", "refresh")
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Literal, Mapping, Sequence
 
-from pytest_medhelm.models.request import ModelSpec
+from pytest_medhelm.values import ModelSpec
 
 Role = Literal["model", "judge"]
 

@@ -39,7 +39,7 @@ sent, retries, rate-limit responses, failures, the lowest concurrency reached) f
 **Budget** (``--medhelm-budget``, optional): each job reserves its upper bound in the
 :class:`~pytest_medhelm.budget.Budget` just before its first try is sent, once per job (its retries are not
 counted again: only one answer comes back). A job the budget refuses is not sent: it fails with
-:class:`~pytest_medhelm.models.request.BudgetExhausted` (counted as ``not_sent_budget``, not ``failed``; its items are
+:class:`~pytest_medhelm.values.BudgetExhausted` (counted as ``not_sent_budget``, not ``failed``; its items are
 skipped). An answer settles the reservation with its actual cost; a job that fails for good (or is cancelled)
 releases it. Without a budget nothing of this runs.
 """
@@ -60,7 +60,7 @@ from typing import Callable
 
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.request import BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_for, send_litellm,
                                              uses_openai_wire)
 

@@ -21,7 +21,7 @@ from typing import Any
 async def _serve(config: dict[str, Any]) -> None:
     from pytest_medhelm.models.background import job_from_json
     from pytest_medhelm.models.cache import AnswerCache
-    from pytest_medhelm.models.request import ModelError
+    from pytest_medhelm.values import ModelError
     from pytest_medhelm.models.scheduler import Scheduler, Settings
 
     cache = AnswerCache(config["cache_dir"], mode=config["cache_mode"], run_id=config["run_id"])

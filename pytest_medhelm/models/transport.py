@@ -17,7 +17,7 @@ import os
 import time
 from typing import Any
 
-from pytest_medhelm.models.request import ChatRequest, Completion, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 
 #: providers whose wire format is OpenAI's chat completions API
 OPENAI_COMPATIBLE_PREFIXES = ("openai/", "hosted_vllm/", "local/")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 HOW = "--medhelm-report-text (ini: medhelm_report_text = true)"

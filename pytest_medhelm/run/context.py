@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.config import RunConfig
     from pytest_medhelm.cost import Prices
     from pytest_medhelm.models.cache import AnswerCache
-    from pytest_medhelm.models.request import ModelSpec
+    from pytest_medhelm.values import ModelSpec
     from pytest_medhelm.models.scheduler import Scheduler
 
 CENTRAL, CONTROLLER, WORKER = "central", "controller", "worker"
@@ -236,7 +236,7 @@ class RunContext:
 
         if spec.api_base is not None or not local_endpoints.is_local(spec.name):
             return spec
-        from pytest_medhelm.models.request import ModelError
+        from pytest_medhelm.values import ModelError
 
         if self.is_worker:
             entry = local_endpoints.read_published(self._local_publish_path(), spec.name)

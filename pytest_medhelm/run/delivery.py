@@ -23,8 +23,7 @@ import pytest
 from pytest_medhelm.recording import CURRENT_ITEM, TIMEOUT_SETTINGS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
-    from pytest_medhelm.models.request import ChatRequest, Completion, ModelError, ModelSpec
+    from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
     from pytest_medhelm.models.scheduler import Job
     from pytest_medhelm.run.context import RunContext
     from pytest_medhelm.run.plan import AnswerPlan, PlannedAnswer
@@ -58,7 +57,7 @@ class Delivery:
     def target(self, spec: "ModelSpec") -> Any:
         """``spec`` with a URL to send to, or the ModelError that says it cannot be reached (then its items error,
         and one line says why, once per model)."""
-        from pytest_medhelm.models.request import ModelError
+        from pytest_medhelm.values import ModelError
 
         if spec.name not in self._targets:
             try:
@@ -69,7 +68,7 @@ class Delivery:
         return self._targets[spec.name]
 
     def _job_or_error(self, spec: "ModelSpec", request: "ChatRequest") -> "Job | None":
-        from pytest_medhelm.models.request import ModelError
+        from pytest_medhelm.values import ModelError
         from pytest_medhelm.models.scheduler import Job
 
         target = self.target(spec)
@@ -126,7 +125,7 @@ class Delivery:
 
         def follow_up(job: "Job", result: Any) -> list["Job"]:
             # on the sender's side: the jury's requests for an answer that just arrived
-            from pytest_medhelm.models.request import ModelError
+            from pytest_medhelm.values import ModelError
 
             if isinstance(result, ModelError):
                 return []
@@ -237,7 +236,7 @@ class Delivery:
             hook.pytest_timeout_set_timer(item=item, settings=settings)
 
     def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
-        from pytest_medhelm.models.request import BudgetExhausted, ModelError
+        from pytest_medhelm.values import BudgetExhausted, ModelError
 
         key = request.cache_key()
         result = self._awaited(key)
@@ -269,7 +268,7 @@ class Delivery:
         ModelError that stopped it, with the sha256 of each judge prompt and the instrument's criteria)."""
         from pytest_medhelm.jury.instrument import prompt_sha256
         from pytest_medhelm.jury.scoring import JuryVerdicts
-        from pytest_medhelm.models.request import ModelError
+        from pytest_medhelm.values import ModelError
 
         requests = self.plan.judge_requests(instance, answer_text)
         if self.ctx.is_worker and self._delivered.get((instance.benchmark, instance.id)) == answer_text:

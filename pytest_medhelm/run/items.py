@@ -154,6 +154,6 @@ def one_line_errors() -> tuple[type[BaseException], ...]:
     that is not a number)."""
     from pytest_medhelm.data.errors import DataError
     from pytest_medhelm.metrics.base import ScoreNotANumber, ScoringError
-    from pytest_medhelm.models.request import ModelError
+    from pytest_medhelm.values import ModelError
 
     return (Missed, ModelError, DataError, ScoringError, ScoreNotANumber)

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.catalogue.definition import Instance
-    from pytest_medhelm.models.request import ChatRequest, ModelSpec
+    from pytest_medhelm.values import ChatRequest, Instance, ModelSpec
     from pytest_medhelm.run.context import RunContext
 
 
@@ -47,7 +46,7 @@ class AnswerPlan:
     def answers(self, pairs: Iterable[tuple["Instance", str]]) -> list[PlannedAnswer]:
         """The request of every (instance, model), in the order given (item order: the first items' answers are
         sent first)."""
-        from pytest_medhelm.models.request import ChatRequest
+        from pytest_medhelm.values import ChatRequest
 
         out = []
         registry = self.ctx.registry

@@ -22,10 +22,10 @@ from pytest_medhelm.run.reporting import Reporting
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue import Registry
-    from pytest_medhelm.catalogue.definition import Instance
+    from pytest_medhelm.values import Instance
     from pytest_medhelm.config import RunConfig
     from pytest_medhelm.metrics.base import ScoringContext
-    from pytest_medhelm.models.request import ChatRequest, Completion, ModelSpec
+    from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 
 #: from this many collected items on, the collected objects are frozen out of the garbage collector's scans
 FREEZE_MIN_ITEMS = 1000

@@ -67,8 +67,7 @@ def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set
 
 
 def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str, int], dict[str, Any]]:
-    from pytest_medhelm.catalogue.definition import Instance
-    from pytest_medhelm.models.request import ChatRequest
+    from pytest_medhelm.values import ChatRequest, Instance
     from pytest_medhelm.run.plan import PlannedAnswer
 
     data = json.loads(text)

@@ -35,7 +35,8 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 TOY_CONFTEST = textwrap.dedent('''
     import json
-    from pytest_medhelm.catalogue.definition import Benchmark, Instance
+    from pytest_medhelm.catalogue.definition import Benchmark
+    from pytest_medhelm.values import Instance
     from pytest_medhelm.data.sources import DataFile
     from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
     from pytest_medhelm.prompting import MultipleChoicePrompt

@@ -22,7 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.local_data import import_pyarrow, safe_id, unique_id
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file

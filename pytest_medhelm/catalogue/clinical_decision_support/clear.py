@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.local_data import read_xlsx_rows
 from pytest_medhelm.catalogue.sampling import helm_sample
 from pytest_medhelm.data.errors import DataError

@@ -51,7 +51,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.local_data import count_tokens, import_pyarrow
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file

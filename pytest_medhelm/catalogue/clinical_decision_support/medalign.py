@@ -38,7 +38,8 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.local_data import cl100k, safe_id, unique_id
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_bytes, read_csv_rows, universal_newlines

@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import Row, data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile

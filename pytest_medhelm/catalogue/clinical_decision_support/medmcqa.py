@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Mapping
 
 from pytest_medhelm.catalogue.clinical_decision_support import medqa
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance
 from pytest_medhelm.data import gdrive
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import Row, read_jsonl, require

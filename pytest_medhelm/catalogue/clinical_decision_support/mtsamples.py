@@ -47,7 +47,8 @@ import re
 from pathlib import Path
 from typing import Callable, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_text, universal_newlines
 from pytest_medhelm.data.sources import DataFile

@@ -30,7 +30,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance, Loaded
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.local_data import safe_id, unique_id
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile

@@ -27,7 +27,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import read_jsonl, require
 from pytest_medhelm.data.sources import DataFile

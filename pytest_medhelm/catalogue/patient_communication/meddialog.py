@@ -11,7 +11,7 @@ order; ids ``healthcaremagic-0``, ``icliniq-0``, … (the subset and the 0-based
 
 **Two runs averaged.** HELM runs the subsets as two runs (``med_dialog,subset=healthcaremagic`` and
 ``…icliniq``) and its MedDialog score is the mean of the two run means. Every instance here names its subset in
-:attr:`~pytest_medhelm.catalogue.definition.Instance.subset`, and the aggregator averages subset means, which
+:attr:`~pytest_medhelm.values.Instance.subset`, and the aggregator averages subset means, which
 reproduces that. HELM's leaderboard caps *each* run at 1,000 instances (``np.random.seed(0)`` sample per subset):
 with ``--medhelm-max-instances N`` the HELM-compatible sample is therefore N per subset, drawn within each subset
 (:func:`~pytest_medhelm.catalogue.sampling.helm_sample_by_subset`, applied by the plugin to every benchmark), not N
@@ -23,7 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from pytest_medhelm.catalogue.definition import Benchmark, Instance
+from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, require
 from pytest_medhelm.data.sources import DataFile

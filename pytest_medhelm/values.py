@@ -1,17 +1,85 @@
-"""Requests to models and what comes back, as plain serializable values.
+"""The value types every layer of the package shares: what an instance is, what is asked of a model and what comes
+back, and how a request fails. A leaf module: it imports nothing else of the package, so that any module may use
+these types without reaching up (``lint-imports`` checks it).
 
-A :class:`ChatRequest` is everything that changes an answer. Its :meth:`cache_key` is the sha256 of its canonical
-JSON: the model's identity (not a local server's ephemeral port, never an API key), the messages and the
-generation parameters. The same request built in a worker, in the controller, or in a test body gives the same key.
+* :class:`Instance` (one row of a benchmark) and :class:`Loaded` (a loader's instances, with what its filters
+  removed);
+* :class:`ModelSpec` (a model under test or a judge, and how to reach it), :class:`ChatRequest` (everything that
+  changes an answer; its :meth:`~ChatRequest.cache_key` is the sha256 of its canonical JSON: the model's identity,
+  never a local server's port or an API key), :class:`Completion` (an answer with its accounting);
+* :class:`ModelError` and :class:`BudgetExhausted`: a request that ended without an answer, stored and passed
+  between processes as structured values (:meth:`ModelError.to_json`), never parsed back from text.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Iterable, Mapping
+
+LOG = logging.getLogger("pytest_medhelm.catalogue")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One row of a benchmark.
+
+    ``input`` is the scenario's input text (HELM's ``instance.input.text``: what judges see, without the adapter's
+    instructions). ``choices`` are the option texts of a multiple-choice question in reference order and
+    ``correct`` the index of the right one; ``references`` are the gold texts of a generation task.
+    ``extra`` carries what a metric needs beyond that (MedCalc's category and limits, EHRSQL's gold query).
+    """
+
+    id: str
+    input: str
+    references: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    correct: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    benchmark: str = ""
+    #: a benchmark run as several HELM runs averaged (MedDialog's subsets, CLEAR's conditions) names the run here
+    subset: str = ""
+
+    @property
+    def expected(self) -> str:
+        """The gold answer as a person reads it (a letter for multiple choice)."""
+        if self.choices and self.correct is not None:
+            return chr(ord("A") + self.correct)
+        return self.references[0] if self.references else ""
+
+
+class Loaded(list):
+    """A loader's instances (a list, in HELM's order) plus ``removed``: reason → number of source records that a
+    filter of the loader dropped, so that nothing is dropped silently.
+
+    The plugin reports ``removed`` in ``--medhelm-list`` (``689 (1 filtered)``) and in the results JSON
+    (``run.filtered``); :meth:`done` also logs it (logger ``pytest_medhelm.catalogue``). Reasons are short
+    sentences saying what was removed and why (usually: because HELM removes it too).
+    """
+
+    def __init__(self, items: Iterable[Instance] = (), slug: str = "") -> None:
+        super().__init__(items)
+        self.slug = slug
+        self.removed: dict[str, int] = {}
+
+    def note_removed(self, reason: str, count: int = 1) -> None:
+        """Count ``count`` source records removed for ``reason`` (a count of 0 records nothing)."""
+        if count:
+            self.removed[reason] = self.removed.get(reason, 0) + count
+
+    def counts(self, reasons: Mapping[str, str]) -> dict[str, int]:
+        """``removed`` under short keys, zeros included: ``reasons`` maps each key to its reason text."""
+        return {key: self.removed.get(reason, 0) for key, reason in reasons.items()}
+
+    def done(self) -> "Loaded":
+        """Log what was removed; return self."""
+        for reason, count in self.removed.items():
+            LOG.info("%s: %d record(s) removed: %s", self.slug or "benchmark", count, reason)
+        return self
+
 
 #: bump when the meaning of a cached entry changes
 CACHE_FORMAT = 1
