@@ -25,10 +25,6 @@ class Threshold(BaseModel):
     value: float = Field(ge=0.0, le=1.0)
     spec: str  # as the user wrote it
 
-    @property
-    def label(self) -> str:
-        return f"{self.name}>={self.value:g}"
-
 
 class RunConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -91,7 +91,7 @@ def start_run(config: pytest.Config) -> "Run":
     return start(config)
 
 
-@pytest.hookimpl(tryfirst=True)  # first, as the session's own hook is for the tests collected after this one
+@pytest.hookimpl(tryfirst=True)  # first, as the run's own hook is for the tests collected after this one
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # Only until the run exists: once registered, its own pytest_generate_tests parametrizes the medhelm tests.
     # (pluggy calls the implementations it had when this hook call started, so the new run is not called for this

@@ -62,10 +62,6 @@ class Missed(AssertionError):
         self.detail = detail
 
 
-def running_item() -> pytest.Item | None:
-    return CURRENT_ITEM.get()
-
-
 def services_of(item: pytest.Item) -> ItemServices:
     services = item.config.stash.get(RUN_SERVICES, None)
     if services is None:

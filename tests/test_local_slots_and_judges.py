@@ -157,7 +157,8 @@ def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_
         server.set_answer(script)
         pytester.makepyfile(medhelm_endpoints=HOOK_PLUGIN.format(url=server.url))
         pytester.syspathinsert()
-        result = pytester.runpytest(
+        # (in a child process: BERTScore loads torch, which cannot be loaded twice into one process)
+        result = pytester.runpytest_subprocess(
             str(SUITE), "-p", "medhelm_endpoints", "-p", "no:cacheprovider", "-p", "no:randomly",
             "--medhelm-model", "openai/writer",
             "--medhelm-jury", "local/judge-l", "--medhelm-jury", "openai/judge-h", "--medhelm-jury-api-base",

@@ -176,7 +176,7 @@ def test_a_miss_is_visible_in_junit_xml_with_its_score(pytester, toy, server):
 
 
 def test_a_miss_is_visible_in_pytest_html(pytester, toy, server):
-    pytest.importorskip("pytest_html")
+    import pytest_html  # noqa: F401  (a test dependency: the real plugin)
     data = toy(2)
     html = pytester.path / "report.html"
     result = pytester.runpytest(*toy_args(server, data, f"--html={html}", "--self-contained-html", "-p",
@@ -189,7 +189,7 @@ def test_a_miss_is_visible_in_pytest_html(pytester, toy, server):
 
 
 def test_a_miss_is_counted_apart_by_pytest_sugar(pytester, toy, server):
-    pytest.importorskip("pytest_sugar")
+    import pytest_sugar  # noqa: F401  (a test dependency: the real plugin)
     data = toy(4)
     # (in a child process: pytest-sugar, once forced on, stays on in the process that ran it)
     result = pytester.runpytest_subprocess(*toy_args(server, data, "-p", "no:xdist", "--force-sugar"))
@@ -200,7 +200,7 @@ def test_a_miss_is_counted_apart_by_pytest_sugar(pytester, toy, server):
 
 # ------------------------------------------------------------------------------------------ plugins
 def test_rerunfailures_asks_an_errored_item_again_and_keeps_one_record(pytester, toy):
-    pytest.importorskip("pytest_rerunfailures")
+    import pytest_rerunfailures  # noqa: F401  (a test dependency: the real plugin)
     data = toy(5)
     out = pytester.path / "r.json"
     # the run's first request (question 0's) fails for good (no retries); asked again on the rerun, it is answered
@@ -217,20 +217,24 @@ def test_rerunfailures_asks_an_errored_item_again_and_keeps_one_record(pytester,
     assert (bench["n"], bench["n_errors"]) == (5, 0)
 
 
-def test_pytest_timeout_does_not_count_the_wait_in_the_send_queue(pytester, toy):
-    pytest.importorskip("pytest_timeout")
-    data = toy(8)
-    # concurrency 1 and 0.4 s per answer: the last item's answer comes about 3 s after the run starts
-    with running_server(answer="A", latency=0.4) as server:
+@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_pytest_timeout_does_not_count_the_wait_in_the_send_queue(pytester, toy, mode):
+    import pytest_timeout  # noqa: F401  (a test dependency: the real plugin)
+
+    data = toy(4)
+    # concurrency 1, 1 s per answer: the last item waits about 4 s for its answer, far past --timeout 2; each
+    # item's own time once its answer is there is well under it
+    with running_server(answer="A", latency=1.0) as server:
         result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-concurrency", "1",
-                                                         "--timeout", "1.5", "-p", "no:xdist"))
+                                                         "--timeout", "2", *mode))
     assert result.ret == 0, result.stdout.str()
     assert "Timeout" not in result.stdout.str()
-    assert result.parseoutcomes() == {"passed": 4, "missed": 4}
+    assert result.parseoutcomes() == {"passed": 2, "missed": 2}
 
 
-def test_exitfirst_keeps_the_answers_in_flight(pytester, toy):
-    data = toy(6)
+@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_exitfirst_keeps_the_answers_in_flight_and_sends_nothing_more(pytester, toy, mode):
+    data = toy(12)
     pytester.makepyfile(test_toy=textwrap.dedent('''
         import pytest
         from pytest_medhelm.assertions import assert_metric
@@ -241,16 +245,21 @@ def test_exitfirst_keeps_the_answers_in_flight(pytester, toy):
             assert medhelm_instance.id != "q000", "the first item fails: -x stops the run"
     '''))
     cache = pytester.path / "cache"
+    out = pytester.path / "r.json"
+    # concurrency 2, 0.5 s per answer: when q000 fails (its answer came first), q001 is answered, q002 and q003
+    # are in flight, and the other eight are only queued
     with running_server(answer="A", latency=0.5) as server:
-        result = pytester.runpytest(*toy_args(server, data, "--medhelm-concurrency", "6", "-x", "-p", "no:xdist",
-                                              "--medhelm-cache-dir", str(cache)))
-        sent = server.count
-    assert result.ret == 1
-    assert sent == 6  # all six were in flight when the first item failed
+        result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-concurrency", "2", "-x",
+                                                         "--medhelm-cache-dir", str(cache), "--medhelm-json",
+                                                         str(out), *mode))
+        sent, answered = server.count, server.stats()["by_status"].get("200", 0)
+    assert result.ret in (1, 2), result.stdout.str()  # (xdist reports its own -x stop as an interruption)
+    assert sent < 12, sent  # what was only queued was not sent
     from pytest_medhelm.models.cache import AnswerCache
 
     stored = AnswerCache(cache)
     try:
-        assert len(stored) == 6  # ... and all six answers, paid for, are in the cache
+        assert len(stored) == sent == answered  # every request sent was answered, and its answer kept
     finally:
         stored.close()
+    assert json.loads(out.read_text())["run"]["interrupted"] is False  # stopped by -x, not by Ctrl-C

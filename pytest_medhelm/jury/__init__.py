@@ -37,11 +37,9 @@ DEFAULT_JUDGES: tuple[str, ...] = (
     "together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo",
 )
 
-#: the open-ended benchmarks, which the jury grades
-JURY_BENCHMARKS: tuple[str, ...] = tuple(RUBRICS)
 
 __all__ = [
-    "DEFAULT_JUDGES", "JURY_BENCHMARKS", "FLAG_EMPTY", "FLAG_NO_JUDGE", "HELM_DEFAULT_SCORE", "JUDGE_MAX_TOKENS",
+    "DEFAULT_JUDGES", "FLAG_EMPTY", "FLAG_NO_JUDGE", "HELM_DEFAULT_SCORE", "JUDGE_MAX_TOKENS",
     "JudgementError", "JuryResult", "JuryVerdicts", "RUBRICS", "ask_jury", "Rubric", "judge_requests", "jury_score", "parse_judgement",
     "parse_judgement_helm", "rubric_for",
 ]

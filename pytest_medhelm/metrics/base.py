@@ -72,6 +72,9 @@ class ScoringContext:
     compat: str = "default"
     judge_completions: JudgeCompletions | None = None
     bertscore_model: str | None = None
+    #: called with a benchmark's slug before its first secondary metrics: the run scores the BERTScore of every
+    #: answer it has at hand in one batch (then each item's score comes from the memo)
+    prime_secondary: Callable[[str], None] | None = None
 
 
 def score_in_context(metric: Metric, answer: str, instance: "Instance", context: ScoringContext) -> Score:

@@ -120,6 +120,8 @@ class JuryMetric:
             "jury_tokens_out": result.tokens_out,
             "jury_cost_usd": result.cost_usd,
         }
+        if context.prime_secondary is not None:
+            context.prime_secondary(self.slug)
         extra.update(self.secondary(answer, instance, compat, context.bertscore_model))
         return Score(value=result.normalized, raw=result.raw, detail=result.detail(), extra=extra)
 

@@ -3,9 +3,10 @@
 Without xdist, waiting for every answer before the first item runs would add the item run to the generation time.
 Instead the requests go out in item order in the background and each item waits only for its own answer: the
 items run while the model is still answering the later ones. Jury requests follow as soon as the answer they judge
-arrives (``follow_up``). Every answer is written to the cache the moment it arrives, as in the blocking phase; the
-items read the results from memory. ``stop()`` (Ctrl-C, the end of the session) cancels what is in flight, so an
-interrupted run loses at most those requests.
+arrives (``follow_up``). Every answer is written to the cache the moment it arrives; the items of this process read
+the results from memory (xdist workers, from the shared cache). ``stop()`` on Ctrl-C cancels what is in flight, so
+an interrupted run loses at most those requests; ``stop(drain=...)`` (a run that stopped by itself: its last item,
+``-x``, ``--maxfail``) sends nothing more but lets the requests in flight finish, since they are paid for.
 
 Two ways to send, the same contract:
 
@@ -208,6 +209,7 @@ class ThreadSender(Sender):
         queue = self._queue
         while queue is not None and not queue.empty():
             queue.get_nowait()
+        self.scheduler.drain()  # what the scheduler holds ready is dropped too
         if queue is not None:
             queue.put_nowait(None)  # the workers end once their requests in flight are answered
 

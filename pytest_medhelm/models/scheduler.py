@@ -32,9 +32,10 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   their timeout counts from when they are sent, not while they queue (a server that queued them itself would
   let them time out there and be sent again, each re-send queueing behind the last).
 
-Failures are kept for the rest of the run (keyed by run id, never across runs), so an item whose request already
-failed here reports the provider's message instead of asking again. ``.stats`` counts what happened (requests
-sent, retries, rate-limit responses, failures, the lowest concurrency reached) for the session to print.
+Failures are kept for the rest of the run (keyed by run id, never across runs, as structured values), so an item
+whose request already failed reports the provider's message instead of asking again (a rerun of that item asks
+again). ``.stats`` counts what happened (requests sent, retries, rate-limit responses, failures, the lowest
+concurrency reached) for the run to print.
 
 **Budget** (``--medhelm-budget``, optional): each job reserves its upper bound in the
 :class:`~pytest_medhelm.budget.Budget` just before its first try is sent, once per job (its retries are not
@@ -56,7 +57,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
@@ -323,6 +324,9 @@ class Scheduler:
         self._down_models: dict[str, set[str]] = {}  # endpoint -> models in .broken because it is down
         self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
         self.stats = new_stats()
+        self._draining = False  # drain(): nothing more is sent
+        self._ready: Any = None  # the serving loop's queue of jobs ready to send
+        self._end_marker: Any = None
         #: the per-endpoint slots of the latest ``serve`` (``.peak``: the most requests in flight per endpoint)
         self.slots = _Slots()
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
@@ -506,8 +510,10 @@ class Scheduler:
         # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
         # queued before it, so the items of open-ended benchmarks finish as the run goes
         ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] = asyncio.PriorityQueue()
+        self._ready = ready
         arrivals = itertools.count()
         end = 2  # after every job
+        self._end_marker = lambda: (end, next(arrivals), None)
 
         def move(job: Job | None) -> None:
             ready.put_nowait((end, next(arrivals), None) if job is None else (_priority(job), next(arrivals), job))
@@ -528,7 +534,7 @@ class Scheduler:
                         break
                     move(job)
                 _rank, _arrival, job = await ready.get()
-                if job is None:
+                if job is None or self._draining:
                     ready.put_nowait((end, next(arrivals), None))  # the end, for the other workers too
                     return
                 on_done(job, await self._result_of(wire, window, job, slots))
@@ -537,6 +543,17 @@ class Scheduler:
             await asyncio.gather(pump(), *(worker() for _ in range(workers or self.settings.concurrency)))
         finally:
             await wire.close()
+
+    def drain(self) -> None:
+        """On the serving loop: send nothing more (what is queued is dropped, and counted as not sent by the sender);
+        the requests in flight finish and are stored. The input queue still needs its ``None`` to end ``serve``."""
+        self._draining = True
+        ready = self._ready
+        if ready is None:
+            return
+        while not ready.empty():
+            ready.get_nowait()
+        ready.put_nowait(self._end_marker())
 
     async def run(self, jobs: list[Job], progress: ProgressCallback | None = None) -> dict[str, ModelError]:
         """Send every job; return the failures by cache key. Answers go to the cache as they arrive."""

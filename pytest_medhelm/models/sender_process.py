@@ -56,6 +56,7 @@ async def _serve(config: dict[str, Any]) -> None:
             if message.get("drain"):  # the run stopped early: finish what is in flight, start nothing new
                 while not queue.empty():
                     queue.get_nowait()
+                scheduler.drain()
                 queue.put_nowait(None)
                 return
             queue.put_nowait(job_from_json(message))

@@ -126,8 +126,10 @@ def evaluate_gates(results: dict[str, Any], thresholds: Iterable[Any], *, select
 
 def _covered(name: str, selected: set[str] | None, benchmarks_of: Mapping[str, set[str]] | None) -> bool:
     """Whether any benchmark the gate ``name`` reads was selected (unknown selection: yes)."""
-    if selected is None or name == "overall":
+    if selected is None:
         return True
+    if name == "overall":
+        return bool(selected)  # no medhelm item collected at all (a run of other tests): says nothing
     if benchmarks_of is not None and name in benchmarks_of:
         return bool(benchmarks_of[name] & selected)
     return name in selected

@@ -69,10 +69,6 @@ class RunContext:
         return self.role == WORKER
 
     @property
-    def is_controller(self) -> bool:
-        return self.role == CONTROLLER
-
-    @property
     def configured(self) -> bool:
         """Whether the run configuration was read (it is, as soon as any medhelm option or item is in play)."""
         return self._run_config is not None
@@ -159,6 +155,7 @@ class RunContext:
             self._cache.close()
         if self.is_worker or self._cache_dir is None:
             return
+        self._budget_made = True  # (a budget asked for after this would leave a ledger file behind)
         if self._budget is not None:
             self._budget.close()
         if self._run_config is not None and self.run_config.cache == "off":

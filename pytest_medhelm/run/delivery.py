@@ -39,7 +39,7 @@ class Delivery:
                  on_sender_finished: Callable[[], None] | None = None) -> None:
         self.ctx = ctx
         self.plan = plan
-        self._write_line = write_line  # the terminal, for what must be said at once
+        self.write_line = write_line  # the terminal, for what must be said at once
         self._on_sender_finished = on_sender_finished
         self._answers: dict[str, Completion] = {}  # central: answers of this run, in memory
         self._sender: Any = None
@@ -64,7 +64,7 @@ class Delivery:
                 self._targets[spec.name] = self.ctx.endpoint(spec)
             except ModelError as exc:
                 self._targets[spec.name] = exc
-                self._write_line(f"medhelm: {exc}", {"red": True, "bold": True})
+                self.write_line(f"medhelm: {exc}", {"red": True, "bold": True})
         return self._targets[spec.name]
 
     def _job_or_error(self, spec: "ModelSpec", request: "ChatRequest") -> "Job | None":
@@ -97,7 +97,7 @@ class Delivery:
         if judged:
             from pytest_medhelm.run.preflight import announce_judges
 
-            announce_judges(self.ctx, self._write_line)  # where the judges go, said before any is asked
+            announce_judges(self.ctx, self.write_line)  # where the judges go, said before any is asked
             for spec in self.ctx.judge_specs():
                 self.target(spec)  # a judge's server starts now, not on the sending loop
         waiting_for_answer: dict[str, list[Instance]] = {}  # answer key -> the judged instances it answers
@@ -262,6 +262,20 @@ class Delivery:
         result.cost_usd = self.ctx.prices.completion_cost(spec.name, spec.litellm_model, result.tokens_in,
                                                           result.tokens_out, result.cost_usd)
         return result
+
+    def answers_at_hand(self, slug: str) -> list[tuple[str, "Instance"]]:
+        """(answer text, instance) of every planned answer of benchmark ``slug`` already here (in memory, from the
+        sender, or in the shared cache), without waiting."""
+        out = []
+        for key, instances in self.plan.keys_of(slug):
+            answer = self._answers.get(key)
+            if answer is None and self._sender is not None and self._sender.has(key):
+                answer = self._sender.wait(key)
+            if answer is None:
+                answer = self.ctx.cache.get(key)
+            if answer is not None and not isinstance(answer, Exception):
+                out.extend((answer.text, inst) for inst in instances if inst.benchmark == slug)
+        return out
 
     def judge_completions(self, instance: "Instance", answer_text: str) -> Any:
         """The judges' verdicts on ``answer_text`` (:class:`~pytest_medhelm.jury.JuryVerdicts`: each reply, or the

@@ -32,6 +32,9 @@ class ItemHooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item):
+        if RECORD in item.stash:  # a rerun (pytest-rerunfailures): the new attempt's own record and score
+            del item.stash[RECORD]
+            item.user_properties[:] = [p for p in item.user_properties if p[0] != "medhelm_score"]
         token = CURRENT_ITEM.set(item)
         try:
             return (yield)
@@ -77,6 +80,9 @@ class ItemHooks:
         case = case_of(item)
         if case is None or case.deselected:
             return report
+        skipped = call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception)
+        if skipped and not (item.stash.get(RECORD, None) or {}).get("not_scored"):
+            return report  # skipped while running (the budget, the test's own skip): nothing was measured
         if report.when == "call" or (report.failed and report.when == "setup"):
             self._attach_record(item, call, report, case)
         return report
@@ -102,7 +108,7 @@ class ItemHooks:
                 report.wasxfail = f"MISSED: {excinfo.value.detail}"  # type: ignore[attr-defined]
                 report.longrepr = report.wasxfail  # the one line reporters print (pytest-html's log)
         elif excinfo is not None and excinfo.errisinstance(one_line_errors()):
-            rec.update(error=str(excinfo.value), score=None)
+            rec.update(error=str(excinfo.value), score=None, error_kind=type(excinfo.value).__name__)
             if excinfo.errisinstance(ScoringError):
                 rec["judge_failures"] = excinfo.value.reasons
             report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
@@ -132,7 +138,7 @@ class ItemHooks:
             if report.outcome == "rerun":
                 return None
             return "missed", "m", ("MISSED", {"yellow": True})
-        if rec.get("error") and report.failed:
+        if rec.get("error_kind") and report.failed:  # a model, data or scoring error (any other is a failure)
             return "error", "E", ("ERROR", {"red": True})
         return None
 

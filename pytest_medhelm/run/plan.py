@@ -59,6 +59,11 @@ class AnswerPlan:
             out.append(PlannedAnswer(model, instance, request))
         return out
 
+    def keys_of(self, slug: str) -> list[tuple[str, list["Instance"]]]:
+        """(answer key, its instances) of every planned answer of benchmark ``slug``."""
+        return [(key, instances) for key, instances in self._by_key.items()
+                if any(i.benchmark == slug for i in instances)]
+
     def instances_of(self, answer_key: str) -> list["Instance"]:
         """The instances a planned answer request asks about (several, when their prompts are the same)."""
         return self._by_key.get(answer_key, [])

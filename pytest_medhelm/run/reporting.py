@@ -62,10 +62,9 @@ class Reporting:
 
     # ------------------------------------------------------------------------------------------ results
     def finish(self) -> None:
-        """Build the results once (gates with nothing scored fail rather than pass silently)."""
-        if self.results is not None:
-            return
-        if self.records or (self.ctx.configured and self.ctx.run_config.thresholds):
+        """Build the results once, also when nothing was measured (then the files and the summary say so, and gates
+        with nothing scored fail rather than pass silently)."""
+        if self.results is None and self.ctx.configured:
             self._build()
 
     def _build(self) -> None:
@@ -89,12 +88,17 @@ class Reporting:
                                              else self.data_unverified)
         if ctx.budget is not None:
             results["run"]["budget"] = ctx.budget.as_json()
-        if rc.shard is None:  # a shard holds part of each benchmark: thresholds are checked on the merged run
+        if rc.shard is None:
             benchmarks_of: dict[str, set[str]] = {}
             for bench in ctx.registry:
                 benchmarks_of.setdefault(bench.category, set()).add(bench.slug)
             evaluate_gates(results, rc.thresholds, selected=self.selected, benchmarks_of=benchmarks_of,
                            strict=rc.strict_gates)
+        else:  # a shard holds part of each benchmark: thresholds are checked on the merged run
+            results["gates"] = [{"spec": t.spec, "name": t.name, "model": m, "value": None, "threshold": t.value,
+                                 "passed": None, "status": "not evaluated",
+                                 "reason": "a shard: checked on the merged run (pytest-medhelm merge --threshold)"}
+                                for t in rc.thresholds for m in rc.models]
         # plugins (comparisons with a baseline, cost, reports) may add sections and gates of their own
         ctx.config.hook.pytest_medhelm_results(results=results, config=ctx.config)
         self.gate_failed = any(gate_failed(g) for g in results["gates"])
@@ -126,6 +130,9 @@ class Reporting:
         budget = self.ctx.budget if self.ctx.configured else None
         if budget is not None:
             lines.append((budget.summary(), {"yellow": True} if budget.not_sent else {}))
+        if (self.results is not None and not lines and not self.results["instances"] and not self.results["gates"]
+                and not self.selected):
+            return  # no medhelm item in this run (other tests, with medhelm options in the ini file): nothing to say
         if self.results is None and not lines:
             return
         if self.results is not None and self.misses:
@@ -184,7 +191,7 @@ class Reporting:
             self.interrupted = True
             if self.results is not None:
                 self.results["run"]["interrupted"] = True
-        if self.results is None and self.records:
+        if self.results is None and (self.records or interrupted):
             self._build()  # interrupted before the loop ended: still write what was measured
         if self.results is None:
             return

@@ -42,6 +42,8 @@ class Run:
         self.items = ItemHooks(ctx, self.reporting.add)
         self._controller: Any = None
         self._scoring: ScoringContext | None = None
+        self._primed: set[str] = set()  # benchmarks whose BERTScore was batched in this process
+        self._stopped_early = False  # xdist's -x / --maxfail: its exit status says "interrupted", the run was not
         self._frozen = False
         # registered now, before pytest's own plugins register theirs, so that it runs after them: the session's
         # last full garbage collections (pytest's unraisable-exception check) still skip the frozen items
@@ -94,8 +96,20 @@ class Run:
 
             rc = self.ctx.run_config
             self._scoring = ScoringContext(compat=rc.compat, judge_completions=self.delivery.judge_completions,
-                                           bertscore_model=rc.bertscore_model)
+                                           bertscore_model=rc.bertscore_model, prime_secondary=self._prime_bertscore)
         return self._scoring
+
+    def _prime_bertscore(self, slug: str) -> None:
+        """Once per benchmark and process, at its first scored item: the BERTScore of every answer of it at hand
+        (all of them on a cached re-run) in batches, instead of one pair per item."""
+        if slug in self._primed:
+            return
+        self._primed.add(slug)
+        from pytest_medhelm.metrics.bertscore import prime_items
+
+        rc = self.ctx.run_config
+        prime_items(self.ctx.registry.get(slug).metric, self.delivery.answers_at_hand(slug), compat=rc.compat,
+                    model=rc.bertscore_model)
 
     # ------------------------------------------------------------------------------------------ hooks
     @pytest.hookimpl(trylast=True)
@@ -131,21 +145,29 @@ class Run:
         try:
             result = yield
             interrupted = False
+        except pytest.Session.Failed:  # -x, --maxfail: the run stopped by itself, not by Ctrl-C
+            interrupted = False
+            raise
         except KeyboardInterrupt as exc:
-            # xdist's Interrupted: a worker stopped the run because every model under test fails every request;
-            # that is a run with errors (exit 1, the message once), not a Ctrl-C (exit 2)
-            if ctx.role != CONTROLLER or str(exc) != EVERY_MODEL_BROKEN:
+            if ctx.role != CONTROLLER or not str(exc).startswith(("stopping after", EVERY_MODEL_BROKEN)):
+                raise  # Ctrl-C
+            # xdist's Interrupted: -x / --maxfail, or a worker stopped because every model under test fails every
+            # request: the run stopped by itself (the answers in flight are kept, the gates evaluated)
+            interrupted = False
+            self._stopped_early = True
+            if str(exc) != EVERY_MODEL_BROKEN:
                 raise
-            session.shouldfail = EVERY_MODEL_BROKEN
+            session.shouldfail = EVERY_MODEL_BROKEN  # that is a run with errors (exit 1), not a Ctrl-C (exit 2)
             session.testsfailed = max(session.testsfailed, 1)
-            result, interrupted = True, False
+            result = True
         finally:
             self.delivery.finish(interrupted=interrupted)
-        if ctx.role != WORKER and not self.config.option.collectonly:  # (--collect-only measures nothing: no gates)
-            self.reporting.finish()
-            if self.reporting.gate_failed and session.testsfailed == 0:
-                # as pytest-cov's --cov-fail-under: the loop is over, so this still decides the exit status
-                session.testsfailed = 1
+            if ctx.role != WORKER and not interrupted and not self.config.option.collectonly:
+                # (--collect-only measures nothing: no gates)
+                self.reporting.finish()
+                if self.reporting.gate_failed and session.testsfailed == 0:
+                    # as pytest-cov's --cov-fail-under: the loop is over, so this still decides the exit status
+                    session.testsfailed = 1
         return result
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -154,7 +176,7 @@ class Run:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.ctx.role != WORKER and self.ctx.configured:
-            self.reporting.write_files(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+            self.reporting.write_files(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED and not self._stopped_early)
         self.ctx.close()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -119,9 +119,17 @@ class ControllerHooks:
         try:
             planned, self.reporting.selected, self.reporting.planned, self.reporting.data_unverified = plan_from_json(
                 path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, KeyError):
+        except FileNotFoundError:
             planned = []  # the worker collected nothing of ours
-        self.delivery.start(planned, keep_in_memory=False)
+        except (OSError, ValueError, KeyError) as exc:
+            planned = []
+            self.delivery.write_line(f"medhelm: the plan of worker {node.gateway.id} cannot be read ({exc}): the "
+                                     "workers ask for their answers themselves", {"yellow": True})
+        try:
+            self.delivery.start(planned, keep_in_memory=False)
+        except BaseException:
+            self.sender_finished()  # the workers must not wait for answers that will not come
+            raise
 
     @pytest.hookimpl(tryfirst=True)  # before the run closes its context
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

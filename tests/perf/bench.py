@@ -145,8 +145,8 @@ def bench_generation(work: Path, n: int, concurrency: int, latency: float, repea
     from pytest_medhelm.testing.server import start_subprocess_server
 
     data = toy_project(work / "gen", n)
-    runs: dict[str, list[float]] = {"process": [], "thread": []}
-    answers: dict[str, list[float]] = {"process": [], "thread": []}
+    runs: dict[str, list[float]] = {"process": [], "thread": [], "xdist": []}
+    answers: dict[str, list[float]] = {"process": [], "thread": [], "xdist": []}
     bare_runs = []
     args = ["--medhelm-model", "openai/toy", "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
             "--medhelm-concurrency", str(concurrency)]
@@ -154,8 +154,10 @@ def bench_generation(work: Path, n: int, concurrency: int, latency: float, repea
         for _ in range(repeats):  # interleaved, so that drift of the machine hits all three
             bare_runs.append(asyncio.run(bare_aiohttp(server.url, n, concurrency)))
             for sender in runs:
-                wall, _rss, output = run_pytest([*args, "--medhelm-api-base", server.url], work / "gen",
-                                                env={"MEDHELM_SENDER": sender})
+                # xdist: the controller sends (its own choice of sender) while the two workers run the items
+                extra, env = (["-n", "2"], {}) if sender == "xdist" else ([], {"MEDHELM_SENDER": sender})
+                wall, _rss, output = run_pytest([*args, "--medhelm-api-base", server.url, *extra], work / "gen",
+                                                env=env)
                 runs[sender].append(wall)
                 found = ANSWERS_LINE.search(output)
                 if found is None or int(found.group(1)) != n:
@@ -163,6 +165,7 @@ def bench_generation(work: Path, n: int, concurrency: int, latency: float, repea
                 answers[sender].append(float(found.group(4)))
     return {"plugin": median(runs["process"]), "thread": median(runs["thread"]), "bare": median(bare_runs),
             "answers": median(answers["process"]), "answers_thread": median(answers["thread"]),
+            "xdist": median(runs["xdist"]), "answers_xdist": median(answers["xdist"]),
             "ideal": n * latency / concurrency}
 
 
@@ -272,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"{gen['answers'] / gen['bare']:.2f}x bare"))
         rows.append(("  the same run, sending from a thread", f"{gen['thread']:.2f} s",
                      f"answers {gen['answers_thread']:.2f} s", f"{gen['thread'] / gen['bare']:.2f}x bare"))
+        rows.append(("  the same run under -n 2 (the controller sends)", f"{gen['xdist']:.2f} s",
+                     f"answers {gen['answers_xdist']:.2f} s",
+                     f"{gen['xdist'] / gen['bare']:.2f}x bare (goal <= 1.5x)"))
         cached = bench_cached(work, n_cached, repeats)
         rows.append((f"cached re-run: {n_cached} items", f"{cached['plugin']:.2f} s",
                      f"bare pytest {n_cached} trivial tests {cached['bare']:.2f} s",
