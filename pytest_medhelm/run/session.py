@@ -108,8 +108,11 @@ class Run:
         from pytest_medhelm.metrics.bertscore import prime_items
 
         rc = self.ctx.run_config
-        prime_items(self.ctx.registry.get(slug).metric, self.delivery.answers_at_hand(slug), compat=rc.compat,
-                    model=rc.bertscore_model)
+        try:
+            prime_items(self.ctx.registry.get(slug).metric, self.delivery.answers_at_hand(slug), compat=rc.compat,
+                        model=rc.bertscore_model)
+        except Exception:  # noqa: BLE001 - a secondary metric never takes a score down: each item then reports why
+            pass
 
     # ------------------------------------------------------------------------------------------ hooks
     @pytest.hookimpl(trylast=True)
