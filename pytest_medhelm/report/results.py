@@ -217,9 +217,12 @@ def write_json(results: Mapping[str, Any], path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
+    try:  # the common case, at full speed: nothing to scrub
+        text = json.dumps(results, indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
+    except (ValueError, TypeError):  # a NaN or an odd number somewhere: null, and the instance says where
+        text = json.dumps(json_safe(results), indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(json_safe(results), fh, indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
-        fh.write("\n")
+        fh.write(text + "\n")
     os.replace(tmp, path)  # never a half-written results file
 
 
