@@ -141,11 +141,16 @@ def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
     data = toy(10)
     out, md = pytester.path / "r.json", pytester.path / "r.md"
     result = pytester.runpytest(*toy_args(server, data, "-k", "q001 or q002 or q003", "--medhelm-json", str(out),
-                                          "--medhelm-markdown", str(md), *mode))
+                                          "--medhelm-markdown", str(md), "--medhelm-threshold", "toy>=0.1", *mode))
     assert result.ret == 0, result.stdout.str()
-    [bench] = json.loads(out.read_text())["benchmarks"]
+    report = json.loads(out.read_text())
+    [bench] = report["benchmarks"]
     assert (bench["n"], bench["n_planned"], bench["partial"]) == (3, 10, True)
     result.stdout.fnmatch_lines(["*toy*n=3/10 partial*"])
+    # a gate read from the subset passes, and says so
+    [gate] = report["gates"]
+    assert gate["passed"] is True and gate["partial"] is True
+    result.stdout.fnmatch_lines(["*medhelm gate toy>=0.1 for openai/toy-model: read from a partial run*"])
     assert "n=3/10 partial" in md.read_text()
     full = pytester.runpytest(*toy_args(server, data, "--medhelm-json", str(out), *mode))
     assert full.ret == 0

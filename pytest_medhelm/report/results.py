@@ -119,6 +119,9 @@ def evaluate_gates(results: dict[str, Any], thresholds: Iterable[Any], *, select
                 gate.update(value=value, passed=passed, status="passed" if passed else "failed")
                 if value is None:
                     gate["reason"] = "no score: nothing of it was measured"
+                # read from a subset of some benchmark's sample (-k, --lf, errors): said with the verdict
+                gate["partial"] = any(row["partial"] for row in results["benchmarks"] if row["model"] == model
+                                      and _reads(threshold.name, row, benchmarks_of))
             gates.append(gate)
     results["gates"] = gates
     return gates
@@ -133,6 +136,15 @@ def _covered(name: str, selected: set[str] | None, benchmarks_of: Mapping[str, s
     if benchmarks_of is not None and name in benchmarks_of:
         return bool(benchmarks_of[name] & selected)
     return name in selected
+
+
+def _reads(name: str, row: Mapping[str, Any], benchmarks_of: Mapping[str, set[str]] | None) -> bool:
+    """Whether the gate ``name`` reads the benchmark row ``row``."""
+    if name == "overall":
+        return True
+    if benchmarks_of is not None and name in benchmarks_of:
+        return row["slug"] in benchmarks_of[name]
+    return row.get("category_slug") == name or row["slug"] == name
 
 
 def gate_failed(gate: Mapping[str, Any]) -> bool:

@@ -179,6 +179,10 @@ class Reporting:
         for g in unevaluated:
             tr.write_line(f"medhelm gate NOT EVALUATED: {g['spec']} for {g['model']}: {g['reason']} "
                           "(--medhelm-strict-gates fails it)", yellow=True, bold=True)
+        for g in gates:
+            if g.get("partial"):
+                tr.write_line(f"medhelm gate {g['spec']} for {g['model']}: read from a partial run (some of its "
+                              "benchmarks were scored on fewer instances than their sample)", yellow=True)
         if not failed and not unevaluated:
             tr.write_line(f"medhelm gates: all {len(gates)} passed", green=True, bold=True)
         elif not failed:
