@@ -233,11 +233,8 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
                                      judges=judges, strict_names=False)
     if problems:
         raise _usage("; ".join(problems))
-    endpoints = rc.endpoint_map
-    models = [ep.resolve_spec(m, role="model", api_base=rc.api_base, endpoints=endpoints,
-                              api_key_env=rc.api_key_env) for m in rc.models]
-    judge_specs = [ep.resolve_spec(j, role="judge", api_base=rc.jury_api_base, endpoints=endpoints,
-                                   api_key_env=rc.jury_api_key_env) for j in judges]
+    models = [ep.spec_for(rc, m, "model") for m in rc.models]
+    judge_specs = [ep.spec_for(rc, j, "judge") for j in judges]
     for role, env, specs in (("model", rc.api_key_env, models), ("judge", rc.jury_api_key_env, judge_specs)):
         problem = ep.key_problem(role, env, specs, _source(config, ep.ROLE_OPTIONS[role][1]))
         if problem:

@@ -61,7 +61,7 @@ def pytest_cmdline_main(config: pytest.Config):
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
-    from pytest_medhelm.catalogue.registration import install_guard
+    from pytest_medhelm.registration import install_guard
 
     install_guard(config)  # benchmarks registered by a conftest that is loaded later would come too late
     if option_given(config):

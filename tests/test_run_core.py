@@ -11,20 +11,7 @@ import pytest
 
 from pytest_medhelm.models.background import SENDER_ENV
 from pytest_medhelm.testing.server import last_user_text, running_server
-
-TIMED_TEST = textwrap.dedent('''
-    import json, time
-    import pytest
-    from pytest_medhelm.assertions import assert_metric
-
-    @pytest.mark.medhelm(benchmark="toy")
-    def test_toy(medhelm_instance, medhelm_model):
-        started = time.time()
-        answer = medhelm_model.answer(medhelm_instance)
-        with open("item_times.jsonl", "a") as fh:
-            fh.write(json.dumps([medhelm_instance.id, started]) + "\\n")
-        assert_metric(answer, medhelm_instance)
-''')
+from test_background import TIMED_TEST  # the items that note when they started
 
 FOLLOW_UP_TEST = textwrap.dedent('''
     import pytest
@@ -40,6 +27,15 @@ FOLLOW_UP_TEST = textwrap.dedent('''
 
 # $1 per completion token, nothing per prompt token: every toy request (one token out) costs exactly $1
 DOLLAR_PER_ANSWER = '["openai/toy-model"]\ninput_per_million = 0.0\noutput_per_million = 1000000.0\n'
+
+
+def priced_follow_ups(pytester, toy, n: int):
+    """``n`` toy items that each ask a follow-up of their own, at $1 per answer: (data dir, prices file, JSON path)."""
+    data = toy(n)
+    pytester.makepyfile(test_toy=FOLLOW_UP_TEST)
+    prices = pytester.path / "prices.toml"
+    prices.write_text(DOLLAR_PER_ANSWER)
+    return data, prices, pytester.path / "results.json"
 
 
 def toy_args(server, data, *extra: str) -> list[str]:
@@ -86,11 +82,7 @@ def test_with_and_without_xdist_the_run_prints_the_same_sending_lines(pytester, 
 def test_the_budget_holds_across_processes_when_items_ask_their_own_questions(pytester, toy, mode):
     """Each item asks its planned question (sent by the controller) and a follow-up of its own (sent by the worker
     that runs it): one ledger for every process, so the server never receives more than the $5 cap pays for."""
-    data = toy(10)
-    pytester.makepyfile(test_toy=FOLLOW_UP_TEST)
-    prices = pytester.path / "prices.toml"
-    prices.write_text(DOLLAR_PER_ANSWER)
-    out = pytester.path / "results.json"
+    data, prices, out = priced_follow_ups(pytester, toy, 10)
     with running_server(answer="A") as server:
         result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-prices", str(prices),
                                                          "--medhelm-budget", "5", "--medhelm-json", str(out), *mode))
@@ -100,16 +92,14 @@ def test_the_budget_holds_across_processes_when_items_ask_their_own_questions(py
     report = json.loads(out.read_text())
     assert report["run"]["budget"]["spent_usd"] == 5.0
     counts = result.parseoutcomes()
+    # every item ran: scored (its answer and its follow-up were paid for) or skipped (one of them was refused)
+    assert sum(counts.get(k, 0) for k in ("passed", "missed", "skipped")) == 10, counts
     assert counts.get("skipped", 0) >= 5, counts
     result.stdout.fnmatch_lines(["*medhelm budget: spent $5* of $5*"])
 
 
 def test_an_item_that_asks_twice_keeps_its_answer_and_adds_up_its_accounting(pytester, toy):
-    data = toy(2)
-    pytester.makepyfile(test_toy=FOLLOW_UP_TEST)
-    prices = pytester.path / "prices.toml"
-    prices.write_text(DOLLAR_PER_ANSWER)
-    out = pytester.path / "results.json"
+    data, prices, out = priced_follow_ups(pytester, toy, 2)
     with running_server(answer="A") as server:
         result = pytester.runpytest(*toy_args(server, data, "--medhelm-prices", str(prices), "--medhelm-json",
                                               str(out), "-p", "no:xdist"))

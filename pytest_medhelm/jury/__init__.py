@@ -28,7 +28,7 @@ from pytest_medhelm.jury.instrument import JUDGE_MAX_TOKENS
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
 from pytest_medhelm.jury.rubrics import RUBRICS, Rubric, rubric_for
 from pytest_medhelm.jury.scoring import (FLAG_EMPTY, FLAG_NO_JUDGE, HELM_DEFAULT_SCORE, JuryResult,
-                                         JuryVerdicts, ask_jury, judge_requests, jury_score)
+                                         JuryVerdicts, judge_requests, jury_score)
 
 #: the paper's jury (GPT-4o 2024-05-13, Claude 3.7 Sonnet 20250219, Llama 3.3 70B Instruct on Together AI)
 DEFAULT_JUDGES: tuple[str, ...] = (
@@ -40,6 +40,6 @@ DEFAULT_JUDGES: tuple[str, ...] = (
 
 __all__ = [
     "DEFAULT_JUDGES", "FLAG_EMPTY", "FLAG_NO_JUDGE", "HELM_DEFAULT_SCORE", "JUDGE_MAX_TOKENS",
-    "JudgementError", "JuryResult", "JuryVerdicts", "RUBRICS", "ask_jury", "Rubric", "judge_requests", "jury_score", "parse_judgement",
+    "JudgementError", "JuryResult", "JuryVerdicts", "RUBRICS", "Rubric", "judge_requests", "jury_score", "parse_judgement",
     "parse_judgement_helm", "rubric_for",
 ]

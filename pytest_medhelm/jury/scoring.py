@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
 from pytest_medhelm.values import ChatRequest, Completion
@@ -45,24 +45,6 @@ class JuryVerdicts:
     judge_prompt_sha256: list[str]
     criteria: tuple[str, ...]
     instrument: str
-
-
-def ask_jury(instrument: "JuryInstrument", slug: str, instance: "Instance", answer_text: str,
-             judges: Sequence["ModelSpec"], ask: Callable[[str, ChatRequest], Completion],
-             errors: tuple[type[BaseException], ...] = (Exception,)) -> JuryVerdicts:
-    """Each judge's reply to ``instrument``'s prompt for ``answer_text``: ``ask(judge name, request)`` gets it (from
-    the cache or the endpoint); an exception of ``errors`` it raises is that judge's reply."""
-    from pytest_medhelm.jury.instrument import prompt_sha256
-
-    requests = instrument.judge_requests(slug, instance, answer_text, judges)
-    replies: dict[str, Completion | BaseException] = {}
-    for judge_name, request in requests:
-        try:
-            replies[judge_name] = ask(judge_name, request)
-        except errors as exc:
-            replies[judge_name] = exc
-    return JuryVerdicts(replies=replies, judge_prompt_sha256=[prompt_sha256(r) for _n, r in requests],
-                        criteria=instrument.criteria(slug), instrument=instrument.name)
 
 
 @dataclass
@@ -124,7 +106,7 @@ def jury_score(slug: str, completions: "Mapping[str, Completion | BaseException]
                default_score: float = HELM_DEFAULT_SCORE, instrument: "JuryInstrument | None" = None) -> JuryResult:
     """The jury's score of one answer from each judge's reply (or the exception its request ended with).
 
-    ``completions``: judge -> reply, or the :class:`JuryVerdicts` of :func:`ask_jury` (whose criteria and prompt
+    ``completions``: judge -> reply, or a :class:`JuryVerdicts` (the run's, whose criteria and prompt
     hashes are then used). ``criteria`` defaults to ``instrument``'s for the benchmark (default instrument: our
     rubric). Pass ``answer`` so that an empty one is flagged as such (no judge is asked for it, so ``completions``
     is empty).

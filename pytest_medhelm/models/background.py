@@ -188,22 +188,25 @@ class ThreadSender(Sender):
 
         ``drain``: first let the requests in flight finish (they are paid for: their answers are cached), for at most
         that many seconds, sending nothing new; what is only queued is dropped."""
-        loop, task = self._loop, self._task
-        if drain and loop is not None and not self._finished.is_set():
-            self._draining = True
-            try:
-                loop.call_soon_threadsafe(self._drop_queued)
-            except RuntimeError:  # the loop closed meanwhile
-                pass
-            if self._thread is not None:
+        if drain:
+            self._draining = True  # (before the loop drops the queue: no follow-up is claimed after it)
+            if self._call_on_loop(self._drop_queued) and self._thread is not None:
                 self._thread.join(drain)
-        if loop is not None and task is not None and not self._finished.is_set():
-            try:
-                loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # the loop closed meanwhile
-                pass
+        if self._task is not None:
+            self._call_on_loop(self._task.cancel)
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def _call_on_loop(self, fn: Callable[[], Any]) -> bool:
+        """Run ``fn`` on the sender's loop, unless it is not running (any more); whether it was scheduled."""
+        loop = self._loop
+        if loop is None or self._finished.is_set():
+            return False
+        try:
+            loop.call_soon_threadsafe(fn)
+        except RuntimeError:  # the loop closed meanwhile
+            return False
+        return True
 
     def _drop_queued(self) -> None:  # on the loop
         queue = self._queue

@@ -22,7 +22,7 @@ provider prefix is not one of the common ones listed below.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from pytest_medhelm.values import ModelSpec
 
@@ -174,3 +174,11 @@ def startup_lines(models: Sequence[ModelSpec], judges: Sequence[ModelSpec]) -> l
         return []
     return [f"medhelm: judge {j.name} → {destination(j)} (no endpoint given; open-ended benchmarks only)"
             for j in judges if not j.api_base and not is_local_model(j.name)]
+
+
+def spec_for(rc: Any, name: str, role: Role) -> ModelSpec:
+    """``name`` resolved as the run configuration ``rc`` says: its role's default endpoint and key variable, and
+    its own endpoint when ``--medhelm-endpoint`` names one (the built-in ``pytest_medhelm_model_spec``)."""
+    judge = role == "judge"
+    return resolve_spec(name, role=role, api_base=rc.jury_api_base if judge else rc.api_base,
+                        endpoints=rc.endpoint_map, api_key_env=rc.jury_api_key_env if judge else rc.api_key_env)

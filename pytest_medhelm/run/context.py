@@ -253,13 +253,3 @@ class RunContext:
     def stop_local_servers(self) -> None:
         if self._local is not None:
             self._local.stop_all()  # also after a failure or Ctrl-C: pytest unconfigures on every exit path
-
-
-def builtin_model_spec(ctx: RunContext, name: str, api_base: str | None, role: str) -> "ModelSpec":
-    """The built-in resolution of a model string (any litellm string, ``local/...`` llama.cpp models), with its own
-    endpoint (``--medhelm-endpoint``) and the name of its role's key variable."""
-    from pytest_medhelm.models.endpoints import resolve_spec
-
-    rc = ctx.run_config
-    return resolve_spec(name, role=role, api_base=api_base, endpoints=rc.endpoint_map,  # type: ignore[arg-type]
-                        api_key_env=rc.jury_api_key_env if role == "judge" else rc.api_key_env)

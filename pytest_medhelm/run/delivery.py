@@ -241,7 +241,7 @@ class Delivery:
         key = request.cache_key()
         result = self._awaited(key)
         if result is None:
-            result = self.ctx.cache.get(key) or self.ctx.cache.get_error(key)
+            result = self._in_shared_cache(key)
         if isinstance(result, ModelError) and not isinstance(result, BudgetExhausted) and key in self._errors_served:
             result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
         if result is None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_medhelm.run.collection import Collection, has_medhelm_items, medhelm_items
-from pytest_medhelm.run.context import CENTRAL, CONTROLLER, WORKER, RunContext, builtin_model_spec
+from pytest_medhelm.run.context import CENTRAL, CONTROLLER, WORKER, RunContext
 from pytest_medhelm.run.delivery import EVERY_MODEL_BROKEN, Delivery
 from pytest_medhelm.run.items import ItemHooks
 from pytest_medhelm.run.plan import AnswerPlan
@@ -118,7 +118,10 @@ class Run:
     @pytest.hookimpl(trylast=True)
     def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config,
                                   role: str) -> "ModelSpec":
-        return builtin_model_spec(self.ctx, name, api_base, role)
+        # the built-in resolution: any litellm string, local/... models, --medhelm-endpoint, the role's key variable
+        from pytest_medhelm.models.endpoints import spec_for
+
+        return spec_for(self.ctx.run_config, name, role)  # type: ignore[arg-type]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
