@@ -33,6 +33,17 @@ except ImportError:  # not installed: nothing patches PathFinder then
 pytest_plugins = ["pytester"]
 
 
+#: no test of ours takes more than a few minutes; one that hangs (a deadlock between two processes) fails after this
+#: many seconds with every thread's stack printed, instead of holding CI until its own limit ends it unexplained
+HUNG_AFTER = 900
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(HUNG_AFTER, method="thread"))
+
+
 def _distribution_finders() -> list:
     return [f for f in sys.meta_path if callable(getattr(f, "find_distributions", None))]
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -82,6 +83,38 @@ def test_follow_ups_are_sent_as_their_answer_arrives(kind, tmp_path):
         assert server.count == 90
     lines = sender.summary_lines()
     assert lines[0].startswith("medhelm answers: 30/30") and lines[1].startswith("medhelm jury: 60/60"), lines
+
+
+@pytest.mark.timeout(120, method="thread")  # a lock-up cannot be undone from here: the worker ends, naming this test
+def test_long_answers_with_long_follow_ups_never_lock_the_pipes(kind, tmp_path):
+    """A judge request repeats a whole clinical note, far more than a pipe holds: the child, writing its results,
+    and this process, writing the follow-ups, must never wait on each other (a full CI run once hung here)."""
+    note = "x" * 150_000
+
+    with running_server(script=lambda body: note + last_user_text(body)[-20:]) as server:
+        jobs = jobs_for(server.url, 24)
+        spec = jobs[0].spec
+
+        def follow_up(job: Job, result):
+            if job.request.purpose != "answer" or isinstance(result, ModelError):
+                return []
+            return [Job(spec, ChatRequest.for_prompt(spec, f"judge {i} {result.text}", 4, purpose="judge:1"))
+                    for i in range(3)]
+
+        sender = make_sender(kind, tmp_path, follow_up)
+        outcome: list = []
+        waiting = threading.Thread(target=lambda: outcome.extend(sender.wait(job.key) for job in jobs), daemon=True)
+        try:
+            sender.start(jobs)
+            waiting.start()
+            waiting.join(60)
+            assert not waiting.is_alive(), "the sender locked up: answers stopped arriving"
+            judged = ChatRequest.for_prompt(spec, f"judge 2 {note}question 23", 4, purpose="judge:1")
+            assert sender.wait(judged.cache_key()).text.endswith(f"{note}question 23"[-20:])
+        finally:
+            sender.stop(timeout=5)
+        assert server.count == 24 * 4
+    assert all(isinstance(r, Completion) for r in outcome)
 
 
 def test_a_failed_request_is_an_error_result_with_the_providers_message(kind, tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -266,8 +267,13 @@ class ProcessSender(Sender):
         self._log_path = log_path
         self._proc: subprocess.Popen | None = None
         self._reader: threading.Thread | None = None
+        self._writer: threading.Thread | None = None
+        # what goes to the child's stdin, written by one thread of its own: the reader must never block on a write
+        # while the child is itself blocked writing results that only the reader would take (a pipe holds 64 KiB;
+        # one judge request of a long clinical note is more than that)
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._cancelled = False  # set by stop(): lines not yet written are dropped, the child's input is closed
         self._jobs: dict[str, Job] = {}
-        self._write_lock = threading.Lock()
         self.broken: dict[str, str] = {}
         self.summary = ""
 
@@ -285,6 +291,8 @@ class ProcessSender(Sender):
             log.close()
         self._reader = threading.Thread(target=self._read, name="medhelm-sender-reader", daemon=True)
         self._reader.start()
+        self._writer = threading.Thread(target=self._pump, name="medhelm-sender-writer", daemon=True)
+        self._writer.start()
         self._send(self._claim(jobs))
         if self._outstanding == 0:
             self._end()
@@ -300,20 +308,19 @@ class ProcessSender(Sender):
                 proc.wait(drain)
             except subprocess.TimeoutExpired:
                 pass
+        # an end of input before {"end": true} (sent once nothing is outstanding) tells the child to cancel what is
+        # queued or in flight and exit; lines still waiting to be written are not sent at all
+        self._cancelled = True
+        self._outbox.put(None)
         if proc.poll() is None:
-            try:
-                # an end of input before {"end": true} (sent once nothing is outstanding) tells the child to
-                # cancel what is queued or in flight and exit
-                proc.stdin.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                proc.kill()  # (a write the child no longer reads then fails, and the writer ends)
                 proc.wait()
-        if self._reader is not None:
-            self._reader.join(timeout)
+        for thread in (self._writer, self._reader):
+            if thread is not None:
+                thread.join(timeout)
 
     # ------------------------------------------------------------------ the pipes
     def _send(self, jobs: list[Job]) -> None:
@@ -333,12 +340,27 @@ class ProcessSender(Sender):
         self._write('{"end": true}\n')
 
     def _write(self, text: str) -> None:
-        proc = self._proc
-        with self._write_lock:
+        self._outbox.put(text.encode("utf-8"))  # never blocks: see _pump
+
+    def _pump(self) -> None:
+        """The writer thread: the only one that writes to the child's stdin, and the one that closes it."""
+        stdin = self._proc.stdin  # type: ignore[union-attr]
+        assert stdin is not None
+        try:
+            while True:
+                chunk = self._outbox.get()
+                if chunk is None:
+                    break
+                if self._cancelled:
+                    continue
+                stdin.write(chunk)
+                stdin.flush()
+        except (OSError, ValueError):  # the child is gone (its log says why); the reader reports it
+            pass
+        finally:
             try:
-                proc.stdin.write(text.encode("utf-8"))  # type: ignore[union-attr]
-                proc.stdin.flush()  # type: ignore[union-attr]
-            except (OSError, ValueError):  # the child is gone (its log says why); the reader reports it
+                stdin.close()
+            except OSError:
                 pass
 
     def _read(self) -> None:
