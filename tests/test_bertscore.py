@@ -305,3 +305,62 @@ def test_priming_with_the_metrics_inputs_serves_the_items(monkeypatch):
     monkeypatch.setattr(bertscore, "bertscore_batch", lambda *a, **k: pytest.fail("not primed"))
     for answer, inst in items:
         assert "bertscore_f" in metric.score(answer, inst).extra
+
+
+# ---------------------------------------------------------------------------------------------- in a run
+#: loaded into the inner run with -p: counts BERTScorer.score calls and their sizes, one line per call, per process
+COUNTING_PLUGIN = '''
+import json, os
+
+def pytest_configure(config):
+    from bert_score import BERTScorer
+
+    real = BERTScorer.score
+    log = os.environ["BERT_CALLS"]
+
+    def counted(self, cands, refs, *args, **kwargs):
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"pid": os.getpid(), "pairs": len(cands)}) + "\\n")
+        return real(self, cands, refs, *args, **kwargs)
+
+    BERTScorer.score = counted
+'''
+
+
+@needs_model
+@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared_data, monkeypatch, xdist):
+    """On a re-run every answer is at hand: the first scored item of the benchmark batches all of them, and every
+    item then reads its BERTScore from the memo (one scorer call per process, not one per item)."""
+    import json
+    from pathlib import Path
+
+    from pytest_medhelm.testing.server import running_server
+
+    suite = Path(__file__).resolve().parents[1] / "benchmarks"
+    verdict = json.dumps({c: {"score": 4, "explanation": "."} for c in ("accuracy", "completeness", "clarity")})
+    pytester.makepyfile(count_bert=COUNTING_PLUGIN)
+    calls = pytester.path / "calls.jsonl"
+    monkeypatch.setenv("BERT_CALLS", str(calls))
+    out = pytester.path / "r.json"
+    args = [str(suite), "-p", "count_bert", "-p", "no:cacheprovider", "--medhelm-model", "openai/writer",
+            "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b", "--medhelm-benchmark", "mediqa",
+            "--medhelm-max-instances", "6", "--medhelm-bertscore-model", MINILM, "--medhelm-data-dir",
+            str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out), *xdist]
+    with running_server(answer="x") as server:
+        server.set_answer(lambda body: verdict if body["model"].startswith("judge")
+                          else f"Take it with food. ({body['messages'][0]['content'][-40:]})")
+        args += ["--medhelm-api-base", server.url, "--medhelm-jury-api-base", server.url]
+        first = pytester.runpytest_subprocess(*args)  # (a child process: torch cannot be loaded twice into one)
+        assert first.ret == 0, first.stdout.str()[-3000:]
+        calls.unlink()
+        again = pytester.runpytest_subprocess(*args)
+        assert again.ret == 0, again.stdout.str()[-3000:]
+    made = [json.loads(line) for line in calls.read_text().splitlines()]
+    per_process: dict[int, list[int]] = {}
+    for call in made:
+        per_process.setdefault(call["pid"], []).append(call["pairs"])
+    assert per_process and all(sizes == [6] for sizes in per_process.values()), per_process
+    report = json.loads(out.read_text())
+    assert len(report["instances"]) == 6
+    assert all(0 < inst["metrics"]["bertscore_f"] <= 1.0001 for inst in report["instances"]), report["instances"][0]
