@@ -81,6 +81,36 @@ def test_background_senders_keep_to_the_slots(tmp_path, kind):
         assert server.count == 10 and server.max_in_flight == 2
 
 
+@pytest.mark.parametrize("kind", ["thread", "process"])
+def test_a_question_asked_while_the_sender_runs_keeps_to_the_slots_and_goes_first(tmp_path, kind):
+    """An item's own question, asked while the planned answers are still being sent, goes through the same sender:
+    one slot stays one request in flight, and the question is sent before the answers that only wait their turn.
+    Once the sender has ended, it takes nothing more (the item then sends it itself)."""
+    settings = Settings(concurrency=8, timeout=30, retries=0)
+    with running_server(answer="A", latency=0.1) as server:
+        jobs = _jobs(server.url, 10, 1)
+        if kind == "thread":
+            sender = ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
+        else:
+            sender = ProcessSender(tmp_path / "cache", "on", "r", settings, tmp_path / "sender.log")
+        sender.start(jobs)
+        sender.wait(jobs[0].key)
+        spec = jobs[0].spec
+        own = Job(spec, ChatRequest.for_prompt(spec, "my own question", 4), urgent=True)
+        answer = sender.ask(own)
+        assert isinstance(answer, Completion) and answer.text == "A"
+        results = [sender.wait(job.key) for job in jobs]
+        assert all(isinstance(r, Completion) for r in results)
+        order = [r["json"]["messages"][0]["content"] for r in server.requests]
+        assert server.count == 11 and server.max_in_flight == 1
+        assert order.index("my own question") <= 3, order  # (the answers already in flight or next go first)
+        assert sender._finished.wait(10)
+        late = Job(spec, ChatRequest.for_prompt(spec, "asked after the end", 4), urgent=True)
+        assert sender.ask(late) is None
+        sender.stop()
+        assert server.count == 11
+
+
 def test_a_started_local_server_gives_its_spec_the_url_and_one_slot():
     spec = ModelSpec(name="local/smollm2", litellm_model="openai/smollm2", identity="local/x.gguf:1")
     entry = {"url": "http://127.0.0.1:5/v1", "model": "smollm2", "slots": str(local_endpoints.SERVER_SLOTS)}

@@ -114,3 +114,31 @@ def test_an_item_that_asks_twice_keeps_its_answer_and_adds_up_its_accounting(pyt
         assert record["answer"] == "A" and record["prompt_sha256"] in benchmark_prompts
         # ... and both calls accounted: two answers of one token at $1 each
         assert record["tokens_out"] == 2 and record["cost_usd"] == 2.0, record
+
+
+ONE_SLOT_PLUGIN = textwrap.dedent('''
+    from pytest_medhelm.values import ModelSpec
+
+    URL = {url!r}
+
+    def pytest_medhelm_model_spec(name, api_base, config):
+        # a server that answers one request at a time, as a local llama.cpp server does
+        return ModelSpec(name=name, litellm_model="openai/toy-model", api_base=URL, slots=1, identity=name)
+''')
+
+
+@pytest.mark.parametrize("sender", ["thread", "process"])
+def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, monkeypatch, sender):
+    """Each item asks a follow-up of its own while the run still sends the planned answers: the follow-up goes
+    through the same sender, so a one-slot server never gets two requests at once."""
+    monkeypatch.setenv(SENDER_ENV, sender)
+    data = toy(8)
+    pytester.makepyfile(test_toy=FOLLOW_UP_TEST)
+    with running_server(answer="A", latency=0.05) as server:
+        pytester.makepyfile(one_slot=ONE_SLOT_PLUGIN.format(url=server.url))
+        pytester.syspathinsert()
+        result = pytester.runpytest_subprocess("-p", "one_slot", *toy_args(server, data, "-p", "no:xdist"))
+        count, in_flight = server.count, server.max_in_flight
+    assert result.ret == 0, result.stdout.str()
+    assert count == 16  # every planned answer and every follow-up
+    assert in_flight == 1

@@ -67,7 +67,7 @@ class Sender:
         self._results: dict[str, Result] = {}
         self._expected: set[str] = set()
         self._changed = threading.Condition()
-        self._outstanding = 0  # jobs queued or in flight, follow-ups included (touched by one thread only)
+        self._outstanding = 0  # jobs queued or in flight, follow-ups included (touched by the sending side only)
         self._crash: BaseException | str | None = None
         self._finished = threading.Event()
         self._draining = False  # set by stop(drain=True): no follow-ups, nothing new is started
@@ -101,6 +101,21 @@ class Sender:
                     return self._results[key]
             if on_wait is not None:
                 on_wait(time.monotonic() - began)
+
+    def ask(self, job: Job) -> Result | None:
+        """Send one request an item needs now (its own question, or one asked again after its error) through this
+        running sender, ahead of what waits, and wait for its result: the endpoint's slots and the run's limits
+        then hold for it too. None when the sender no longer takes requests (the caller sends it itself)."""
+        raise NotImplementedError
+
+    def _take(self, job: Job) -> list[Job]:
+        """``job`` claimed as outstanding (again, when what the sender has for it is an error that is being asked
+        anew): the jobs to send, none when it is already on its way."""
+        with self._changed:
+            if isinstance(self._results.get(job.key), ModelError):
+                del self._results[job.key]
+                self._expected.discard(job.key)
+        return self._claim([job])
 
     def summary_lines(self) -> list[str]:
         """``medhelm answers: 40/40 (12.5/s, done in 3.2s)`` and the same for the jury; what was not sent when the
@@ -168,6 +183,7 @@ class ThreadSender(Sender):
         self._queue: Any = None
         self._task: Any = None
         self._thread: threading.Thread | None = None
+        self._ended = False  # (on the loop) nothing is outstanding and the end of the queue is in it
 
     @property
     def summary(self) -> str:
@@ -197,6 +213,24 @@ class ThreadSender(Sender):
             self._call_on_loop(self._task.cancel)
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def ask(self, job: Job) -> Result | None:
+        taken = threading.Event()
+        accepted: list[bool] = []
+
+        def take() -> None:  # on the loop, where the end is decided: no race with it
+            if not self._ended and not self._draining:
+                for new in self._take(job):
+                    self._queue.put_nowait(new)
+                accepted.append(True)
+            taken.set()
+
+        if not self._call_on_loop(take):
+            return None
+        while not taken.wait(0.05):
+            if self._finished.is_set():  # the loop ended before it took the job
+                break
+        return self.wait(job.key) if accepted else None
 
     def _call_on_loop(self, fn: Callable[[], Any]) -> bool:
         """Run ``fn`` on the sender's loop, unless it is not running (any more); whether it was scheduled."""
@@ -241,6 +275,7 @@ class ThreadSender(Sender):
             self._queue.put_nowait(job)
         ready.set()
         if self._outstanding == 0:
+            self._ended = True
             return
         await self.scheduler.serve(self._queue, self._on_done)
 
@@ -248,6 +283,7 @@ class ThreadSender(Sender):
         for follow in self._finish_job(job, result):
             self._queue.put_nowait(follow)
         if self._outstanding == 0:
+            self._ended = True
             self._queue.put_nowait(None)
 
 
@@ -273,6 +309,10 @@ class ProcessSender(Sender):
         # one judge request of a long clinical note is more than that)
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._cancelled = False  # set by stop(): lines not yet written are dropped, the child's input is closed
+        # the reader (results, follow-ups, the end) and an item asking its own question both claim jobs: the end is
+        # said once nothing is outstanding, under this lock, and after it no job is taken
+        self._ending = threading.Lock()
+        self._ended = False
         self._jobs: dict[str, Job] = {}
         self.broken: dict[str, str] = {}
         self.summary = ""
@@ -293,9 +333,17 @@ class ProcessSender(Sender):
         self._reader.start()
         self._writer = threading.Thread(target=self._pump, name="medhelm-sender-writer", daemon=True)
         self._writer.start()
-        self._send(self._claim(jobs))
-        if self._outstanding == 0:
-            self._end()
+        with self._ending:
+            self._send(self._claim(jobs))
+            self._end_if_done()
+
+    def ask(self, job: Job) -> Result | None:
+        with self._ending:
+            proc = self._proc
+            if self._ended or self._draining or self._cancelled or proc is None or proc.poll() is not None:
+                return None
+            self._send(self._take(job))
+        return self.wait(job.key)
 
     def stop(self, timeout: float = 10.0, drain: float | None = None) -> None:
         proc = self._proc
@@ -333,11 +381,13 @@ class ProcessSender(Sender):
             lines.append(json.dumps({"spec": {"name": spec.name, "litellm_model": spec.litellm_model,
                                               "api_base": spec.api_base, "identity": spec.identity,
                                               "api_key_env": spec.api_key_env, "slots": spec.slots},
-                                     "request": job.request.to_json()}))
+                                     "request": job.request.to_json(), "urgent": job.urgent}))
         self._write("\n".join(lines) + "\n")
 
-    def _end(self) -> None:
-        self._write('{"end": true}\n')
+    def _end_if_done(self) -> None:  # (holding self._ending)
+        if self._outstanding == 0 and not self._ended:
+            self._ended = True
+            self._write('{"end": true}\n')
 
     def _write(self, text: str) -> None:
         self._outbox.put(text.encode("utf-8"))  # never blocks: see _pump
@@ -378,9 +428,9 @@ class ProcessSender(Sender):
                     result: Result = ModelError.from_json(message["error"])
                 else:
                     result = Completion(**message["completion"])
-                self._send(self._finish_job(job, result))
-                if self._outstanding == 0:
-                    self._end()
+                with self._ending:
+                    self._send(self._finish_job(job, result))
+                    self._end_if_done()
         except Exception as exc:  # a bug: the waiting items report it rather than hang
             crash = repr(exc)
         code = proc.wait()
@@ -394,4 +444,4 @@ def _kind(job: Job) -> str:
 
 
 def job_from_json(message: dict[str, Any]) -> Job:
-    return Job(ModelSpec(**message["spec"]), ChatRequest.from_json(message["request"]))
+    return Job(ModelSpec(**message["spec"]), ChatRequest.from_json(message["request"]), bool(message.get("urgent")))

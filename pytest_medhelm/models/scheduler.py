@@ -89,6 +89,9 @@ DOWN_RECHECK_S = 30.0
 class Job:
     spec: ModelSpec
     request: ChatRequest
+    #: an item waits for it now (its own question, asked while the run's answers are still being sent): it goes
+    #: before every request that only waits its turn
+    urgent: bool = False
 
     @property
     def key(self) -> str:
@@ -163,7 +166,10 @@ def _endpoint(spec: ModelSpec) -> str:
 
 
 def _priority(job: Job) -> int:
-    """Jury requests (0) before answers (1) where requests wait: the judge of an answer that came follows it."""
+    """Where requests wait: what an item waits for now (-1), then jury requests (0), then answers (1): the judge of
+    an answer that came follows it."""
+    if job.urgent:
+        return -1
     return 1 if job.request.purpose == "answer" else 0
 
 

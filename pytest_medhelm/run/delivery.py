@@ -8,8 +8,9 @@ judged benchmark is followed at once by its judge requests. Both modes print the
 **Receiving** (:meth:`Delivery.complete`, the central process or an xdist worker): an item waits only for its own
 answer. How it waits is chosen once, by role: the central process waits on its sender; a worker polls the shared
 cache (the controller's sender writes there) until the answer or its error is there, or the controller says it
-has stopped sending (then the worker asks itself). A request nobody planned (a test body's own question) is
-sent at once. Errors travel as structured values (:meth:`ModelError.to_json`), never as text to parse.
+has stopped sending (then the worker asks itself). A request nobody planned (a test body's own question) goes
+through the running sender, ahead of what waits there; with no sender running it is sent at once. Errors travel
+as structured values (:meth:`ModelError.to_json`), never as text to parse.
 """
 
 from __future__ import annotations
@@ -235,6 +236,28 @@ class Delivery:
         finally:
             hook.pytest_timeout_set_timer(item=item, settings=settings)
 
+    def _ask_now(self, job: "Job") -> "Completion | ModelError":
+        """A request nobody sends for this item (its own question, or one asked again after its error): through the
+        running sender when there is one, ahead of what waits there, so that the endpoint's slots and the run's
+        limits hold for it too (a second loop beside the sender's would not know them); else sent from here."""
+        from dataclasses import replace
+
+        from pytest_medhelm.models.background import SenderCrashed
+        from pytest_medhelm.values import ModelError
+
+        sender = self._sender
+        if sender is not None:
+            try:
+                result = sender.ask(replace(job, urgent=True))
+            except SenderCrashed:
+                result = None
+            if result is not None:
+                return result
+        try:
+            return self.ctx.scheduler.complete(job)
+        except ModelError as exc:
+            return exc
+
     def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
         from pytest_medhelm.values import BudgetExhausted, ModelError
 
@@ -246,10 +269,7 @@ class Delivery:
             result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
         if result is None:
             job = self._job_or_error(spec, request)
-            try:
-                result = self.ctx.cache.get_error(key) if job is None else self.ctx.scheduler.complete(job)
-            except ModelError as exc:
-                result = exc
+            result = self.ctx.cache.get_error(key) if job is None else self._ask_now(job)
         if isinstance(result, BudgetExhausted):
             pytest.skip(str(result))
         if isinstance(result, ModelError):
