@@ -164,3 +164,41 @@ def test_without_helms_files_the_run_says_once_that_its_open_ended_scores_are_no
     [row] = report["jury_agreement"]
     assert row["note"] == "agreement needs two judges"
     assert "agreement needs two judges" in result.stdout.str()
+
+
+#: loaded into the inner run with -p: the second xdist worker cannot read HELM's judge prompts (as when its
+#: environment differs), so it asks its judges from our own rubric; the controller and the first worker from HELM's
+SECOND_WORKER_WITHOUT_HELMS_FILES = '''
+import os
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER") == "gw1":
+        from pytest_medhelm.jury import instrument
+
+        instrument.load_jury_instrument = lambda *a, **k: (instrument.own_rubric_instrument(), "no files here")
+'''
+
+
+def test_processes_that_asked_from_different_instruments_make_a_mixed_run_said_out_loud(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+    if not (shared_data / "helm_jury").is_dir():
+        pytest.skip("../shared/data/helm_jury is absent")
+    from pytest_medhelm.testing.server import running_server
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    pytester.makepyfile(half_without_helm=SECOND_WORKER_WITHOUT_HELMS_FILES)
+    pytester.syspathinsert()
+    out = pytester.path / "r.json"
+    with running_server(answer="x") as server:
+        server.set_answer(judges_disagree_a_little)
+        result = pytester.runpytest_subprocess(
+            str(SUITE), "-p", "half_without_helm", "-p", "no:cacheprovider", "-n", "2", "--medhelm-model", "openai/writer", "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a",
+            "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances",
+            "6", "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"),
+            "--medhelm-json", str(out))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = json.loads(out.read_text())
+    used = {inst["jury_instrument"] for inst in report["instances"]}
+    assert len(used) == 2, used  # (xdist gives each of two workers part of 6 items)
+    assert report["run"]["jury_prompts"].startswith("mixed: helm@ef439fc + pytest-medhelm@"), report["run"]
+    assert any("asked the judges from different instruments" in line for line in result.stdout.lines)

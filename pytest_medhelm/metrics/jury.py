@@ -116,6 +116,8 @@ class JuryMetric:
         extra: dict[str, Any] = {
             "jury": result.to_record(),
             "judge_prompt_sha256": result.judge_prompt_sha256,
+            # what the judges were asked from (under xdist each process loads it: the run says so if they differ)
+            "jury_instrument": completions.instrument if isinstance(completions, JuryVerdicts) else None,
             "jury_tokens_in": result.tokens_in,
             "jury_tokens_out": result.tokens_out,
             "jury_cost_usd": result.cost_usd,

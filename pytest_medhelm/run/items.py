@@ -120,6 +120,9 @@ class ItemHooks:
                 rec[key] = rec["metrics"][key]
         if "judge_prompt_sha256" in (rec.get("metrics") or {}):  # one per judge request, beside prompt_sha256
             rec["judge_prompt_sha256"] = rec["metrics"].pop("judge_prompt_sha256")
+        instrument = (rec.get("metrics") or {}).pop("jury_instrument", None)
+        if instrument:
+            rec["jury_instrument"] = instrument
         if report.when == "call" or "error" in rec:
             report.medhelm = rec  # type: ignore[attr-defined]
             if rec.get("score") is not None:
