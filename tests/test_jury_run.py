@@ -14,7 +14,6 @@ VERDICT = json.dumps({axis: {"score": 4, "explanation": f"{axis} is good"}
 
 
 def answer_or_judge(body):
-    prompt = body["messages"][0]["content"]
     if body["model"].startswith("judge"):
         return "Here is my assessment:\n```json\n" + VERDICT + "\n```" if body["model"] == "judge-a" else VERDICT
     return "HISTORY OF PRESENT ILLNESS: the patient reports a cough. ASSESSMENT AND PLAN: rest."

