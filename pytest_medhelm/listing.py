@@ -51,9 +51,12 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def data_status(bench: "Benchmark", data_dir: Path | None, count: bool = True, verification: Any = None) -> DataStatus:
-    """Are the benchmark's data here (never downloading)? With ``count``, build the instances and count them. With
-    ``verification`` (the run's), a file that differs from its pinned sha256 makes the row an error, as in a run."""
+def data_status(bench: "Benchmark", data_dir: Path | None, count: bool = True, verification: Any = None,
+                compat: str = "default") -> DataStatus:
+    """Are the benchmark's data here (never downloading)? With ``count``, build the instances and count them, with
+    the loader a run under ``compat`` uses (``--medhelm-compat helm`` keeps HELM's instances where they differ).
+    With ``verification`` (the run's), a file that differs from its pinned sha256 makes the row an error, as in a
+    run."""
     from pytest_medhelm.data.errors import DataMissing
     from pytest_medhelm.data.sources import resolve_files
 
@@ -61,7 +64,7 @@ def data_status(bench: "Benchmark", data_dir: Path | None, count: bool = True, v
         files = resolve_files(bench, data_dir, download=False, verification=verification)
         if not count:
             return DataStatus("yes", "-")
-        instances = bench.build_instances(files)
+        instances = bench.instance_builder(compat)(files)
         removed = sum(getattr(instances, "removed", {}).values())  # what the loader's filters dropped, counted
         return DataStatus("yes", str(len(instances)) + (f" ({removed} filtered)" if removed else ""))
     except DataMissing as exc:
@@ -96,7 +99,7 @@ def benchmark_rows(run, statuses: dict[str, DataStatus] | None = None) -> list[l
     data_dir = run.run_config.data_dir
     rows = []
     for bench in ordered(run.registry):
-        status = data_status(bench, data_dir, verification=run.data_verification)
+        status = data_status(bench, data_dir, verification=run.data_verification, compat=run.run_config.compat)
         if statuses is not None:
             statuses[bench.slug] = status
         data = f"error: {_cell(status.detail)}" if status.available == "error" else status.available

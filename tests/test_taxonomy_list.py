@@ -214,6 +214,18 @@ def test_list_with_shared_data(pytester: pytest.Pytester, empty_cache: Path) -> 
     assert f"{SHARED_DATA} (--medhelm-data-dir)" in result.stdout.str()
 
 
+def test_list_counts_the_instances_a_run_under_the_same_compat_has(pytester: pytest.Pytester,
+                                                                   empty_cache: Path) -> None:
+    """MTSamples Procedures: 131 instances by default, HELM's 128 under --medhelm-compat helm (docs/fidelity.md)."""
+    if not (SHARED_DATA / "mtsamples_procedures").is_dir():
+        pytest.skip("../shared/data/mtsamples_procedures is absent")
+    default = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(SHARED_DATA))
+    helm = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(SHARED_DATA), "--medhelm-compat", "helm")
+    assert default.ret == helm.ret == 0
+    assert _rows(default.stdout.str())["mtsamples_procedures"][-1].startswith("131")
+    assert _rows(helm.stdout.str())["mtsamples_procedures"][-1].startswith("128")
+
+
 def test_list_with_empty_data_dir(pytester: pytest.Pytester, empty_cache: Path, tmp_path: Path) -> None:
     data = tmp_path / "empty-data"
     data.mkdir()
