@@ -13,9 +13,10 @@ For every benchmark × model of the collected items:
   be imported or fails, ``ceil(len(text) / 4)`` characters-per-token is used and the table says so.
 * **max output tokens**: the paper's upper bound, every answer as long as the benchmark's ``max_tokens``.
 * **jury calls** for open-ended benchmarks: each judge grades each answer once (3 judges × n with the paper's
-  jury). A judge's prompt holds the benchmark prompt, the answer (at most ``max_tokens``) and the rubric with the
-  reference (``judge_prompt_tokens_estimate`` tokens, a rough allowance); a judge may write up to
-  ``judge_max_tokens`` (4096).
+  jury). A judge's prompt is counted as the run's instrument renders it for the instance (HELM's judge prompt,
+  or our rubric without HELM's files: the question, the reference and the instructions, exactly) plus the answer,
+  at most ``max_tokens``; an item given without its judge prompt gets the benchmark prompt plus a rough allowance
+  (``judge_prompt_tokens_estimate``) instead. A judge may write up to ``judge_max_tokens`` (4096).
 * **USD**: prices from the prices file, then litellm's local table (:mod:`pytest_medhelm.cost`); a model without
   a price shows ``unknown``, and a total that misses some prices shows ``$X + unknown``.
 """
@@ -33,8 +34,9 @@ from pytest_medhelm.tokens import TokenCounter
 #: allowance per jury call for the rubric, the instructions and the reference text around prompt and answer
 JUDGE_PROMPT_TOKENS_ESTIMATE = 1000
 
-#: (benchmark slug, model name, prompt text, max_tokens)
-DryItem = tuple[str, str, str, int]
+#: (benchmark slug, model name, prompt text, max_tokens), and optionally the judges' prompt for it with the answer
+#: left out (:meth:`pytest_medhelm.jury.instrument.JuryInstrument.judge_prompt_around`)
+DryItem = tuple[str, str, str, int] | tuple[str, str, str, int, "str | None"]
 
 
 @dataclass
@@ -93,7 +95,8 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
     names = dict(litellm_models or {})
     rows: dict[tuple[str, str], EstimateRow] = {}
     judge_prompt: dict[tuple[str, str, str], int] = {}  # (benchmark, model, judge) → prompt tokens
-    for slug, model, prompt, max_tokens in items:
+    for slug, model, prompt, max_tokens, *around in items:
+        judge_frame = around[0] if around else None
         row = rows.get((slug, model))
         if row is None:
             row = rows[(slug, model)] = EstimateRow(slug, model)
@@ -104,7 +107,10 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
         if slug in open_set:
             for judge in judges:
                 row.jury_calls += 1
-                judge_tokens = counter(judge, prompt) + max_tokens + judge_prompt_tokens_estimate
+                if judge_frame is not None:  # the judges' own prompt, counted; the answer at its longest
+                    judge_tokens = counter(judge, judge_frame) + max_tokens
+                else:
+                    judge_tokens = counter(judge, prompt) + max_tokens + judge_prompt_tokens_estimate
                 row.jury_prompt_tokens += judge_tokens
                 row.jury_max_output_tokens += judge_max_tokens
                 judge_prompt[(slug, model, judge)] = judge_prompt.get((slug, model, judge), 0) + judge_tokens

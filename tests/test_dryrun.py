@@ -127,3 +127,40 @@ def test_estimate_to_json():
     data = row.to_json()
     assert data["requests"] == 1 and data["prompt_tokens"] == 3 and data["model_cost_usd"] == 3 * 2.5e-6 + 1e-5
     assert data["total_cost_usd"] == data["model_cost_usd"]
+
+
+def test_a_judges_prompt_given_with_the_item_is_counted_instead_of_the_allowance():
+    frame = "Rate this note against the gold note: gold text here"  # 10 words
+    items = [("mtsamples", "m", "Write the plan .", 512, frame), ("mtsamples", "m", "Write the plan .", 512, None)]
+    [row] = estimate(items, ["j1", "j2"], 1000, open_benchmarks={"mtsamples"}, prices=prices(),
+                     count_tokens=fake_count)
+    assert row.jury_calls == 4
+    # with its prompt: 10 + 512 per judge; without: the benchmark prompt (4) + 512 + the allowance
+    assert row.jury_prompt_tokens == 2 * (10 + 512) + 2 * (4 + 512 + 1000)
+
+
+def test_the_dry_run_counts_the_judge_prompts_a_run_would_send(pytester, shared_data):
+    """aci_bench with one judge: the jury's prompt tokens are HELM's judge prompt for each instance (read here from
+    HELM's annotator file, independently of the plugin) plus the longest answer, counted."""
+    if not (shared_data / "helm_jury").is_dir() or not (shared_data / "aci_bench").is_dir():
+        pytest.skip("../shared/data lacks helm_jury or aci_bench")
+    from pathlib import Path
+
+    from catalogue_helpers import BENCHMARKS, load
+    from test_jury_helm_run import helm_judge_prompt, helm_template
+
+    suite = Path(__file__).resolve().parents[1] / "benchmarks"
+    result = pytester.runpytest_subprocess(
+        str(suite), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-jury", "openai/judge-a",
+        "--medhelm-benchmark", "aci_bench", "--medhelm-data-dir", str(shared_data), "--medhelm-dry-run")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    assert "medhelm dry run: judge prompts helm@ef439fc" in result.stdout.str()
+    [row] = [line.split() for line in result.stdout.lines if line.startswith("aci_bench ")]
+    jury_prompt_tokens = int(row[7].replace(",", ""))
+    template, counter = helm_template(shared_data, "aci_bench"), TokenCounter()
+    instances = load("aci_bench", shared_data)
+    max_tokens = BENCHMARKS["aci_bench"].max_tokens
+    expected = sum(counter("openai/judge-a", helm_judge_prompt(template, inst.input, "", inst.references[0]))
+                   + max_tokens for inst in instances)
+    assert int(row[6].replace(",", "")) == len(instances)  # one jury call per answer
+    assert jury_prompt_tokens == expected

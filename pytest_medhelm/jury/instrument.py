@@ -195,6 +195,14 @@ class JuryInstrument:
         gold = instance.references[0] if instance.references else ""
         return prompt.render(instance.input, answer_text, gold)
 
+    def judge_prompt_around(self, slug: str, instance: "Instance") -> str | None:
+        """The judges' prompt for ``instance`` with the answer left out (what a dry run counts, adding the answer
+        at its longest); None for a closed benchmark."""
+        prompt = self.prompts.get(slug)
+        if prompt is None:
+            return None
+        return prompt.render(instance.input, "", instance.references[0] if instance.references else "")
+
     def judge_requests(self, slug: str, instance: "Instance", answer_text: str,
                        judges: Sequence["ModelSpec"]) -> list[tuple[str, "ChatRequest"]]:
         """(judge name, request) per judge, all with the same prompt; none for an empty answer (HELM sends none)."""
