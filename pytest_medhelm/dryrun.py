@@ -35,7 +35,8 @@ from pytest_medhelm.tokens import TokenCounter
 JUDGE_PROMPT_TOKENS_ESTIMATE = 1000
 
 #: (benchmark slug, model name, prompt text, max_tokens), and optionally the judges' prompt for it with the answer
-#: left out (:meth:`pytest_medhelm.jury.instrument.JuryInstrument.judge_prompt_around`)
+#: left out (:meth:`pytest_medhelm.jury.instrument.JuryInstrument.judge_prompt_without_answer`); a caller that
+#: does not give it gets the allowance below
 DryItem = tuple[str, str, str, int] | tuple[str, str, str, int, "str | None"]
 
 

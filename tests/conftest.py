@@ -38,7 +38,9 @@ pytest_plugins = ["pytester"]
 HUNG_AFTER = 900
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("timeout") or config.getoption("timeout", None):
+        return  # (pytest-timeout is a test extra; a --timeout given on the command line is the user's to keep)
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(HUNG_AFTER, method="thread"))

@@ -109,8 +109,10 @@ def test_long_answers_with_long_follow_ups_never_lock_the_pipes(kind, tmp_path):
             waiting.start()
             waiting.join(60)
             assert not waiting.is_alive(), "the sender locked up: answers stopped arriving"
-            judged = ChatRequest.for_prompt(spec, f"judge 2 {note}question 23", 4, purpose="judge:1")
-            assert sender.wait(judged.cache_key()).text.endswith(f"{note}question 23"[-20:])
+            judged = [ChatRequest.for_prompt(spec, f"judge {i} {note}question {q}", 4, purpose="judge:1")
+                      for q in range(24) for i in range(3)]
+            assert all(isinstance(sender.wait(j.cache_key()), Completion) for j in judged)
+            assert sender.wait(judged[-1].cache_key()).text.endswith("question 23")
         finally:
             sender.stop(timeout=5)
         assert server.count == 24 * 4

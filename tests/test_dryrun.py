@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -155,12 +156,17 @@ def test_the_dry_run_counts_the_judge_prompts_a_run_would_send(pytester, shared_
         "--medhelm-benchmark", "aci_bench", "--medhelm-data-dir", str(shared_data), "--medhelm-dry-run")
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert "medhelm dry run: judge prompts helm@ef439fc" in result.stdout.str()
-    [row] = [line.split() for line in result.stdout.lines if line.startswith("aci_bench ")]
-    jury_prompt_tokens = int(row[7].replace(",", ""))
+    lines = result.stdout.lines
+    rule = next(i for i, line in enumerate(lines) if line.startswith("---"))  # tabulate's rule under the header
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[rule])]
+    header = [lines[rule - 1][a:b].strip() for a, b in spans]
+    [row] = [{name: line[a:b].strip() for name, (a, b) in zip(header, spans)} for line in lines
+             if line.startswith("aci_bench ")]
+    jury_prompt_tokens = int(row["jury prompt tok"].replace(",", ""))
     template, counter = helm_template(shared_data, "aci_bench"), TokenCounter()
     instances = load("aci_bench", shared_data)
     max_tokens = BENCHMARKS["aci_bench"].max_tokens
     expected = sum(counter("openai/judge-a", helm_judge_prompt(template, inst.input, "", inst.references[0]))
                    + max_tokens for inst in instances)
-    assert int(row[6].replace(",", "")) == len(instances)  # one jury call per answer
+    assert int(row["jury calls"].replace(",", "")) == len(instances)  # one jury call per answer
     assert jury_prompt_tokens == expected

@@ -76,6 +76,32 @@ def test_a_comparison_across_instruments_says_so_first_and_evaluates_no_gate() -
     assert same["instrument_mismatch"] is None and gates[0]["passed"] is False and "dropped by" in gates[0]["reason"]
     closed, _ = build_comparison(_results(None, [], [0.9] * 3), _results(None, [], [0.9] * 3), resamples=50)
     assert closed["instrument_mismatch"] is None
+    # a run whose processes asked from different instruments is one measurement with neither: never comparable
+    mixed = "mixed: helm@ef439fc + pytest-medhelm@0.1.0"
+    both, _ = build_comparison(_results(mixed, ["j1"], [0.9] * 3), _results(mixed, ["j1"], [0.9] * 3), resamples=50)
+    assert both["instrument_mismatch"] == {"baseline": mixed, "current": mixed}
+
+
+def test_the_instrument_of_a_run_is_what_its_judged_records_name() -> None:
+    from pytest_medhelm.compare.merge import merge_results
+    from pytest_medhelm.report.results import jury_prompts_of
+
+    helm, ours = "helm@ef439fc", "pytest-medhelm@0.1.0"
+    assert jury_prompts_of([{"jury_instrument": helm}, {"jury_instrument": helm}], ours) == helm
+    assert jury_prompts_of([{"jury_instrument": ours}, {"jury_instrument": helm}, {}], ours) == f"mixed: {helm} + {ours}"
+    assert jury_prompts_of([{}, {"jury_instrument": None}], ours) == ours  # nothing judged: the process's own
+    assert jury_prompts_of([{"jury_instrument": f"mixed: {helm} + {ours}"}, {"jury_instrument": helm}],
+                           None) == f"mixed: {helm} + {ours}"
+    # merged shards: from their instances, or from their runs when the instances do not say (older files)
+    shards = []
+    for n, name in enumerate((helm, ours)):
+        shard = _results(name, ["j1"], [0.5, 0.7])
+        for inst in shard["instances"]:
+            inst["instance_id"] = f"{n}-{inst['instance_id']}"
+        shards.append((f"shard{n}.json", shard))
+    assert merge_results(shards)["run"]["jury_prompts"] == f"mixed: {helm} + {ours}"
+    same = [(label, {**data, "run": {**data["run"], "jury_prompts": helm}}) for label, data in shards]
+    assert merge_results(same)["run"]["jury_prompts"] == helm
 
 
 VERDICT_BY_JUDGE = {"judge-a": 4, "judge-b": 3}
@@ -192,7 +218,8 @@ def test_processes_that_asked_from_different_instruments_make_a_mixed_run_said_o
     with running_server(answer="x") as server:
         server.set_answer(judges_disagree_a_little)
         result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "half_without_helm", "-p", "no:cacheprovider", "-n", "2", "--medhelm-model", "openai/writer", "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a",
+            str(SUITE), "-p", "half_without_helm", "-p", "no:cacheprovider", "-n", "2", "--medhelm-model",
+            "openai/writer", "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a",
             "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances",
             "6", "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"),
             "--medhelm-json", str(out))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -89,26 +90,32 @@ def test_a_question_asked_while_the_sender_runs_keeps_to_the_slots_and_goes_firs
     settings = Settings(concurrency=8, timeout=30, retries=0)
     with running_server(answer="A", latency=0.1) as server:
         jobs = _jobs(server.url, 10, 1)
+        ended = threading.Event()
         if kind == "thread":
-            sender = ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
+            sender = ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings),
+                                  on_finished=ended.set)
         else:
-            sender = ProcessSender(tmp_path / "cache", "on", "r", settings, tmp_path / "sender.log")
-        sender.start(jobs)
-        sender.wait(jobs[0].key)
-        spec = jobs[0].spec
-        own = Job(spec, ChatRequest.for_prompt(spec, "my own question", 4), urgent=True)
-        answer = sender.ask(own)
-        assert isinstance(answer, Completion) and answer.text == "A"
-        results = [sender.wait(job.key) for job in jobs]
-        assert all(isinstance(r, Completion) for r in results)
-        order = [r["json"]["messages"][0]["content"] for r in server.requests]
-        assert server.count == 11 and server.max_in_flight == 1
-        assert order.index("my own question") <= 3, order  # (the answers already in flight or next go first)
-        assert sender._finished.wait(10)
-        late = Job(spec, ChatRequest.for_prompt(spec, "asked after the end", 4), urgent=True)
-        assert sender.ask(late) is None
-        sender.stop()
-        assert server.count == 11
+            sender = ProcessSender(tmp_path / "cache", "on", "r", settings, tmp_path / "sender.log",
+                                   on_finished=ended.set)
+        try:
+            sender.start(jobs)
+            sender.wait(jobs[0].key)
+            spec = jobs[0].spec
+            own = Job(spec, ChatRequest.for_prompt(spec, "my own question", 4), urgent=True)
+            received_before = server.count
+            answer = sender.ask(own)
+            assert isinstance(answer, Completion) and answer.text == "A"
+            results = [sender.wait(job.key) for job in jobs]
+            assert all(isinstance(r, Completion) for r in results)
+            order = [r["json"]["messages"][0]["content"] for r in server.requests]
+            assert server.count == 11 and server.max_in_flight == 1
+            # it takes the slot as soon as the request in flight (or given the slot) when it was asked is done
+            assert order.index("my own question") <= received_before + 1, order
+            assert ended.wait(10)
+            late = Job(spec, ChatRequest.for_prompt(spec, "asked after the end", 4), urgent=True)
+            assert sender.ask(late) is None and server.count == 11
+        finally:
+            sender.stop()
 
 
 def test_a_started_local_server_gives_its_spec_the_url_and_one_slot():

@@ -22,7 +22,8 @@ instances that both runs scored take part (see :mod:`pytest_medhelm.compare.stat
      "warnings": [...]}
 
 Runs whose open-ended benchmarks were scored by different jury instruments (``run.jury_prompts``: HELM's judge
-prompts in one, our own rubric in the other; a run with a jury but without the field counts as "unknown") are not
+prompts in one, our own rubric in the other; a run with a jury but without the field counts as "unknown"; a
+"mixed: ..." run, whose processes asked from different instruments, matches nothing, not even itself) are not
 comparable: ``comparison["instrument_mismatch"]`` says which, the first line of every rendering says so, and no
 compare-fail gate is evaluated (each fails with a reason saying why, so a CI job that asked for gates stops).
 
@@ -145,13 +146,15 @@ def baseline_label(info: Mapping[str, Any]) -> str:
 
 def jury_instruments(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, str] | None:
     """{"baseline": name, "current": name} when both runs had a jury and its instruments differ, else None."""
+    from pytest_medhelm.report.results import MIXED
+
     names = []
     for res in (baseline, current):
         run = res.get("run", {})
         if not run.get("judges") and not run.get("jury_prompts"):
             return None  # a run without a jury: nothing scored by an instrument
         names.append(run.get("jury_prompts") or "unknown")
-    if names[0] == names[1]:
+    if names[0] == names[1] and not names[0].startswith(MIXED):  # a mixed run is one measurement with neither
         return None
     return {"baseline": names[0], "current": names[1]}
 

@@ -93,7 +93,7 @@ def _thresholds(specs: Iterable[str], known: set[str]) -> list[SimpleNamespace]:
 
 def merge_results(inputs: Sequence[tuple[str, Mapping[str, Any]]], thresholds: Iterable[str] = ()) -> dict[str, Any]:
     """``inputs``: (label, results dict) pairs, e.g. (file name, data). Returns the merged results dict."""
-    from pytest_medhelm.report.results import build_results, evaluate_gates
+    from pytest_medhelm.report.results import build_results, evaluate_gates, jury_prompts_of
 
     if not inputs:
         raise MergeError("nothing to merge")
@@ -136,7 +136,9 @@ def merge_results(inputs: Sequence[tuple[str, Mapping[str, Any]]], thresholds: I
     results = build_results(list(records.values()), catalogue, models=models, judges=judges, options=options,
                             started=min(starts) if starts else "", finished=max(ends) if ends else "",
                             compat=compats.pop(), commit=commits.pop() if len(commits) == 1 else None,
-                            planned=planned, interrupted=any(r.get("interrupted") for r in runs))
+                            planned=planned, interrupted=any(r.get("interrupted") for r in runs),
+                            jury_prompts=jury_prompts_of([{"jury_instrument": r.get("jury_prompts")} for r in runs],
+                                                         None))
     results["run"]["merged_from"] = [
         {"file": label, "shard": (r.get("options") or {}).get("shard"), "started": r.get("started"),
          "git_commit": r.get("git_commit"), "instances": len(data.get("instances", []))}

@@ -189,19 +189,20 @@ class JuryInstrument:
 
     def judge_prompt(self, slug: str, instance: "Instance", answer_text: str) -> str | None:
         """The text every judge gets for ``answer_text``; None for an empty answer or a closed benchmark."""
-        prompt = self.prompts.get(slug)
-        if prompt is None or not answer_text.strip():
+        if not answer_text.strip():
             return None
-        gold = instance.references[0] if instance.references else ""
-        return prompt.render(instance.input, answer_text, gold)
+        return self._render(slug, instance, answer_text)
 
-    def judge_prompt_around(self, slug: str, instance: "Instance") -> str | None:
+    def judge_prompt_without_answer(self, slug: str, instance: "Instance") -> str | None:
         """The judges' prompt for ``instance`` with the answer left out (what a dry run counts, adding the answer
         at its longest); None for a closed benchmark."""
+        return self._render(slug, instance, "")
+
+    def _render(self, slug: str, instance: "Instance", answer_text: str) -> str | None:
         prompt = self.prompts.get(slug)
         if prompt is None:
             return None
-        return prompt.render(instance.input, "", instance.references[0] if instance.references else "")
+        return prompt.render(instance.input, answer_text, instance.references[0] if instance.references else "")
 
     def judge_requests(self, slug: str, instance: "Instance", answer_text: str,
                        judges: Sequence["ModelSpec"]) -> list[tuple[str, "ChatRequest"]]:

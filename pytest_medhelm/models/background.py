@@ -8,13 +8,15 @@ the results from memory (xdist workers, from the shared cache). ``stop()`` on Ct
 an interrupted run loses at most those requests; ``stop(drain=...)`` (a run that stopped by itself: its last item,
 ``-x``, ``--maxfail``) sends nothing more but lets the requests in flight finish, since they are paid for.
 
-Two ways to send, the same contract:
+Two ways to send, the same contract: ``start(jobs)``; ``wait(key)`` for a planned job's result; ``ask(job)`` for a
+request an item needs now (sent ahead of what waits, or None once the sender takes no more); ``stop()``:
 
 * :class:`ThreadSender`: the scheduler's event loop on a thread of this process. Starts at once; but the items and
   the HTTP client then share one interpreter lock, so with a fast model the run is bound by one core.
 * :class:`ProcessSender`: the scheduler in a child process (``python -m pytest_medhelm.models.sender_process``),
-  jobs and results as JSON lines over its stdin/stdout. Costs a Python start (~0.3 s) but the requests and the
-  items then run on two cores. Used for large runs (``choose_sender``).
+  jobs and results as JSON lines over its stdin/stdout (a writer thread feeds the one, a reader thread takes the
+  other, so neither pipe can hold the other up). Costs a Python start (~0.3 s) but the requests and the items then
+  run on two cores. Used for large runs (``choose_sender``).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ class Sender:
         self._results: dict[str, Result] = {}
         self._expected: set[str] = set()
         self._changed = threading.Condition()
-        self._outstanding = 0  # jobs queued or in flight, follow-ups included (touched by the sending side only)
+        self._outstanding = 0  # jobs queued or in flight, follow-ups and asks included (the sending side's)
         self._crash: BaseException | str | None = None
         self._finished = threading.Event()
         self._draining = False  # set by stop(drain=True): no follow-ups, nothing new is started
@@ -102,7 +104,7 @@ class Sender:
             if on_wait is not None:
                 on_wait(time.monotonic() - began)
 
-    def ask(self, job: Job) -> Result | None:
+    def ask(self, job: Job) -> Result | None:  # (each way of sending has its own)
         """Send one request an item needs now (its own question, or one asked again after its error) through this
         running sender, ahead of what waits, and wait for its result: the endpoint's slots and the run's limits
         then hold for it too. None when the sender no longer takes requests (the caller sends it itself)."""
@@ -132,7 +134,8 @@ class Sender:
             lines.append(text)
         return lines
 
-    # ------------------------------------------------------------------ the sending side (one thread)
+    # ------------------------------------------------------------------ the sending side (the thread sender's loop;
+    # the process sender's reader, and an item's ask, under its lock)
     def _claim(self, jobs: Iterable[Job]) -> list[Job]:
         """The jobs not expected yet, now counted as outstanding."""
         new = []
@@ -167,10 +170,11 @@ class Sender:
     def _mark_finished(self, crash: BaseException | str | None = None) -> None:
         if crash is not None and self._crash is None:
             self._crash = crash
+        first = not self._finished.is_set()
         self._finished.set()
         with self._changed:
             self._changed.notify_all()
-        if self.on_finished is not None:
+        if first and self.on_finished is not None:
             self.on_finished()
 
 
@@ -183,7 +187,7 @@ class ThreadSender(Sender):
         self._queue: Any = None
         self._task: Any = None
         self._thread: threading.Thread | None = None
-        self._ended = False  # (on the loop) nothing is outstanding and the end of the queue is in it
+        self._ended = False  # (on the loop) nothing is outstanding: the sending ends and takes no more jobs
 
     @property
     def summary(self) -> str:
@@ -219,11 +223,13 @@ class ThreadSender(Sender):
         accepted: list[bool] = []
 
         def take() -> None:  # on the loop, where the end is decided: no race with it
-            if not self._ended and not self._draining:
-                for new in self._take(job):
-                    self._queue.put_nowait(new)
-                accepted.append(True)
-            taken.set()
+            try:
+                if not self._ended and not self._draining:
+                    for new in self._take(job):
+                        self._queue.put_nowait(new)
+                    accepted.append(True)
+            finally:  # (whatever happens, the asking item does not wait for this forever)
+                taken.set()
 
         if not self._call_on_loop(take):
             return None
@@ -289,7 +295,8 @@ class ThreadSender(Sender):
 
 class ProcessSender(Sender):
     """The scheduler in a child process. The child writes every answer to the shared cache itself (so nothing is
-    lost if this process dies) and reports each result on its stdout; a reader thread here records them."""
+    lost if this process dies) and reports each result on its stdout; a reader thread here records them and
+    claims their follow-ups, a writer thread feeds the child's stdin."""
 
     def __init__(self, cache_dir: Path, cache_mode: str, run_id: str, settings: Settings, log_path: Path,
                  follow_up: FollowUp | None = None, on_finished: Callable[[], None] | None = None) -> None:
@@ -297,8 +304,8 @@ class ProcessSender(Sender):
         # if pytest dies (even kill -9) the child must not go on spending: it asks the kernel for a SIGTERM when
         # this process ends (set by the child itself: no preexec_fn in a process with threads), and it also stops
         # by itself when its stdin closes
-        self._config = {"parent_pid": os.getpid(), "cache_dir": str(cache_dir), "cache_mode": cache_mode, "run_id": run_id,
-                        "concurrency": settings.concurrency, "timeout": settings.timeout,
+        self._config = {"parent_pid": os.getpid(), "cache_dir": str(cache_dir), "cache_mode": cache_mode,
+                        "run_id": run_id, "concurrency": settings.concurrency, "timeout": settings.timeout,
                         "retries": settings.retries}
         self._log_path = log_path
         self._proc: subprocess.Popen | None = None
@@ -338,11 +345,14 @@ class ProcessSender(Sender):
             self._end_if_done()
 
     def ask(self, job: Job) -> Result | None:
+        line = _job_line(job)  # (before it is claimed: a job that cannot be written is never outstanding)
         with self._ending:
             proc = self._proc
             if self._ended or self._draining or self._cancelled or proc is None or proc.poll() is not None:
                 return None
-            self._send(self._take(job))
+            if self._take(job):
+                self._jobs[job.key] = job
+                self._write(line + "\n")
         return self.wait(job.key)
 
     def stop(self, timeout: float = 10.0, drain: float | None = None) -> None:
@@ -374,15 +384,9 @@ class ProcessSender(Sender):
     def _send(self, jobs: list[Job]) -> None:
         if not jobs:
             return
-        lines = []
         for job in jobs:
             self._jobs[job.key] = job
-            spec = job.spec
-            lines.append(json.dumps({"spec": {"name": spec.name, "litellm_model": spec.litellm_model,
-                                              "api_base": spec.api_base, "identity": spec.identity,
-                                              "api_key_env": spec.api_key_env, "slots": spec.slots},
-                                     "request": job.request.to_json(), "urgent": job.urgent}))
-        self._write("\n".join(lines) + "\n")
+        self._write("\n".join(_job_line(job) for job in jobs) + "\n")
 
     def _end_if_done(self) -> None:  # (holding self._ending)
         if self._outstanding == 0 and not self._ended:
@@ -433,6 +437,8 @@ class ProcessSender(Sender):
                     self._end_if_done()
         except Exception as exc:  # a bug: the waiting items report it rather than hang
             crash = repr(exc)
+            self._mark_finished(crash)  # (first: the items stop waiting even if the child does not end)
+            proc.kill()  # its results would no longer be read: it would block on a full pipe forever
         code = proc.wait()
         if crash is None and self._outstanding and code != 0:
             crash = f"the sender process exited with status {code}; its log: {self._log_path}"
@@ -440,7 +446,19 @@ class ProcessSender(Sender):
 
 
 def _kind(job: Job) -> str:
+    """What a job counts as in the progress and summary lines: an item's own request (``asked``) is not one of the
+    run's planned answers or judgements, and is not shown there."""
+    if job.urgent:
+        return "asked"
     return "answers" if job.request.purpose == "answer" else "jury"
+
+
+def _job_line(job: Job) -> str:
+    """A job as the child reads it (:func:`job_from_json`): one JSON line."""
+    spec = job.spec
+    return json.dumps({"spec": {"name": spec.name, "litellm_model": spec.litellm_model, "api_base": spec.api_base,
+                                "identity": spec.identity, "api_key_env": spec.api_key_env, "slots": spec.slots},
+                       "request": job.request.to_json(), "urgent": job.urgent})
 
 
 def job_from_json(message: dict[str, Any]) -> Job:

@@ -293,8 +293,8 @@ class _Gate:
 class _Slots:
     """At most ``spec.slots`` requests in flight per endpoint (for endpoints that have a slot count), on one loop.
 
-    A jury request waiting for a slot goes before the answers waiting for one (then arrival order, see
-    :func:`_priority`). ``peak`` keeps the most requests seen in flight per endpoint (tests, summary).
+    What an item waits for now goes first, then a jury request, then the answers waiting for a slot (then arrival
+    order, see :func:`_priority`). ``peak`` keeps the most requests seen in flight per endpoint (tests, summary).
     """
 
     def __init__(self) -> None:
@@ -514,14 +514,25 @@ class Scheduler:
         slots = self.slots = _Slots()
         # every job put in ``queue`` moves at once into ``ready``, where a jury request goes before the answers still
         # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
-        # queued before it, so the items of open-ended benchmarks finish as the run goes
+        # queued before it, so the items of open-ended benchmarks finish as the run goes. What an item waits for
+        # now (``Job.urgent``) does not wait for a free worker at all: it starts at once, and only an endpoint's
+        # slot, which it gets before anything else waiting for one, can hold it back.
         ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] = asyncio.PriorityQueue()
         self._ready = ready
         arrivals = itertools.count()
         end = 2  # after every job
         self._end_marker = lambda: (end, next(arrivals), None)
+        urgent: set[asyncio.Task] = set()
+
+        async def send_now(job: Job) -> None:
+            on_done(job, await self._result_of(wire, window, job, slots))
 
         def move(job: Job | None) -> None:
+            if job is not None and job.urgent:
+                task = asyncio.ensure_future(send_now(job))
+                urgent.add(task)
+                task.add_done_callback(urgent.discard)
+                return
             ready.put_nowait((end, next(arrivals), None) if job is None else (_priority(job), next(arrivals), job))
 
         async def pump() -> None:  # what arrives while every worker waits
@@ -547,7 +558,11 @@ class Scheduler:
 
         try:
             await asyncio.gather(pump(), *(worker() for _ in range(workers or self.settings.concurrency)))
+            if urgent:  # (the end comes once nothing is outstanding, so only a drained run leaves one in flight)
+                await asyncio.gather(*urgent)
         finally:
+            for task in urgent:
+                task.cancel()
             await wire.close()
 
     def drain(self) -> None:
@@ -600,7 +615,8 @@ class Scheduler:
         return _run_coroutine(self.run(jobs, progress))
 
     def complete(self, job: Job) -> Completion:
-        """One request now, for an item whose answer is not in the cache (a test body asking its own question)."""
+        """One request now, on a loop of its own: for an item whose request no running sender takes (an xdist
+        worker's own question, or one asked after the sending ended)."""
         failures = self.run_sync([job])
         if job.key in failures:
             raise failures[job.key]

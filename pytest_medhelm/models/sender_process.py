@@ -2,7 +2,8 @@
 
     python -m pytest_medhelm.models.sender_process '<json config>'
 
-Reads jobs as JSON lines on stdin (``{"spec": ..., "request": ...}``; ``{"end": true}`` when no more will come;
+Reads jobs as JSON lines on stdin (``{"spec": ..., "request": ..., "urgent": false}``; urgent: an item waits for
+it now; ``{"end": true}`` when no more will come;
 ``{"drain": true}`` when the run stopped early: what is queued is dropped, what is in flight is finished),
 sends them with the same :class:`~pytest_medhelm.models.scheduler.Scheduler` (retries, rate limits, outages),
 writes every answer to the shared cache, and reports each result as one JSON line on stdout; a last line carries

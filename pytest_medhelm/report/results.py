@@ -32,6 +32,25 @@ INSTANCE_FIELDS = ("benchmark", "instance_id", "model", "prompt_sha256", "answer
                    "tokens_in", "tokens_out", "cost_usd", "latency_s", "cached", "error")
 
 
+MIXED = "mixed: "
+
+
+def jury_prompts_of(records: Sequence[Mapping[str, Any]], fallback: str | None) -> str | None:
+    """The instrument the judges were asked from, as the judged records say (each names its own: under xdist every
+    process loads the instrument, and merged shards come from separate runs): one name, or ``mixed: A + B`` when
+    they differ (never comparable with anything); ``fallback`` when no record names one."""
+    used = sorted({name for rec in records for name in _instrument_names(rec.get("jury_instrument"))})
+    if not used:
+        return fallback
+    return used[0] if len(used) == 1 else MIXED + " + ".join(used)
+
+
+def _instrument_names(name: Any) -> list[str]:
+    if not isinstance(name, str) or not name:
+        return []
+    return name[len(MIXED):].split(" + ") if name.startswith(MIXED) else [name]
+
+
 def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, Any], *, models: Sequence[str],
                   judges: Sequence[str] = (), options: Mapping[str, Any] | None = None, started: str = "",
                   finished: str = "", compat: str = "default", commit: str | None = None,
@@ -41,10 +60,12 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
     a benchmark scored on fewer (after -k, --lf, a shard, errors or an interruption) is marked ``partial``, with
     ``n_planned``; ``interrupted``: the run was stopped (Ctrl-C) before its end. ``jury_prompts``: the name of the
     jury's instrument (:attr:`pytest_medhelm.jury.instrument.JuryInstrument.name`, ``helm@ef439fc`` or
-    ``pytest-medhelm@<version>``) when the run has a jury, else None."""
+    ``pytest-medhelm@<version>``) when the run has a jury, else None; the judged records' own ``jury_instrument``
+    win over it (:func:`jury_prompts_of`)."""
     from pytest_medhelm.report.agreement import jury_agreement_records
 
     records = without_nan_scores(records)
+    jury_prompts = jury_prompts_of(records, jury_prompts)
     results = benchmark_results(records, catalogue)
     bench_rows = []
     for r in results:

@@ -248,7 +248,8 @@ class Delivery:
         sender = self._sender
         if sender is not None:
             try:
-                result = sender.ask(replace(job, urgent=True))
+                with self._timeout_paused():  # (as for a planned answer: the request's own time is bounded by
+                    result = sender.ask(replace(job, urgent=True))  # --medhelm-timeout)
             except SenderCrashed:
                 result = None
             if result is not None:

@@ -63,10 +63,12 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
         from pytest_medhelm.jury.instrument import load_jury_instrument
 
         # the judges' prompts as a run would send them, counted; nothing is downloaded for a dry run
-        instrument, warning = load_jury_instrument(ctx.run_config.data_dir, download_allowed=False)
-        write_line(f"medhelm dry run: judge prompts {instrument.name}" + (f" ({warning})" if warning else ""))
+        instrument, missing = load_jury_instrument(ctx.run_config.data_dir, download_allowed=False)
+        write_line(f"medhelm dry run: judge prompts {instrument.name}" + (
+            "" if missing is None else " (HELM's judge prompts are not on this machine: a run downloads them once "
+            "and asks those, of about the same length; counted here with pytest-medhelm's rubric)"))
     items = [(p.instance.benchmark, p.model, p.request.prompt_text, p.request.max_tokens,
-              instrument.judge_prompt_around(p.instance.benchmark, p.instance)
+              instrument.judge_prompt_without_answer(p.instance.benchmark, p.instance)
               if instrument is not None and p.instance.benchmark in judged else None) for p in planned]
     litellm_models = {m: ctx.model_spec(m).litellm_model for m in ctx.run_config.models}
     litellm_models.update({j: ctx.judge_spec(j).litellm_model for j in judges})

@@ -78,7 +78,7 @@ class Reporting:
                                 options=rc.public_options(), started=self.started, finished=now(),
                                 compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))),
                                 planned=self.planned, interrupted=self.interrupted,
-                                jury_prompts=self._jury_prompts() if judged else None)
+                                jury_prompts=ctx.jury_instrument.name if judged else None)
         if rc.prices is not None:
             from pytest_medhelm.cost import apply_file_prices
 
@@ -121,28 +121,18 @@ class Reporting:
         return [(f"medhelm: judge {judge} gave no valid judgement on {n} item{'s' if n != 1 else ''}: {reason}",
                  {"red": True}) for (judge, reason), n in counts.items()]
 
-    def _instruments_used(self) -> list[str]:
-        return sorted({rec["jury_instrument"] for rec in self.records if rec.get("jury_instrument")})
-
-    def _jury_prompts(self) -> str:
-        """The instrument the judges were asked from, as the scored items say (under xdist every process loads
-        it; should two have loaded different ones, the run is named for both and no comparison takes it as
-        either); this process's when no item was judged."""
-        used = self._instruments_used()
-        if len(used) > 1:
-            return "mixed: " + " + ".join(used)
-        return used[0] if used else self.ctx.jury_instrument.name
-
     def terminal_summary(self, tr: Any, config: pytest.Config) -> None:
         lines = list(self.sender_lines()) + self.judge_failure_lines()
         if self.results is not None and self.results["run"].get("jury_prompts"):
             warning = self.ctx.jury()[1]
             if warning:  # our own rubric scored the open-ended benchmarks: said where the scores are
                 lines.insert(0, (warning, {"yellow": True, "bold": True}))
-            used = self._instruments_used()
-            if len(used) > 1:
+            from pytest_medhelm.report.results import MIXED
+
+            name = self.results["run"]["jury_prompts"]
+            if name.startswith(MIXED):  # (under xdist every process loads the instrument itself)
                 lines.insert(0, (f"medhelm: the processes of this run asked the judges from different instruments "
-                                 f"({', '.join(used)}: each item's jury_instrument says which); its open-ended "
+                                 f"({name[len(MIXED):]}: each item's jury_instrument says which); its open-ended "
                                  "scores are not one measurement", {"red": True, "bold": True}))
         budget = self.ctx.budget if self.ctx.configured else None
         if budget is not None:
