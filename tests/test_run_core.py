@@ -127,17 +127,20 @@ ONE_SLOT_PLUGIN = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("sender", ["thread", "process"])
-def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, monkeypatch, sender):
+@pytest.mark.parametrize("sender,xdist", [("thread", "no:xdist"), ("process", "no:xdist"), ("thread", "-n 2"),
+                                          ("process", "-n 2")])
+def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, monkeypatch, sender, xdist):
     """Each item asks a follow-up of its own while the run still sends the planned answers: the follow-up goes
-    through the same sender, so a one-slot server never gets two requests at once."""
+    through the same sender (under xdist, a worker's through the slot's lock file that the controller's sender
+    takes too), so a one-slot server never gets two requests at once."""
     monkeypatch.setenv(SENDER_ENV, sender)
     data = toy(8)
     pytester.makepyfile(test_toy=FOLLOW_UP_TEST)
     with running_server(answer="A", latency=0.05) as server:
         pytester.makepyfile(one_slot=ONE_SLOT_PLUGIN.format(url=server.url))
         pytester.syspathinsert()
-        result = pytester.runpytest_subprocess("-p", "one_slot", *toy_args(server, data, "-p", "no:xdist"))
+        mode = ["-p", "no:xdist"] if xdist == "no:xdist" else ["-n", "2"]
+        result = pytester.runpytest_subprocess("-p", "one_slot", *toy_args(server, data, *mode))
         count, in_flight = server.count, server.max_in_flight
     assert result.ret == 0, result.stdout.str()
     assert count == 16  # every planned answer and every follow-up

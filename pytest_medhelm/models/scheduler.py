@@ -30,7 +30,9 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
 * **Slots.** An endpoint that serves a fixed number of requests at once (``ModelSpec.slots``: a llama.cpp server we
   started) never has more than that in flight from us: the others wait for a slot *before* they are sent, so
   their timeout counts from when they are sent, not while they queue (a server that queued them itself would
-  let them time out there and be sent again, each re-send queueing behind the last).
+  let them time out there and be sent again, each re-send queueing behind the last). The slots hold across the
+  processes of a run too (xdist's controller sends the planned answers while a worker asks its own question):
+  one lock file per slot in the cache directory, taken with ``flock``.
 
 Failures are kept for the rest of the run (keyed by run id, never across runs, as structured values), so an item
 whose request already failed reports the provider's message instead of asking again (a rerun of that item asks
@@ -290,6 +292,47 @@ class _Gate:
         self.free += 1
 
 
+class _SharedSlots:
+    """An endpoint's slots across processes: one lock file per slot under ``directory``, taken with ``flock`` (held
+    by the open file, so a process that dies frees its slot). This process's own order is kept by the _Gate first;
+    across processes the first to poll a free slot gets it."""
+
+    POLL_S = 0.01
+
+    def __init__(self, directory: "os.PathLike[str] | None") -> None:
+        self.directory = directory
+
+    async def acquire(self, endpoint: str, size: int) -> int | None:
+        """The file descriptor holding a free slot, once there is one; None where this cannot be done (no cache
+        directory, no flock: a single process's gate is then the only limit)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not on POSIX
+            return None
+        if self.directory is None:
+            return None
+        import hashlib
+        from pathlib import Path
+
+        folder = Path(self.directory) / "slots"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        name = hashlib.sha256(endpoint.encode("utf-8")).hexdigest()[:16]
+        while True:
+            for slot in range(size):
+                fd = os.open(folder / f"{name}-{slot}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return fd
+                except BlockingIOError:
+                    os.close(fd)
+            await asyncio.sleep(self.POLL_S)
+
+    @staticmethod
+    def release(fd: int | None) -> None:
+        if fd is not None:
+            os.close(fd)  # (closing the only descriptor of the open file releases its lock)
+
+
 class _Slots:
     """At most ``spec.slots`` requests in flight per endpoint (for endpoints that have a slot count), on one loop.
 
@@ -297,8 +340,9 @@ class _Slots:
     order, see :func:`_priority`). ``peak`` keeps the most requests seen in flight per endpoint (tests, summary).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, directory: "os.PathLike[str] | None" = None) -> None:
         self._gates: dict[str, _Gate] = {}
+        self.shared = _SharedSlots(directory)
         self.in_flight: dict[str, int] = {}
         self.peak: dict[str, int] = {}
 
@@ -334,7 +378,7 @@ class Scheduler:
         self._ready: Any = None  # the serving loop's queue of jobs ready to send
         self._end_marker: Any = None
         #: the per-endpoint slots of the latest ``serve`` (``.peak``: the most requests in flight per endpoint)
-        self.slots = _Slots()
+        self.slots = _Slots(self._slot_directory())
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
         self._down_since: dict[str, float] = {}
 
@@ -429,13 +473,19 @@ class Scheduler:
             if gate is None:
                 completion_or_failure = await self._try_once(wire, window, job, held)
             else:
-                # wait for the endpoint's slot before the window, and before the request's timeout starts
+                # wait for the endpoint's slot before the window, and before the request's timeout starts: first
+                # among this process's requests, then among the run's processes
                 await gate.acquire(_priority(job))
-                slots.entered(endpoint)
+                shared: int | None = None
                 try:
-                    completion_or_failure = await self._try_once(wire, window, job, held)
+                    shared = await slots.shared.acquire(endpoint, int(job.spec.slots or 1))
+                    slots.entered(endpoint)
+                    try:
+                        completion_or_failure = await self._try_once(wire, window, job, held)
+                    finally:
+                        slots.left(endpoint)
                 finally:
-                    slots.left(endpoint)
+                    slots.shared.release(shared)
                     gate.release()
             if isinstance(completion_or_failure, Completion):
                 self._last_success[endpoint] = time.monotonic()
@@ -511,7 +561,7 @@ class Scheduler:
         the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""
         wire = OpenAIWire(limit=self.settings.concurrency)
         window = _Window(self.settings.concurrency, self.stats)
-        slots = self.slots = _Slots()
+        slots = self.slots = _Slots(self._slot_directory())
         # every job put in ``queue`` moves at once into ``ready``, where a jury request goes before the answers still
         # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
         # queued before it, so the items of open-ended benchmarks finish as the run goes. What an item waits for
@@ -564,6 +614,9 @@ class Scheduler:
             for task in urgent:
                 task.cancel()
             await wire.close()
+
+    def _slot_directory(self) -> Any:
+        return getattr(self.cache, "directory", None)  # (the run's cache, shared by its processes)
 
     def drain(self) -> None:
         """On the serving loop: send nothing more (what is queued is dropped, and counted as not sent by the sender);
