@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -28,6 +29,26 @@ import tabulate  # noqa: F401,E402
 try:
     import importlib_metadata  # noqa: F401,E402
 except ImportError:  # not installed: nothing patches PathFinder then
+    pass
+
+# litellm too, as the plugin imports it: first imported inside an inner session, it (with pydantic-settings and
+# the rest of what it loads) is dropped when that session ends, and importing it again in the same process breaks
+# on pydantic's half-kept state ("tuple.index(x): x not in tuple" at start-up) or crashes the worker outright; the
+# full suite hid it only because some earlier test happened to import it at the outer level.
+from pytest_medhelm.thirdparty import import_litellm  # noqa: E402
+
+import_litellm()
+
+# and BERTScore's stack when it is installed: an in-process run of an open-ended benchmark scores BERTScore beside
+# the jury (an empty answer too), which loads torch inside the inner session; dropped at its end, torch's objects
+# crash the garbage collector later in the same process (a segfault, seen as a crashed xdist worker). Never the
+# network from a test: the Hugging Face client reads these two when it is first imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+try:
+    import torch  # noqa: F401,E402
+    import bert_score  # noqa: F401,E402
+except ImportError:  # without the [bertscore] extra nothing loads torch
     pass
 
 pytest_plugins = ["pytester"]
