@@ -96,6 +96,20 @@ def report_line(config: pytest.Config, text: str) -> None:
 
 #: ../shared/data beside the project (real public benchmark data); tests that need it skip when it is absent
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: the built-in suite, which the tests run as users run it
+SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def suite_args(url: str, data: Path, benchmark: str, n: int, *extra: str,
+               judges: tuple[str, ...] = ("openai/judge-a",)) -> list[str]:
+    """The built-in suite on ``n`` instances of ``benchmark``: the model ``openai/writer`` and the judges on our
+    test server at ``url``, the data from ``data``, no pytest cache; ``extra`` after these."""
+    args = [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base", url,
+            "--medhelm-jury-api-base", url, "--medhelm-benchmark", benchmark, "--medhelm-max-instances", str(n),
+            "--medhelm-data-dir", str(data)]
+    for judge in judges:
+        args += ["--medhelm-jury", judge]
+    return [*args, *extra]
 
 
 @pytest.fixture

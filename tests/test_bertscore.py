@@ -320,24 +320,21 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
     """On a re-run every answer is at hand: the first scored item of the benchmark batches all of them, and every
     item then reads its BERTScore from the memo (one scorer call per process, not one per item)."""
     import json
-    from pathlib import Path
 
+    from conftest import suite_args
     from pytest_medhelm.testing.server import running_server
 
-    suite = Path(__file__).resolve().parents[1] / "benchmarks"
     verdict = json.dumps({c: {"score": 4, "explanation": "."} for c in ("accuracy", "completeness", "clarity")})
     pytester.makepyfile(count_bert=COUNTING_PLUGIN)
     calls = pytester.path / "calls.jsonl"
     monkeypatch.setenv("BERT_CALLS", str(calls))
     out = pytester.path / "r.json"
-    args = [str(suite), "-p", "count_bert", "-p", "no:cacheprovider", "--medhelm-model", "openai/writer",
-            "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b", "--medhelm-benchmark", "mediqa",
-            "--medhelm-max-instances", "6", "--medhelm-bertscore-model", MINILM, "--medhelm-data-dir",
-            str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out), *xdist]
     with running_server(answer="x") as server:
         server.set_answer(lambda body: verdict if body["model"].startswith("judge")
                           else f"Take it with food. ({body['messages'][0]['content'][-40:]})")
-        args += ["--medhelm-api-base", server.url, "--medhelm-jury-api-base", server.url]
+        args = suite_args(server.url, shared_data, "mediqa", 6, "-p", "count_bert", "--medhelm-bertscore-model",
+                          MINILM, "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out),
+                          *xdist, judges=("openai/judge-a", "openai/judge-b"))
         first = pytester.runpytest_subprocess(*args)  # (a child process: torch cannot be loaded twice into one)
         assert first.ret == 0, first.stdout.str()[-3000:]
         calls.unlink()

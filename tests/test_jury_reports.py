@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SUITE, suite_args
 from pytest_medhelm.compare.compare import build_comparison
 from pytest_medhelm.report.agreement import NEEDS_TWO, agreement_table, jury_agreement_records
-
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _jury(scores: dict[str, float], failures: dict[str, str] | None = None, flagged: str | None = None) -> dict:
@@ -87,11 +86,10 @@ def test_the_instrument_of_a_run_is_what_its_judged_records_name() -> None:
     from pytest_medhelm.report.results import jury_prompts_of
 
     helm, ours = "helm@ef439fc", "pytest-medhelm@0.1.0"
-    assert jury_prompts_of([{"jury_instrument": helm}, {"jury_instrument": helm}], ours) == helm
-    assert jury_prompts_of([{"jury_instrument": ours}, {"jury_instrument": helm}, {}], ours) == f"mixed: {helm} + {ours}"
-    assert jury_prompts_of([{}, {"jury_instrument": None}], ours) == ours  # nothing judged: the process's own
-    assert jury_prompts_of([{"jury_instrument": f"mixed: {helm} + {ours}"}, {"jury_instrument": helm}],
-                           None) == f"mixed: {helm} + {ours}"
+    assert jury_prompts_of([helm, helm], ours) == helm
+    assert jury_prompts_of([ours, helm, None], ours) == f"mixed: {helm} + {ours}"
+    assert jury_prompts_of([None, ""], ours) == ours  # nothing judged: the process's own
+    assert jury_prompts_of([f"mixed: {helm} + {ours}", helm], None) == f"mixed: {helm} + {ours}"
     # merged shards: from their instances, or from their runs when the instances do not say (older files)
     shards = []
     for n, name in enumerate((helm, ours)):
@@ -175,11 +173,9 @@ def test_without_helms_files_the_run_says_once_that_its_open_ended_scores_are_no
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(judges_disagree_a_little)
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "no:cacheprovider", "-n", "2", "--medhelm-model", "openai/writer",
-            "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury-api-base",
-            server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "3", "--medhelm-data-dir",
-            str(data), "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out))
+        result = pytester.runpytest_subprocess(*suite_args(
+            server.url, data, "aci_bench", 3, "-n", "2", "--medhelm-cache-dir", str(pytester.path / "cache"),
+            "--medhelm-json", str(out)))
         judged = [r["json"]["messages"][0]["content"] for r in server.requests if r["json"]["model"] == "judge-a"]
     assert result.ret == 0, result.stdout.str()[-3000:]
     warnings = [line for line in result.stdout.str().splitlines() if "not comparable with MedHELM's" in line]
@@ -217,12 +213,9 @@ def test_processes_that_asked_from_different_instruments_make_a_mixed_run_said_o
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(judges_disagree_a_little)
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "half_without_helm", "-p", "no:cacheprovider", "-n", "2", "--medhelm-model",
-            "openai/writer", "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a",
-            "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances",
-            "6", "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"),
-            "--medhelm-json", str(out))
+        result = pytester.runpytest_subprocess(*suite_args(
+            server.url, shared_data, "aci_bench", 6, "-p", "half_without_helm", "-n", "2", "--medhelm-cache-dir",
+            str(pytester.path / "cache"), "--medhelm-json", str(out)))
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads(out.read_text())
     used = {inst["jury_instrument"] for inst in report["instances"]}

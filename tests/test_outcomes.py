@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import textwrap
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
+from conftest import suite_args
 from pytest_medhelm.testing.server import running_server
-
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def toy_args(server, data, *extra: str) -> list[str]:
@@ -33,12 +31,10 @@ def test_items_without_a_valid_judgement_are_errors_not_misses(pytester, shared_
     with running_server(answer="x") as server:
         server.set_answer(writer_or_broken_judges)
         # (in a child process: BERTScore loads torch, which cannot be loaded twice into one process)
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/writer",
-            "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
-            "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mediqa", "--medhelm-max-instances", "3",
-            "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"),
-            "--medhelm-json", str(out), *xdist)
+        result = pytester.runpytest_subprocess(*suite_args(
+            server.url, shared_data, "mediqa", 3, "-p", "no:randomly", "--medhelm-cache-dir",
+            str(pytester.path / "cache"), "--medhelm-json", str(out), *xdist,
+            judges=("openai/judge-a", "openai/judge-b")))
     assert result.ret == 1, result.stdout.str()[-3000:]
     counts = result.parseoutcomes()
     assert counts.get("errors", counts.get("error")) == 3 and "missed" not in counts, counts
@@ -57,11 +53,9 @@ def test_under_helm_compat_a_judge_failure_scores_helms_default(pytester, shared
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(writer_or_broken_judges)
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist", "--medhelm-model",
-            "openai/writer", "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a",
-            "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mediqa", "--medhelm-max-instances", "2",
-            "--medhelm-data-dir", str(shared_data), "--medhelm-compat", "helm", "--medhelm-json", str(out))
+        result = pytester.runpytest_subprocess(*suite_args(
+            server.url, shared_data, "mediqa", 2, "-p", "no:randomly", "-p", "no:xdist", "--medhelm-compat", "helm",
+            "--medhelm-json", str(out)))
     assert result.ret == 0, result.stdout.str()[-3000:]
     [bench] = json.loads(out.read_text())["benchmarks"]
     assert bench["raw_mean"] == 1.0 and bench["n"] == 2

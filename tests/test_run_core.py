@@ -127,9 +127,9 @@ ONE_SLOT_PLUGIN = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("sender,xdist", [("thread", "no:xdist"), ("process", "no:xdist"), ("thread", "-n 2"),
-                                          ("process", "-n 2")])
-def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, monkeypatch, sender, xdist):
+@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("sender", ["thread", "process"])
+def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, monkeypatch, sender, mode):
     """Each item asks a follow-up of its own while the run still sends the planned answers: the follow-up goes
     through the same sender (under xdist, a worker's through the slot's lock file that the controller's sender
     takes too), so a one-slot server never gets two requests at once."""
@@ -139,7 +139,6 @@ def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, monke
     with running_server(answer="A", latency=0.05) as server:
         pytester.makepyfile(one_slot=ONE_SLOT_PLUGIN.format(url=server.url))
         pytester.syspathinsert()
-        mode = ["-p", "no:xdist"] if xdist == "no:xdist" else ["-n", "2"]
         result = pytester.runpytest_subprocess("-p", "one_slot", *toy_args(server, data, *mode))
         count, in_flight = server.count, server.max_in_flight
     assert result.ret == 0, result.stdout.str()

@@ -137,8 +137,7 @@ def merge_results(inputs: Sequence[tuple[str, Mapping[str, Any]]], thresholds: I
                             started=min(starts) if starts else "", finished=max(ends) if ends else "",
                             compat=compats.pop(), commit=commits.pop() if len(commits) == 1 else None,
                             planned=planned, interrupted=any(r.get("interrupted") for r in runs),
-                            jury_prompts=jury_prompts_of([{"jury_instrument": r.get("jury_prompts")} for r in runs],
-                                                         None))
+                            jury_prompts=jury_prompts_of((r.get("jury_prompts") for r in runs), None))
     results["run"]["merged_from"] = [
         {"file": label, "shard": (r.get("options") or {}).get("shard"), "started": r.get("started"),
          "git_commit": r.get("git_commit"), "instances": len(data.get("instances", []))}

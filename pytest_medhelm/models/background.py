@@ -345,14 +345,11 @@ class ProcessSender(Sender):
             self._end_if_done()
 
     def ask(self, job: Job) -> Result | None:
-        line = _job_line(job)  # (before it is claimed: a job that cannot be written is never outstanding)
         with self._ending:
             proc = self._proc
             if self._ended or self._draining or self._cancelled or proc is None or proc.poll() is not None:
                 return None
-            if self._take(job):
-                self._jobs[job.key] = job
-                self._write(line + "\n")
+            self._send(self._take(job))
         return self.wait(job.key)
 
     def stop(self, timeout: float = 10.0, drain: float | None = None) -> None:

@@ -301,6 +301,18 @@ class _SharedSlots:
 
     def __init__(self, directory: "os.PathLike[str] | None") -> None:
         self.directory = directory
+        self._files: dict[str, list[str]] = {}  # endpoint -> its slots' lock files (the folder made once)
+
+    def _lock_files(self, endpoint: str, size: int) -> list[str]:
+        files = self._files.get(endpoint)
+        if files is None:
+            import hashlib
+
+            folder = os.path.join(self.directory, "slots")  # type: ignore[arg-type]
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            name = hashlib.sha256(endpoint.encode("utf-8")).hexdigest()[:16]
+            files = self._files[endpoint] = [os.path.join(folder, f"{name}-{slot}.lock") for slot in range(size)]
+        return files
 
     async def acquire(self, endpoint: str, size: int) -> int | None:
         """The file descriptor holding a free slot, once there is one; None where this cannot be done (no cache
@@ -311,15 +323,10 @@ class _SharedSlots:
             return None
         if self.directory is None:
             return None
-        import hashlib
-        from pathlib import Path
-
-        folder = Path(self.directory) / "slots"
-        folder.mkdir(mode=0o700, exist_ok=True)
-        name = hashlib.sha256(endpoint.encode("utf-8")).hexdigest()[:16]
+        files = self._lock_files(endpoint, size)
         while True:
-            for slot in range(size):
-                fd = os.open(folder / f"{name}-{slot}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            for path in files:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     return fd
@@ -478,7 +485,7 @@ class Scheduler:
                 await gate.acquire(_priority(job))
                 shared: int | None = None
                 try:
-                    shared = await slots.shared.acquire(endpoint, int(job.spec.slots or 1))
+                    shared = await slots.shared.acquire(endpoint, int(job.spec.slots))  # (a gate: it has slots)
                     slots.entered(endpoint)
                     try:
                         completion_or_failure = await self._try_once(wire, window, job, held)

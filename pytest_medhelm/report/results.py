@@ -35,11 +35,11 @@ INSTANCE_FIELDS = ("benchmark", "instance_id", "model", "prompt_sha256", "answer
 MIXED = "mixed: "
 
 
-def jury_prompts_of(records: Sequence[Mapping[str, Any]], fallback: str | None) -> str | None:
-    """The instrument the judges were asked from, as the judged records say (each names its own: under xdist every
-    process loads the instrument, and merged shards come from separate runs): one name, or ``mixed: A + B`` when
-    they differ (never comparable with anything); ``fallback`` when no record names one."""
-    used = sorted({name for rec in records for name in _instrument_names(rec.get("jury_instrument"))})
+def jury_prompts_of(names: Iterable[Any], fallback: str | None) -> str | None:
+    """The instrument the judges were asked from, from the names the judged records (or merged runs) give: under
+    xdist every process loads the instrument, and merged shards come from separate runs. One name, or
+    ``mixed: A + B`` when they differ (never comparable with anything); ``fallback`` when none is given."""
+    used = sorted({one for name in names for one in _instrument_names(name)})
     if not used:
         return fallback
     return used[0] if len(used) == 1 else MIXED + " + ".join(used)
@@ -65,7 +65,7 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
     from pytest_medhelm.report.agreement import jury_agreement_records
 
     records = without_nan_scores(records)
-    jury_prompts = jury_prompts_of(records, jury_prompts)
+    jury_prompts = jury_prompts_of((rec.get("jury_instrument") for rec in records), jury_prompts)
     results = benchmark_results(records, catalogue)
     bench_rows = []
     for r in results:

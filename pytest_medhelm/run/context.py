@@ -100,13 +100,14 @@ class RunContext:
             self._data_verification = DataVerification.of(self.run_config.data_unverified)
         return self._data_verification
 
-    def jury(self):
-        """The judges' instrument, loaded once: HELM's judge prompts (``DIR/helm_jury/`` or the data cache), else
-        our own rubric with a warning; returns (instrument, warning or None)."""
+    def jury(self, download_allowed: bool = True):
+        """The judges' instrument, loaded once: HELM's judge prompts (``DIR/helm_jury/`` or the data cache, where
+        they are downloaded once unless ``download_allowed`` is false: a dry run), else our own rubric with a
+        warning; returns (instrument, warning or None)."""
         if self._jury is None:
             from pytest_medhelm.jury.instrument import load_jury_instrument
 
-            self._jury = load_jury_instrument(self.run_config.data_dir)
+            self._jury = load_jury_instrument(self.run_config.data_dir, download_allowed=download_allowed)
         return self._jury
 
     @property

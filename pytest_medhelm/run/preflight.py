@@ -60,10 +60,8 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
     judged = {p.instance.benchmark for p in planned if ctx.registry.get(p.instance.benchmark).is_judged}
     instrument = None
     if judged:
-        from pytest_medhelm.jury.instrument import load_jury_instrument
-
         # the judges' prompts as a run would send them, counted; nothing is downloaded for a dry run
-        instrument, missing = load_jury_instrument(ctx.run_config.data_dir, download_allowed=False)
+        instrument, missing = ctx.jury(download_allowed=False)
         write_line(f"medhelm dry run: judge prompts {instrument.name}" + (
             "" if missing is None else " (HELM's judge prompts are not on this machine: a run downloads them once "
             "and asks those, of about the same length; counted here with pytest-medhelm's rubric)"))
