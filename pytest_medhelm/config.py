@@ -49,7 +49,7 @@ class RunConfig(BaseModel):
     markdown_path: Path | None = None
     strict: bool = False
     strict_gates: bool = False
-    compat: Literal["default", "helm"] = "default"
+    compat: Literal["default", "helm", "medhelm"] = "default"
     local_ctx: int = Field(default=8192, ge=256)
     local_threads: int | None = Field(default=None, ge=1)
     judges: tuple[str, ...] = ()  # empty: the paper's three (pytest_medhelm.jury)

@@ -190,8 +190,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("strict", "misses count as failures", flag=True, default=False),
     Option("strict-gates", "a gate on a benchmark or category that was deselected (-k, -m, --medhelm-benchmark) "
            "fails instead of being reported as not evaluated", flag=True, default=False),
-    Option("compat", "helm: reproduce HELM's numbers, bugs included; default: corrected metrics",
-           parse=_choice("--medhelm-compat", ("default", "helm")), metavar="default|helm", default="default"),
+    Option("compat", "helm: reproduce HELM 0.5.16's numbers, bugs included; medhelm: reproduce medhelm 0.8.0's; "
+           "default: corrected metrics", parse=_choice("--medhelm-compat", ("default", "helm", "medhelm")),
+           metavar="default|helm|medhelm", default="default"),
     Option("local-ctx", "context size of local/... llama.cpp servers (default 8192: a judge's prompt with an "
            "aci_bench conversation, its note and the gold note reaches ~5,100 tokens)",
            parse=_positive_int("--medhelm-local-ctx"), metavar="N", default=8192),
