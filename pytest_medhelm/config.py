@@ -41,6 +41,8 @@ class RunConfig(BaseModel):
     data_dir: Path | None = None
     cache_dir: Path
     cache: Literal["on", "off", "refresh"] = "on"
+    #: the shared answer cache behind the local one (--medhelm-cache-url), a redis:// URL
+    cache_url: str | None = None
     concurrency: int = Field(default=16, ge=1)
     timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     retries: int = Field(default=3, ge=0)
@@ -68,6 +70,16 @@ class RunConfig(BaseModel):
     #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
     data_unverified: tuple[str, ...] = ()
     report_text: bool = False
+
+    @field_validator("cache_url")
+    @classmethod
+    def _cache_url(cls, value: str | None) -> str | None:
+        from pytest_medhelm.models.shared_cache import url_problem
+
+        problem = None if value is None else url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("jury_api_base")
     @classmethod
@@ -177,6 +189,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             data_dir=data_dir,
             cache_dir=cache_dir,
             cache=values["medhelm_cache"],
+            cache_url=values["medhelm_cache_url"],
             concurrency=values["medhelm_concurrency"],
             timeout=values["medhelm_timeout"],
             retries=values["medhelm_retries"],

@@ -176,6 +176,9 @@ OPTIONS: tuple[Option, ...] = (
            path=True),
     Option("cache", "on: read and write; refresh: ask again once; off: keep nothing",
            parse=_choice("--medhelm-cache", ("on", "off", "refresh")), metavar="on|off|refresh", default="on"),
+    Option("cache-url", "a shared answer cache behind the local one, redis://HOST:PORT/DB: runners of a CI matrix "
+           "and retried jobs share answers and judgements (unreachable: said once, the local cache goes on)",
+           metavar="URL"),
     Option("concurrency", "requests in flight at once (default 16)",
            parse=_positive_int("--medhelm-concurrency"), metavar="N", default=16),
     Option("timeout", "seconds per request (default 120)", parse=_positive_float("--medhelm-timeout"),

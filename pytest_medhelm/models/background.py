@@ -299,14 +299,15 @@ class ProcessSender(Sender):
     claims their follow-ups, a writer thread feeds the child's stdin."""
 
     def __init__(self, cache_dir: Path, cache_mode: str, run_id: str, settings: Settings, log_path: Path,
-                 follow_up: FollowUp | None = None, on_finished: Callable[[], None] | None = None) -> None:
+                 follow_up: FollowUp | None = None, on_finished: Callable[[], None] | None = None,
+                 cache_url: str | None = None) -> None:
         super().__init__(follow_up, on_finished)
         # if pytest dies (even kill -9) the child must not go on spending: it asks the kernel for a SIGTERM when
         # this process ends (set by the child itself: no preexec_fn in a process with threads), and it also stops
         # by itself when its stdin closes
         self._config = {"parent_pid": os.getpid(), "cache_dir": str(cache_dir), "cache_mode": cache_mode,
                         "run_id": run_id, "concurrency": settings.concurrency, "timeout": settings.timeout,
-                        "retries": settings.retries}
+                        "retries": settings.retries, "cache_url": cache_url}
         self._log_path = log_path
         self._proc: subprocess.Popen | None = None
         self._reader: threading.Thread | None = None

@@ -71,8 +71,12 @@ def resolve_spec(name: str, *, role: Role, api_base: str | None, endpoints: Mapp
         # the URL is known once the server runs (the session's endpoint()); the identity never depends on it
         return ModelSpec(name=name, litellm_model=f"openai/{served_model_name(name)}", api_base=None,
                          identity=local_endpoints.identity(name))
+    from pytest_medhelm.models.identity import cache_identity
+
     url = endpoints.get(name) or api_base
-    return ModelSpec(name=name, litellm_model=name, api_base=url, api_key_env=api_key_env if url else None)
+    # the endpoint actually used, litellm's environment included (OPENAI_BASE_URL...): one function decides
+    return ModelSpec(name=name, litellm_model=name, api_base=url, api_key_env=api_key_env if url else None,
+                     identity=cache_identity(name, url))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -154,6 +158,11 @@ def destination(spec: ModelSpec) -> str:
         return "a llama.cpp server the plugin starts on 127.0.0.1"
     if spec.api_base:
         return spec.api_base
+    from pytest_medhelm.models.identity import endpoint_of
+
+    moved = endpoint_of(spec.litellm_model, None)
+    if moved.url is not None:  # litellm's environment sends it elsewhere
+        return f"{moved.url} ({moved.source})"
     provider, sep, _rest = spec.litellm_model.partition("/")
     if not sep:
         return "the public API of the provider litellm picks for this name"

@@ -10,7 +10,6 @@ across runs.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 LOCAL_PREFIX = "local/"
@@ -46,8 +45,10 @@ def problem(name: str) -> str | None:
 
 
 class LocalEndpoints:
-    def __init__(self, publish_path: Path, log_dir: Path, n_ctx: int = 8192, n_threads: int | None = None) -> None:
+    def __init__(self, publish_path: Path, log_dir: Path, n_ctx: int = 8192, n_threads: int | None = None,
+                 signing_key: bytes = b"") -> None:
         self.publish_path = publish_path
+        self.signing_key = signing_key  # the run's coordination key: workers believe only what it signed
         self.log_dir = log_dir
         self.n_ctx = n_ctx
         self.n_threads = n_threads
@@ -77,13 +78,10 @@ class LocalEndpoints:
         return entry
 
     def _publish(self) -> None:
-        from pytest_medhelm.models.cache import make_private_dir
+        from pytest_medhelm.models.cache import signed, write_private_text
 
-        make_private_dir(self.publish_path.parent)  # inside the cache directory: private like it
-        tmp = self.publish_path.with_suffix(".tmp")
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(self._published))
-        os.replace(tmp, self.publish_path)
+        # inside the cache directory: private like it, and signed (a planted file would send prompts elsewhere)
+        write_private_text(self.publish_path, signed(self.signing_key, json.dumps(self._published)))
 
     def stop_all(self) -> None:
         for server in self._servers.values():
@@ -104,9 +102,16 @@ def attach(spec, entry: dict[str, str]):
     return dataclasses.replace(spec, api_base=entry["url"], slots=slots)
 
 
-def read_published(publish_path: Path, name: str) -> dict[str, str] | None:
-    """A worker's view: the controller's entry for ``name``, or None when it has not started one."""
+def read_published(publish_path: Path, name: str, signing_key: bytes = b"") -> dict[str, str] | None:
+    """A worker's view: the controller's entry for ``name``, or None when it has not started one (or when the file
+    is not signed with the run's ``signing_key``: then it was not the controller's)."""
+    from pytest_medhelm.models.cache import CacheRefused, read_private_text, verified
+
     try:
-        return json.loads(publish_path.read_text(encoding="utf-8")).get(name)
-    except (OSError, ValueError):
+        text = verified(signing_key, read_private_text(publish_path))
+        entry = json.loads(text).get(name) if text is not None else None
+    except (OSError, ValueError, AttributeError, CacheRefused):
         return None
+    if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
+        return None
+    return entry

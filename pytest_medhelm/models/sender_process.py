@@ -25,7 +25,8 @@ async def _serve(config: dict[str, Any]) -> None:
     from pytest_medhelm.values import ModelError
     from pytest_medhelm.models.scheduler import Scheduler, Settings
 
-    cache = AnswerCache(config["cache_dir"], mode=config["cache_mode"], run_id=config["run_id"])
+    cache = AnswerCache(config["cache_dir"], mode=config["cache_mode"], run_id=config["run_id"],
+                        shared_url=config.get("cache_url"))  # every answer to both tiers, as in the parent
     scheduler = Scheduler(cache, Settings(concurrency=config["concurrency"], timeout=config["timeout"],
                                           retries=config["retries"]))
     loop = asyncio.get_running_loop()

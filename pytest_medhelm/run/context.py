@@ -49,9 +49,14 @@ class RunContext:
         if workerinput is not None:
             self.run_id: str = workerinput["medhelm_run_id"]
             self._cache_dir: str | None = workerinput.get("medhelm_cache_dir")
+            self.coordination_key: bytes = bytes.fromhex(workerinput.get("medhelm_coordination_key", ""))
         else:
             self.run_id = os.urandom(16).hex()
             self._cache_dir = None
+            #: signs the files the processes of this run leave each other in the cache directory (plans, local
+            #: servers' URLs): handed to the workers by xdist, never written anywhere, so a file planted there
+            #: cannot make the run send a prompt it did not plan, nor send one to another URL
+            self.coordination_key = os.urandom(32)
         self._run_config: RunConfig | None = None
         self._registry: Registry | None = None
         self._cache: AnswerCache | None = None
@@ -62,6 +67,7 @@ class RunContext:
         self._specs: dict[tuple[str, str], ModelSpec] = {}
         self._local: Any = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
         self._data_verification: Any = None
+        self._shared_unreachable = False
         self._jury: Any = None  # (JuryInstrument, warning or None), loaded at first use
 
     @property
@@ -144,8 +150,46 @@ class RunContext:
         if self._cache is None:
             from pytest_medhelm.models.cache import AnswerCache
 
-            self._cache = AnswerCache(self.cache_dir(), mode=self.cache_mode, run_id=self.run_id)
+            self._cache = AnswerCache(self.cache_dir(), mode=self.cache_mode, run_id=self.run_id,
+                                      shared_url=self.shared_cache_url)
         return self._cache
+
+    @property
+    def shared_cache_url(self) -> str | None:
+        """The shared cache behind the local one (--medhelm-cache-url); none when the run keeps nothing, or when
+        it could not be reached at start-up (said once; a worker learns it from the controller)."""
+        if self._shared_unreachable or self.run_config.cache == "off":
+            return None
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is not None and "medhelm_shared_cache" in workerinput:
+            return workerinput["medhelm_shared_cache"] or None
+        return self.run_config.cache_url
+
+    def check_cache(self) -> list[str]:
+        """At start-up, before anything is sent: the cache opened (a directory or file that is not safely the
+        user's own, or a damaged database, is a usage error naming it); returns what the run must say about it
+        (an old cache converted, a shared cache that cannot be reached)."""
+        from pytest_medhelm.models.cache import CacheRefused
+
+        lines = []
+        url = self.shared_cache_url
+        if url:
+            from pytest_medhelm.models.shared_cache import probe, redacted
+
+            problem = probe(url)
+            self._shared_unreachable = problem is not None  # nobody in this run waits on it again
+            lines.append(problem or f"medhelm: shared cache {redacted(url)} (answers and judgements read there "
+                                    "after a local miss, written to both)")
+        try:
+            cache = self.cache
+        except CacheRefused as exc:
+            raise pytest.UsageError(f"medhelm: {exc}") from None
+        converted, dropped = cache.migrated
+        if converted or dropped:
+            lines.insert(0, f"medhelm: the answer cache {cache.directory} was converted from pickles to JSON once: "
+                            f"{converted} entries kept" + (f", {dropped} unreadable entries dropped" if dropped
+                                                           else ""))
+        return lines
 
     def close(self) -> None:
         """End of the session: the run's error entries go (never served to a later run), the cache closes, the
@@ -190,7 +234,24 @@ class RunContext:
         return self._prices
 
     def price_of(self, spec: "ModelSpec"):
-        return self.prices.price_for(spec.name, spec.litellm_model)
+        """(USD per prompt token, per completion token) of ``spec``, or None. A model at an endpoint that is not
+        its provider's public API is priced by the prices file only, never at the provider's rates."""
+        from pytest_medhelm.models.identity import priced_as_provider
+
+        if priced_as_provider(spec):
+            return self.prices.price_for(spec.name, spec.litellm_model)
+        return self.prices.table.get(spec.name) or self.prices.table.get(spec.litellm_model)
+
+    def completion_cost(self, spec: "ModelSpec", tokens_in: int, tokens_out: int, reported: float | None):
+        """The cost recorded for one answer of ``spec`` (see :meth:`price_of`; litellm's reported cost is the
+        provider's price, so it is believed only for the provider's own API)."""
+        from pytest_medhelm.models.identity import priced_as_provider
+
+        if priced_as_provider(spec):
+            return self.prices.completion_cost(spec.name, spec.litellm_model, tokens_in, tokens_out, reported)
+        from pytest_medhelm.cost import cost
+
+        return cost(tokens_in, tokens_out, self.price_of(spec))
 
     @property
     def budget(self) -> "Budget | None":
@@ -237,7 +298,7 @@ class RunContext:
         from pytest_medhelm.values import ModelError
 
         if self.is_worker:
-            entry = local_endpoints.read_published(self._local_publish_path(), spec.name)
+            entry = local_endpoints.read_published(self._local_publish_path(), spec.name, self.coordination_key)
             if entry is None:
                 raise ModelError(spec.name, "the controlling process started no llama.cpp server for this model "
                                             "(every answer of the run was cached); run without -n to ask it anew")
@@ -245,7 +306,8 @@ class RunContext:
             if self._local is None:
                 rc = self.run_config
                 self._local = local_endpoints.LocalEndpoints(self._local_publish_path(), self.cache_dir() / "logs",
-                                                             n_ctx=rc.local_ctx, n_threads=rc.local_threads)
+                                                             n_ctx=rc.local_ctx, n_threads=rc.local_threads,
+                                                             signing_key=self.coordination_key)
             entry = self._local.start(spec.name)
         if "error" in entry:
             raise ModelError(spec.name, entry["error"])

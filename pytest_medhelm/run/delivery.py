@@ -142,7 +142,8 @@ class Delivery:
         if background.choose_sender(len(jobs), in_process_only=ctx.budget is not None) == "process":
             self._sender = background.ProcessSender(
                 ctx.cache_dir(), ctx.cache_mode, ctx.run_id, ctx.settings(),
-                ctx.cache_dir() / "logs" / f"sender-{ctx.run_id}.log", follow_up, self._sender_finished)
+                ctx.cache_dir() / "logs" / f"sender-{ctx.run_id}.log", follow_up, self._sender_finished,
+                cache_url=ctx.shared_cache_url)
         else:
             self._sender = background.ThreadSender(ctx.scheduler, follow_up, self._sender_finished)
         self._sender.start(jobs)
@@ -280,8 +281,7 @@ class Delivery:
         for instance in self.plan.instances_of(key):
             self._delivered[(instance.benchmark, instance.id)] = result.text
         # priced here, for the model under test and the judges alike: a prices file wins over litellm's table
-        result.cost_usd = self.ctx.prices.completion_cost(spec.name, spec.litellm_model, result.tokens_in,
-                                                          result.tokens_out, result.cost_usd)
+        result.cost_usd = self.ctx.completion_cost(spec, result.tokens_in, result.tokens_out, result.cost_usd)
         return result
 
     def answers_at_hand(self, slug: str) -> list[tuple[str, "Instance"]]:

@@ -37,6 +37,24 @@ def check_local_only(ctx: "RunContext") -> None:
         raise pytest.UsageError(local_only_message(violations))
 
 
+def identity_lines(ctx: "RunContext") -> list[str]:
+    """The start-up lines saying where each model under test is sent, and so what its answers are cached and
+    priced as; a judge too when litellm's environment (OPENAI_BASE_URL...) moves it off its provider's API."""
+    from pytest_medhelm.models.endpoints import destination
+    from pytest_medhelm.models.identity import endpoint_of
+
+    lines = []
+    for name in ctx.run_config.models:
+        spec = ctx.model_spec(name)
+        moved = not spec.api_base and endpoint_of(spec.litellm_model, None).url is not None
+        lines.append(f"medhelm: model {name} → {destination(spec)}" + (
+            " (answers cached and priced as that server's, not the provider's)" if moved else ""))
+    for spec in ctx.judge_specs():
+        if not spec.api_base and endpoint_of(spec.litellm_model, None).url is not None:
+            lines.append(f"medhelm: judge {spec.name} → {destination(spec)} (cached and priced as that server's)")
+    return lines
+
+
 def announce_judges(ctx: "RunContext", write_line: Any) -> None:
     """Before the first judge request of a run whose model under test is local: one line per judge that a
     provider's public API would get (a hospital keeping its model on its network must not learn that from a bill),

@@ -45,6 +45,7 @@ class Run:
         self._primed: set[str] = set()  # benchmarks whose BERTScore was batched in this process
         self._stopped_early = False  # xdist's -x / --maxfail: its exit status says "interrupted", the run was not
         self._frozen = False
+        self._header: list[str] = []  # start-up lines: the cache, the shared cache, each model's endpoint
         # registered now, before pytest's own plugins register theirs, so that it runs after them: the session's
         # last full garbage collections (pytest's unraisable-exception check) still skip the frozen items
         config.add_cleanup(self._unfreeze)
@@ -129,6 +130,15 @@ class Run:
             from pytest_medhelm.run.preflight import check_local_only
 
             check_local_only(self.ctx)
+        if self.ctx.role != WORKER and self.ctx.configured and self.ctx.run_config.models:
+            # the cache directory refused (not the user's own, writable by others, damaged) before anything is
+            # sent; the header then says where each model's answers come from and what the cache did
+            from pytest_medhelm.run.preflight import identity_lines
+
+            self._header = self.ctx.check_cache() + identity_lines(self.ctx)
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        return self._header
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,13 +40,25 @@ def remove_plan_files(cache_dir: Path, run_id: str) -> None:
 
 
 def _write_private(path: Path, text: str) -> None:
-    from pytest_medhelm.models.cache import make_private_dir
+    from pytest_medhelm.models.cache import write_private_text
 
-    make_private_dir(path.parent)
-    tmp = path.with_suffix(".tmp")
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    write_private_text(path, text)
+
+
+class PlanRefused(ValueError):
+    """A plan file that this run's worker did not write (unsigned, or changed since): never believed."""
+
+
+def read_plan(path: Path, key: bytes) -> str:
+    """The text of a worker's plan file, read without following a link, its signature checked (the run's
+    coordination key, which only this run's processes know). Raises FileNotFoundError, CacheRefused, PlanRefused."""
+    from pytest_medhelm.models.cache import read_private_text, verified
+
+    text = verified(key, read_private_text(path))
+    if text is None:
+        raise PlanRefused(f"{path} is not signed by a worker of this run (a file planted in the cache directory, "
+                          "or changed since it was written): not used")
+    return text
 
 
 def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set[str],
@@ -95,8 +106,11 @@ class WorkerHooks:
         judged = {p.instance.benchmark for p in planned if self.plan.is_judged(p.instance.benchmark)}
         selected, counts = self.collection.selection(session.items)
         cache_dir = self.ctx.cache_dir()
+        from pytest_medhelm.models.cache import signed
+
         _write_private(plans_dir(cache_dir) / f"{self.ctx.run_id}-{self.ctx.config.workerinput['workerid']}.json",
-                       plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record()))
+                       signed(self.ctx.coordination_key,
+                              plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record())))
         marker = sent_marker(cache_dir, self.ctx.run_id)
         self.delivery.expect_from_controller(planned, marker.exists)
 
@@ -108,6 +122,9 @@ class ControllerHooks:
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["medhelm_run_id"] = self.ctx.run_id
+        node.workerinput["medhelm_coordination_key"] = self.ctx.coordination_key.hex()
+        if self.ctx.configured:  # the shared cache as the controller found it at start-up ("" = none, unreachable)
+            node.workerinput["medhelm_shared_cache"] = self.ctx.shared_cache_url or ""
         if self.ctx.cache_dir_chosen or (self.ctx.configured and self.ctx.run_config.cache == "off"):
             node.workerinput["medhelm_cache_dir"] = str(self.ctx.cache_dir())
 
@@ -116,12 +133,14 @@ class ControllerHooks:
             return
         self._started = True
         path = plans_dir(self.ctx.cache_dir()) / f"{self.ctx.run_id}-{node.gateway.id}.json"
+        from pytest_medhelm.models.cache import CacheRefused
+
         try:
             planned, self.reporting.selected, self.reporting.planned, self.reporting.data_unverified = plan_from_json(
-                path.read_text(encoding="utf-8"))
+                read_plan(path, self.ctx.coordination_key))
         except FileNotFoundError:
             planned = []  # the worker collected nothing of ours
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, CacheRefused) as exc:
             planned = []
             self.delivery.write_line(f"medhelm: the plan of worker {node.gateway.id} cannot be read ({exc}): the "
                                      "workers ask for their answers themselves", {"yellow": True})
