@@ -178,7 +178,7 @@ class RunContext:
 
             problem = probe(url)
             self._shared_unreachable = problem is not None  # nobody in this run waits on it again
-            lines.append(problem or f"medhelm: shared cache {redacted(url)} (answers and judgements read there "
+            lines.append(problem or f"medhelm shared cache: {redacted(url)} (answers and judgements read there "
                                     "after a local miss, written to both)")
         try:
             cache = self.cache

@@ -47,11 +47,11 @@ def identity_lines(ctx: "RunContext") -> list[str]:
     for name in ctx.run_config.models:
         spec = ctx.model_spec(name)
         moved = not spec.api_base and endpoint_of(spec.litellm_model, None).url is not None
-        lines.append(f"medhelm: model {name} → {destination(spec)}" + (
+        lines.append(f"medhelm model: {name} → {destination(spec)}" + (
             " (answers cached and priced as that server's, not the provider's)" if moved else ""))
     for spec in ctx.judge_specs():
         if not spec.api_base and endpoint_of(spec.litellm_model, None).url is not None:
-            lines.append(f"medhelm: judge {spec.name} → {destination(spec)} (cached and priced as that server's)")
+            lines.append(f"medhelm judge: {spec.name} → {destination(spec)} (cached and priced as that server's)")
     return lines
 
 
