@@ -50,9 +50,7 @@ def redacted(url: str) -> str:
     if parts.password is None:
         return url
     user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    host = parts.netloc.rpartition("@")[2]  # host and port as written (the port may be what is wrong)
     return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
 
 

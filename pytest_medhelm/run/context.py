@@ -165,6 +165,16 @@ class RunContext:
             return workerinput["medhelm_shared_cache"] or None
         return self.run_config.cache_url
 
+    def shared_cache_failure(self) -> str | None:
+        """The line saying that the shared cache stopped answering during the run (in this process), or None."""
+        shared = self._cache.shared if self._cache is not None else None
+        if shared is None or shared.failure is None:
+            return None
+        from pytest_medhelm.models.shared_cache import redacted
+
+        return (f"medhelm: the shared cache {redacted(shared.url)} stopped answering during the run "
+                f"({shared.failure}): the answers after that are in the local cache only")
+
     def check_cache(self) -> list[str]:
         """At start-up, before anything is sent: the cache opened (a directory or file that is not safely the
         user's own, or a damaged database, is a usage error naming it); returns what the run must say about it

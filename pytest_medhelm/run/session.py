@@ -189,6 +189,9 @@ class Run:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.ctx.role != WORKER:
             self.reporting.terminal_summary(terminalreporter, config)
+            failure = self.ctx.shared_cache_failure()
+            if failure:
+                terminalreporter.write_line(failure, yellow=True)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.ctx.role != WORKER and self.ctx.configured:
