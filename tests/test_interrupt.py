@@ -135,11 +135,13 @@ def cache_answers(directory: Path) -> dict[str, str]:
     Returns the prompt of every stored answer, by cache key."""
     import diskcache
 
+    from pytest_medhelm.models.cache_disk import JSONDisk
+
     db = directory / "cache.db"
     assert db.is_file()
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    cache = diskcache.Cache(str(directory))
+    cache = diskcache.Cache(str(directory), disk=JSONDisk)  # entries are JSON text (issue 20)
     try:
         prompts = {}
         for key in list(cache):

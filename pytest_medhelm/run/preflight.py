@@ -86,10 +86,23 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
     items = [(p.instance.benchmark, p.model, p.request.prompt_text, p.request.max_tokens,
               instrument.judge_prompt_without_answer(p.instance.benchmark, p.instance)
               if instrument is not None and p.instance.benchmark in judged else None) for p in planned]
-    litellm_models = {m: ctx.model_spec(m).litellm_model for m in ctx.run_config.models}
-    litellm_models.update({j: ctx.judge_spec(j).litellm_model for j in judges})
-    rows = estimate(items, judges, open_benchmarks=judged, prices=ctx.prices, litellm_models=litellm_models,
-                    judge_max_tokens=JUDGE_MAX_TOKENS)
+    specs = {m: ctx.model_spec(m) for m in ctx.run_config.models}
+    specs.update({j: ctx.judge_spec(j) for j in judges})
+    litellm_models = {name: spec.litellm_model for name, spec in specs.items()}
+    rows = estimate(items, judges, open_benchmarks=judged, prices=_RunPrices(ctx, specs),
+                    litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS)
     for line in render(rows, judges).splitlines():
         write_line(line)
     pytest.exit("medhelm dry run: nothing was sent", returncode=0)
+
+
+class _RunPrices:
+    """The run's own pricing rule for the estimate (:meth:`RunContext.price_of`: a model at an endpoint that is not
+    its provider's public API is priced by the prices file only), in the shape the estimate asks for."""
+
+    def __init__(self, ctx: "RunContext", specs: dict[str, Any]) -> None:
+        self.ctx, self.specs = ctx, specs
+
+    def price_for(self, model_name: str, litellm_model: str | None = None):
+        spec = self.specs.get(model_name)
+        return self.ctx.price_of(spec) if spec is not None else self.ctx.prices.price_for(model_name, litellm_model)
