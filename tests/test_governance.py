@@ -302,6 +302,8 @@ def test_cache_directory_is_0700_and_its_files_0600(pytester, server, monkeypatc
     assert [p.relative_to(cache) for p in cache.rglob("*.val")] == []
     import diskcache
 
-    with diskcache.Cache(str(cache)) as stored:
+    from pytest_medhelm.models.cache_disk import JSONDisk
+
+    with diskcache.Cache(str(cache), disk=JSONDisk) as stored:  # entries are JSON text (issue 20)
         sizes = [len(json.dumps(stored[key])) for key in stored if isinstance(stored[key], dict)]
     assert len(sizes) == 3 and min(sizes) > 64 * 1024, sizes  # what would have gone to files of their own
