@@ -97,8 +97,14 @@ class RunConfig(BaseModel):
 
     def public_options(self) -> dict[str, Any]:
         """The options for the results JSON (no secrets are ever in here: keys come from the environment)."""
+        from pytest_medhelm.values import redact_url
+
         data = self.model_dump(mode="json")
         data["thresholds"] = [t.spec for t in self.thresholds]
+        for name in ("api_base", "jury_api_base", "cache_url"):  # (URLs may carry credentials: never stored)
+            if isinstance(data.get(name), str):
+                data[name] = redact_url(data[name])
+        data["endpoints"] = [[model, redact_url(url)] for model, url in self.endpoints]
         return data
 
 

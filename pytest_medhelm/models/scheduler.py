@@ -63,7 +63,8 @@ from typing import Any, Callable
 
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.values import BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import (BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec,
+                                   redact_url)
 from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_for, send_litellm,
                                              uses_openai_wire)
 
@@ -147,7 +148,7 @@ def redact(text: str, spec: ModelSpec | None = None) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, "***")
-    return text
+    return redact_url(text) or text  # (and the credentials of any URL: http://user:pass@host)
 
 
 _BARE_TIMEOUT = re.compile(r"[\w.]*Timeout\w*:?")
