@@ -17,19 +17,23 @@ the path, so a ~20 ms start). Its limits are set before the first query and cann
 Frames on stdin/stdout: a 4-byte big-endian length, then ``marshal`` data (plain tuples, strings, numbers: loading
 it executes nothing). A request is ``(db_path, sql, time_limit, max_rows, max_bytes, one_row)``; a reply is
 ``("rows", [tuple, ...], ending)`` or ``("error", message, ending)``, ``ending`` true when the child exits after
-it (a failed allocation may have left it in a half-done state). The end of stdin (the parent is gone) ends the process, and
-on Linux the kernel also signals it when its parent dies.
+it (a failed allocation may have left it in a half-done state). The end of stdin (the parent is gone) ends the
+process, and on Linux the kernel also signals it when its parent dies.
 """
 
 from __future__ import annotations
 
 import marshal
 import os
-import resource
 import sqlite3
 import struct
 import sys
 import time
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on POSIX
+    resource = None  # type: ignore[assignment]
 
 #: functions a query may call: deterministic, side-effect free, and unable to allocate beyond the value length
 #: limit (not zeroblob/randomblob, which exist to make large values, nor fts3_tokenizer or load_extension)
@@ -76,7 +80,8 @@ _ACTIONS = """CREATE_INDEX CREATE_TABLE CREATE_TEMP_INDEX CREATE_TEMP_TABLE CREA
 CREATE_TRIGGER CREATE_VIEW DELETE DROP_INDEX DROP_TABLE DROP_TEMP_INDEX DROP_TEMP_TABLE DROP_TEMP_TRIGGER
 DROP_TEMP_VIEW DROP_TRIGGER DROP_VIEW INSERT PRAGMA READ SELECT TRANSACTION UPDATE ATTACH DETACH ALTER_TABLE REINDEX
 ANALYZE CREATE_VTABLE DROP_VTABLE FUNCTION SAVEPOINT RECURSIVE""".split()
-_ACTION_NAMES = {getattr(sqlite3, f"SQLITE_{n}"): n.replace("_", " ") for n in _ACTIONS if hasattr(sqlite3, f"SQLITE_{n}")}
+_ACTION_NAMES = {getattr(sqlite3, f"SQLITE_{n}"): n.replace("_", " ")
+                 for n in _ACTIONS if hasattr(sqlite3, f"SQLITE_{n}")}
 
 
 def _describe(action: int, arg1, arg2) -> str:
@@ -144,8 +149,12 @@ def run(db_path: str, sql: str, time_limit: float, max_rows: int, max_bytes: int
 
 
 def _limit_memory(memory_bytes: int, heap_bytes: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if resource is not None:
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        except (ValueError, OSError):  # pragma: no cover - a platform that refuses it (macOS): SQLite's limit holds
+            pass
     # SQLite's heap limit is per process: set here, by us, before any query (which can never run PRAGMA)
     sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit={int(heap_bytes)}").close()
 
