@@ -94,6 +94,17 @@ def test_the_sandbox_keeps_sqlite_settings_to_its_child(db: Path) -> None:
         sandbox.close()
 
 
+def test_sql_text_sqlite_cannot_take_is_an_error_of_its_own(db: Path) -> None:
+    sandbox = SqlSandbox()
+    try:
+        for text in ("SELECT 1\x00", "SELECT '\ud800'"):
+            with pytest.raises(SandboxError, match="null character|surrogate"):
+                sandbox.run(str(db), text, 5, 100)
+        assert sandbox.run(str(db), COUNT, 5, 100) == [(2,)] and sandbox.started == 1
+    finally:
+        sandbox.close()
+
+
 def test_value_length_and_result_bytes_are_capped(db: Path) -> None:
     sandbox = SqlSandbox()
     try:

@@ -193,6 +193,8 @@ def main() -> int:
             reply = ("error", str(exc))
         except MemoryError:
             reply, recycle = ("error", f"the memory limit of {memory_bytes // 1_000_000} MB was exceeded"), True
+        except Exception as exc:  # noqa: BLE001 - SQL text sqlite3 cannot take (a NUL, a lone surrogate): its item's
+            reply = ("error", f"{type(exc).__name__}: {exc}")  # error, not the end of the sandbox
         try:
             data = marshal.dumps((*reply, recycle))
         except (ValueError, MemoryError):
