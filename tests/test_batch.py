@@ -175,3 +175,42 @@ def test_the_dry_run_prices_a_batch_run_at_the_batch_rate(pytester, project):
         '["openai/writer"]\ninput_per_million = 250000\noutput_per_million = 1000000\nbatch = 0.25\n')
     direct = upper_bound()
     assert direct > 0 and upper_bound("--medhelm-batch") == pytest.approx(direct * 0.25)
+
+
+VERDICT = json.dumps({axis: {"score": 4, "explanation": f"{axis} is good"}
+                      for axis in ("accuracy", "completeness", "clarity")})
+
+
+def answer_or_judge(body):
+    if body["model"].startswith("judge"):
+        return VERDICT
+    return "HISTORY OF PRESENT ILLNESS: the patient reports a cough. ASSESSMENT AND PLAN: rest."
+
+
+@XDIST
+def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytester, server, shared_data, xdist):
+    from conftest import suite_args
+
+    server.set_answer(answer_or_judge)
+
+    def run(cache: str, out: str, *extra: str):
+        result = pytester.runpytest_subprocess(*suite_args(server.url, shared_data, "aci_bench", 2, "--medhelm-cache-dir",
+                                                           str(pytester.path / cache), "--medhelm-json",
+                                                           str(pytester.path / out), *extra, *xdist))
+        assert result.ret == 0, result.stdout.str()[-3000:]
+        return result
+
+    run("direct-cache", "direct.json")
+    assert server.count == 4  # 2 answers, 2 judgements
+    batched = run("batch-cache", "batch.json", "--medhelm-batch")
+    assert server.count == 4
+    stats = batch_stats(server.url)
+    assert stats["batches_created"] == 2
+    answers, judgements = ([line for line in stats["lines"] if line["batch"] == bid] for bid in stats["batch_ids"])
+    assert [line["body"]["model"] for line in answers] == ["writer"] * 2
+    assert [line["body"]["model"] for line in judgements] == ["judge-a"] * 2
+    assert all("ASSESSMENT AND PLAN: rest." in line["body"]["messages"][-1]["content"] for line in judgements)
+    batched.stdout.fnmatch_lines(["medhelm batch * (answers, openai/writer at *): completed; 2/2 answered",
+                                  "medhelm batch * (jury, openai/judge-a at *): completed; 2/2 answered"])
+    direct, batch = results(pytester, "direct.json"), results(pytester, "batch.json")
+    assert scores(batch) == scores(direct) and set(scores(batch).values()) == {0.75}

@@ -20,6 +20,7 @@ line that cannot be read, or names a request the batch did not hold, is that lin
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -169,7 +170,8 @@ class BatchState:
                          if isinstance(e, dict))
         created, finished = data.get("created_at"), data.get("completed_at")
         took = (float(finished - created) if all(isinstance(t, (int, float)) and not isinstance(t, bool)
-                                                 for t in (created, finished)) and finished >= created else None)
+                                                 and math.isfinite(t) for t in (created, finished))
+                and finished >= created else None)
 
         def file_id(name: str) -> str | None:
             value = data.get(name)
