@@ -214,3 +214,17 @@ def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytest
                                   "medhelm batch * (jury, openai/judge-a at *): completed; 2/2 answered"])
     direct, batch = results(pytester, "direct.json"), results(pytester, "batch.json")
     assert scores(batch) == scores(direct) and set(scores(batch).values()) == {0.75}
+
+
+def test_a_budget_holds_for_a_batch_and_counts_its_answers_at_the_batch_price(pytester, server, project):
+    refused = pytester.runpytest_subprocess(*project("cache", "none.json", "--medhelm-batch", "--medhelm-budget", "0"))
+    assert batch_stats(server.url)["batches_created"] == 0 and server.count == 0  # nothing fits: nothing submitted
+    refused.assert_outcomes(skipped=10)
+    assert results(pytester, "none.json")["run"]["budget"]["not_sent"] == 10
+
+    paid = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-batch", "--medhelm-budget", "1"))
+    assert paid.ret == 0, paid.stdout.str()[-3000:]
+    assert batch_stats(server.url)["batches_created"] == 1 and server.count == 0
+    report = results(pytester, "out.json")
+    assert report["run"]["budget"]["spent_usd"] == pytest.approx(report["models"][0]["cost_usd"], rel=1e-12)
+    assert report["run"]["budget"]["not_sent"] == 0

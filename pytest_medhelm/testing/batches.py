@@ -47,8 +47,11 @@ def _id(prefix: str) -> str:
 
 
 class BatchService:
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Any, server: Any) -> None:
         self.core = core  # the chat server's core: its state (answer policy, key) and its _answer
+        # the server module's helpers (error bodies, completions, the bearer token), passed in rather than imported:
+        # the server imports this module
+        self.server = server
         self._lock = threading.Lock()
         self.config: dict[str, Any] = {"polls": 2, "outcome": "completed", "fail_lines": {}, "available": True}
         self._reset()
@@ -71,18 +74,13 @@ class BatchService:
 
     # ------------------------------------------------------------------ helpers
     def _denied(self, request: web.Request) -> web.Response | None:
-        from pytest_medhelm.testing.server import _bearer, _error_response
-
         key = self.core.state.api_key
-        if key is not None and _bearer(request) != key:
-            return _error_response(401)
+        if key is not None and self.server._bearer(request) != key:
+            return self.server._error_response(401)
         return None
 
-    @staticmethod
-    def _error(status: int, message: str) -> web.Response:
-        from pytest_medhelm.testing.server import _error_response
-
-        return _error_response(status, message)
+    def _error(self, status: int, message: str) -> web.Response:
+        return self.server._error_response(status, message)
 
     def _file(self, content: bytes, purpose: str, filename: str) -> dict[str, Any]:
         entry = {"id": _id("file"), "object": "file", "bytes": len(content), "created_at": int(time.time()),
@@ -219,8 +217,8 @@ class BatchService:
 
     async def _finish(self, batch: dict[str, Any], outcome: str) -> None:
         """End ``batch``: answer its lines (all of them, half for expired, none for failed or cancelled)."""
-        from pytest_medhelm.testing.server import completion_body, error_body, last_user_text
-
+        completion_body, error_body, last_user_text = (self.server.completion_body, self.server.error_body,
+                                                       self.server.last_user_text)
         now = int(time.time())
         lines = batch["_lines"]
         if outcome == "failed":

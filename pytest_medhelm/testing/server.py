@@ -617,7 +617,7 @@ class _ServerCore:
         app.router.add_post("/_stop", self._stop)
         from pytest_medhelm.testing.batches import BatchService
 
-        BatchService(self).install(app)  # OpenAI's Files and Batches endpoints (the --medhelm-batch tests)
+        BatchService(self, sys.modules[__name__]).install(app)  # OpenAI's Files and Batches (--medhelm-batch)
         return app
 
     async def start(self, port: int = 0) -> int:
