@@ -89,6 +89,17 @@ def uses_openai_wire(spec: ModelSpec) -> bool:
     return bool(spec.api_base) and spec.name.startswith(OPENAI_COMPATIBLE_PREFIXES)
 
 
+def chat_body(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:
+    """The JSON body of ``request`` to an OpenAI-compatible endpoint (sent as is, or as a line of a batch)."""
+    body: dict[str, Any] = {"model": spec.litellm_model.split("/", 1)[1], "messages": _messages(request),
+                            "temperature": request.temperature, "max_tokens": request.max_tokens}
+    if request.stop:
+        body["stop"] = list(request.stop)
+    if request.response_format:
+        body["response_format"] = json.loads(request.response_format)
+    return body
+
+
 class OpenAIWire:
     """One aiohttp session for all requests to OpenAI-compatible endpoints of a run."""
 
@@ -107,12 +118,7 @@ class OpenAIWire:
         import aiohttp
 
         session = await self._get_session()
-        body: dict[str, Any] = {"model": spec.litellm_model.split("/", 1)[1], "messages": _messages(request),
-                                "temperature": request.temperature, "max_tokens": request.max_tokens}
-        if request.stop:
-            body["stop"] = list(request.stop)
-        if request.response_format:
-            body["response_format"] = json.loads(request.response_format)
+        body = chat_body(spec, request)
         headers = {}
         key = api_key_for(spec)
         if key:

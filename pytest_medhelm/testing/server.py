@@ -12,6 +12,8 @@ Endpoints
     The configured model ids (``models=``). The model of a chat request is echoed, never checked.
 ``GET /health``
     ``{"status": "ok"}``; never needs an API key.
+``/v1/files`` and ``/v1/batches``
+    OpenAI's Batch API (:mod:`pytest_medhelm.testing.batches`); its lines never count as chat requests.
 ``GET /_stats``, ``GET /_requests``, ``GET|POST /_config``, ``POST /_reset``, ``POST /_stop``
     The control plane, so that a process other than the one that started the server (a pytester run, an xdist
     worker) can read counters and reconfigure it. It never needs an API key.
@@ -514,6 +516,13 @@ class _State:
                 self._reply_shape,
             )
 
+    def answering(self) -> _Answering:
+        """The answer policy now, without counting a chat request (the batch endpoints answer their lines so)."""
+        with self._lock:
+            return _Answering(
+                self._answer, self._rules, self._script, self._latency, self._api_key, self._stop_after
+            )
+
     def take_fault(self, record: dict, text: str) -> Fault | None:
         """The fault for this request, if any, noted in its record at once (a held request shows it)."""
         with self._lock:
@@ -636,6 +645,9 @@ class _ServerCore:
         app.router.add_post("/_config", self._post_config)
         app.router.add_post("/_reset", self._reset)
         app.router.add_post("/_stop", self._stop)
+        from pytest_medhelm.testing.batches import BatchService
+
+        BatchService(self, sys.modules[__name__]).install(app)  # OpenAI's Files and Batches (--medhelm-batch)
         return app
 
     async def start(self, port: int = 0) -> int:
