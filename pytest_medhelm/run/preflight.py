@@ -89,6 +89,9 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
     specs = {m: ctx.model_spec(m) for m in ctx.run_config.models}
     specs.update({j: ctx.judge_spec(j) for j in judges})
     litellm_models = {name: spec.litellm_model for name, spec in specs.items()}
+    if ctx.prices.batched:  # --medhelm-batch
+        write_line("medhelm dry run: --medhelm-batch: priced at the batch rate: " + ", ".join(
+            f"{name} ×{factor:g}" for name, factor in ctx.prices.batched.items()))
     rows = estimate(items, judges, open_benchmarks=judged, prices=_RunPrices(ctx, specs),
                     litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS)
     for line in render(rows, judges).splitlines():
