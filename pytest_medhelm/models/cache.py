@@ -25,6 +25,7 @@ diskcache writes each entry in one SQLite transaction, so a crash or Ctrl-C leav
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sqlite3
@@ -182,7 +183,8 @@ def check_cache_dir(directory: Path) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # what an entry must look like to be used
 
-_COMPLETION_FIELDS = {"text", "tokens_in", "tokens_out", "latency_s", "cost_usd", "finish_reason", "extra"}
+#: what Completion.to_cache writes: its fields but "cached" (which says how this run got it)
+_COMPLETION_FIELDS = {f.name for f in dataclasses.fields(Completion)} - {"cached"}
 
 
 def _count(value: Any) -> bool:
