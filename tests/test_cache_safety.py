@@ -320,3 +320,53 @@ def test_the_identity_is_one_function_of_the_endpoint_actually_used():
     assert cache_identity("together_ai/x", None, environ={"TOGETHERAI_API_BASE": "http://t"}) == "together_ai/x@http://t"
     assert cache_identity("groq/x", None, environ={"GROQ_API_BASE": "http://g"}) == "groq/x@http://g"
     assert cache_identity("anthropic/claude", None, environ={"OPENAI_BASE_URL": "http://a"}) == "anthropic/claude"
+
+
+# ------------------------------------------------------------------------------------------------ fuzzing the reader
+
+FUZZED = {"inputs": 0}
+
+
+def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_path):
+    """Hypothesis: whatever a row of ``cache.db`` holds (any JSON value, any text, any bytes, any diskcache mode),
+    reading it gives a valid Completion or None; nothing raises, and a well-formed entry is never lost."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from pytest_medhelm.models.cache import valid_entry
+
+    cache = AnswerCache(tmp_path / "c", run_id="r")
+    db = sqlite3.connect(tmp_path / "c" / "cache.db", isolation_level=None)
+    json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                               | st.text(max_size=20),
+                               lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
+                                                                                             max_size=4), max_leaves=20)
+    entries = st.fixed_dictionaries({"completion": st.fixed_dictionaries(
+        {"text": st.text(max_size=20)}, optional={"tokens_in": st.integers(-3, 10**6), "extra": json_values,
+                                                  "cost_usd": st.none() | st.floats(), "bogus": json_values})},
+        optional={"run_id": json_values, "request": json_values})
+    stored = (json_values.map(json.dumps) | entries.map(lambda e: json.dumps(e)) | st.text(max_size=60)
+              | st.binary(max_size=60))
+
+    @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(value=stored, mode=st.sampled_from([1, 2, 3, 4]))
+    def read_back(value, mode):
+        FUZZED["inputs"] += 1
+        db.execute("DELETE FROM Cache WHERE key = 'k'")
+        db.execute("INSERT INTO Cache (key, raw, store_time, access_time, mode, value) VALUES ('k', 1, 0, 0, ?, ?)",
+                   (mode, value))
+        got = cache.get("k")
+        if isinstance(value, str) and mode == 1:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = None
+            if valid_entry(parsed):
+                assert got is not None and got.text == parsed["completion"]["text"]  # never lost
+                return
+        assert got is None
+
+    read_back()
+    db.close()
+    cache.close()
+    assert FUZZED["inputs"] >= 600
+    print(f"cache reader fuzzed with {FUZZED['inputs']} rows")
