@@ -87,7 +87,7 @@ class RunContext:
         if self._run_config is None:
             from pytest_medhelm.config import from_pytest
 
-            self._run_config = from_pytest(self.config, set(self.registry.slugs()))
+            self._run_config = from_pytest(self.config, set(self.registry.slugs()), registry=self.registry)
         return self._run_config
 
     @property
