@@ -27,7 +27,7 @@ def test_every_benchmark_is_documented() -> None:
     for slug, bench in BENCHMARKS.items():
         assert f"### `{slug}`: {bench.name}" in text
         for file in bench.files:
-            assert f"`{slug}/{file.name}`" in text
+            assert f"`{file.folder_of(bench)}/{file.name}`" in text
         _help, example = docs._help_and_example(bench)
         assert example, f"{slug}: no synthetic example (Benchmark.example, or 'Synthetic example' in data_help)"
         # a count only for public data, and for each public benchmark but those whose copy is not pinned

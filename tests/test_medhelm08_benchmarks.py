@@ -268,3 +268,25 @@ def test_sct_variant_through_the_option_and_the_forks_flags(pytester: pytest.Pyt
     # -2 on the three panels: 0/10, 3/6, 2/2
     [bench] = report["benchmarks"]
     assert bench["mean"] == pytest.approx((0 + 0.5 + 1) / 3)
+
+
+def test_list_and_tree_show_the_six_with_their_data(pytester: pytest.Pytester, monkeypatch) -> None:
+    monkeypatch.setenv("MEDHELM_DATA_HOME", str(pytester.mkdir("empty-cache")))
+    data = pytester.mkdir("data")
+    write_medxpert(data)
+    write_healthqa(data)
+    for slug in SYNT:
+        write_synt(data, slug)
+    listed = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(data))
+    assert listed.ret == 0
+    rows = {line.split()[0]: line for line in listed.stdout.lines if line.split() and line.split()[0] in SIX}
+    assert set(rows) == set(SIX)
+    assert rows["healthqa_br"].rstrip().endswith("yes     3 (1 filtered)")
+    assert rows["synt_right_of_access"].rstrip().endswith("yes     3")
+    assert rows["sct_bench"].rstrip().endswith("no      -")  # no CSV, no template in this data dir
+    tree = pytester.runpytest("--medhelm-tree", "--medhelm-data-dir", str(data)).stdout.str()
+    block = tree[tree.index("Organizing Workflow Processes"):tree.index("Care Coordination and Planning")]
+    for slug in SYNT:
+        assert f"{slug}  " in block and "data: yes" in block.split(slug, 1)[1].splitlines()[0]
+    block = tree[tree.index("Supporting Diagnostic Decisions"):tree.index("Planning Treatments")]
+    assert "sct_bench" in block
