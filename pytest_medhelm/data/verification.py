@@ -9,6 +9,8 @@ supplies, folders) are not checked.
 ``--medhelm-data-unverified SLUG`` (repeatable; ini ``medhelm_data_unverified``, one per line) accepts a different
 version of that benchmark's files: the run goes on, and :meth:`DataVerification.record` says what was accepted,
 for the results JSON's ``run.data_unverified``: ``{slug: {file name: {"expected": pinned, "actual": found}}}``.
+A public file for which no sha256 is pinned cannot be verified: :meth:`DataVerification.record_unpinned` says which
+version was read, for ``run.data_unpinned``: ``{slug: {file name: sha256 found}}``.
 
 Hashing costs little next to a run (all 15 pinned files of the 13 public benchmarks, 20 MB, hash in about 0.02 s
 from the page cache); each file is hashed once per process, remembered by (path, size, modification time).
@@ -53,6 +55,9 @@ class DataVerification:
     accepted: frozenset[str] = frozenset()
     #: slug -> file name -> {"expected": pinned sha256, "actual": sha256 found}: the accepted differences
     changed: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    #: slug -> file name -> sha256 found: public files read although no sha256 is pinned for them (upstream
+    #: published none that this project knows: MedQA's archive, MedXpertQA's and HealthQA-BR's Hub files, …)
+    unpinned: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, slugs: Iterable[str] | None) -> "DataVerification":
@@ -61,7 +66,11 @@ class DataVerification:
     def check(self, benchmark: "Benchmark", file: "DataFile", path: Path) -> None:
         """Raise :class:`DataError` when ``path`` differs from ``file``'s pinned sha256, unless the benchmark is
         accepted (then the difference is recorded). Files without a pin and folders are not checked."""
-        if not file.sha256 or file.is_dir or not path.is_file():
+        if file.is_dir or not path.is_file():
+            return
+        if not file.sha256:
+            if file.url:  # a public file with no pin: not verifiable, so the results say which version was read
+                self.unpinned.setdefault(benchmark.slug, {})[file.name] = file_sha256(path)
             return
         actual = file_sha256(path)
         if actual == file.sha256:
@@ -73,6 +82,10 @@ class DataVerification:
                                   f"file published at {file.url or 'its pinned source'}): this is not the data HELM "
                                   f"evaluates on; put the pinned file there, or accept this version with "
                                   f"{OPTION} {benchmark.slug} (recorded in the results)")
+
+    def record_unpinned(self) -> dict[str, dict[str, str]]:
+        """For the results JSON's ``run.data_unpinned``: ``{slug: {file name: sha256 found}}``."""
+        return {slug: dict(sorted(files.items())) for slug, files in sorted(self.unpinned.items())}
 
     def record(self) -> dict[str, dict[str, dict[str, str]]]:
         """For the results JSON's ``run.data_unverified`` (empty when every checked file matched its pin)."""
