@@ -150,7 +150,8 @@ def test_synt_missing_file_says_what_to_put_where(tmp_path: Path) -> None:
     with pytest.raises(DataMissing) as err:
         load(tmp_path, "synt_right_of_access")
     text = str(err.value)
-    assert "synt_right_of_access/synt_right_of_access.csv" in text and "Synthetic example row: prompt,context,label" in text
+    assert "synt_right_of_access/synt_right_of_access.csv" in text
+    assert "Synthetic example row: prompt,context,label" in text
 
 
 def test_medxpert_bad_rows_name_file_and_line(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@
 **Data.** medhelm loads the Hugging Face dataset ``TsinghuaC3I/MedXpertQA``, config ``Text``, split ``test``, at no
 pinned revision; the same rows are the dataset's file ``Text/test.jsonl``, read here as ``DIR/medxpertqa/test.jsonl``
 (downloaded from the Hub's ``main`` when absent). Neither a revision nor a sha256 is known to this project, so the
-file is not verified (recorded with the sha256 read under ``run.data_unpinned``). Fields used: ``question`` (which already ends with
+file is not verified (the sha256 read is recorded under ``run.data_unpinned``). Fields used: ``question``
+(which already ends with
 ``Answer Choices: (A) … (J) …``), ``options`` (letter -> text), ``label`` (the correct letter); ``id``,
 ``medical_task``, ``body_system`` and ``question_type`` are kept in the instance's extra.
 
@@ -47,7 +48,8 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
         if not isinstance(question, str):
             raise DataError(path, where, f"'question' must be a string, got {type(question).__name__}")
         if not (isinstance(options, dict) and options and all(
-                isinstance(k, str) and len(k) == 1 and k in LETTERS and isinstance(v, str) for k, v in options.items())):
+                isinstance(k, str) and len(k) == 1 and k in LETTERS and isinstance(v, str)
+                for k, v in options.items())):
             raise DataError(path, where, f"'options' must map option letters to texts, got {options!r:.120}")
         if label not in options:
             raise DataError(path, where, f"'label' {label!r} is not one of the option letters {list(options)}")
