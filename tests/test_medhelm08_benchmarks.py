@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conftest import SUITE
+from conftest import SUITE, report_line
 from medhelm08_fixtures import (MEDXPERT_LABELS, PROMPTS, SCT_ROWS, SYNT, TEMPLATE_SOURCE, healthqa_expected,
                                 medxpert_expected, medxpert_row, sct_expected, synt_expected, synt_rows, write_healthqa,
                                 write_medxpert, write_sct, write_synt)
 from pytest_medhelm.catalogue import builtin_benchmarks
+from pytest_medhelm.catalogue.clinical_decision_support.healthqa_br import split_question
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.sources import resolve_files
 from pytest_medhelm.testing.server import running_server
@@ -180,11 +184,42 @@ def test_healthqa_bad_row_names_file_and_row(tmp_path: Path) -> None:
 
 
 def test_healthqa_parsing_quirks(tmp_path: Path) -> None:
-    from pytest_medhelm.catalogue.clinical_decision_support.healthqa_br import split_question
-
     # a repeated letter keeps its last text; an apostrophe ends an option early
     assert split_question("Q?\n'A': 'one'\n'B': 'd'água'\n'A': 'three'") == ("Q?", {"A": "three", "B": "d"})
     assert split_question("Q only") == ("Q only", {})
+
+
+# ------------------------------------------------------------------------------------------ fuzz: HealthQA-BR's parser
+FUZZED: Counter = Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_inputs(request):
+    yield
+    if FUZZED:
+        report_line(request.config, "\nHealthQA-BR question parser fuzz (measured): "
+                    + ", ".join(f"{count} {what}" for what, count in sorted(FUZZED.items())))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_fuzz_any_question_cell_parses_without_error(text: str) -> None:
+    FUZZED["arbitrary cells"] += 1
+    statement, options = split_question(text)
+    assert isinstance(statement, str) and all(len(k) == 1 and k.isupper() for k in options)
+
+
+_OPTION_TEXT = st.text(alphabet=st.characters(blacklist_characters="'\n\r", blacklist_categories=("Cs",)),
+                       min_size=1).filter(lambda t: t.strip() == t)
+
+
+@settings(max_examples=300, deadline=None)
+@given(statement=st.text(alphabet=st.characters(blacklist_characters="'", blacklist_categories=("Cs",))),
+       options=st.dictionaries(st.sampled_from("ABCDEFGH"), _OPTION_TEXT, min_size=1, max_size=8))
+def test_fuzz_written_options_are_read_back(statement: str, options: dict[str, str]) -> None:
+    FUZZED["written questions"] += 1
+    cell = statement + "".join(f"\n'{letter}': '{text}'" for letter, text in options.items())
+    assert split_question(cell) == (statement.strip(), options)
 
 
 # ------------------------------------------------------------------------------------------ the arguments
@@ -200,6 +235,17 @@ def test_bad_benchmark_args_are_usage_errors(pytester: pytest.Pytester, args, me
     result = pytester.runpytest("--medhelm-model", "openai/m", *args)
     assert result.ret == 4, result.stdout.str() + result.stderr.str()
     assert message in result.stdout.str() + result.stderr.str()
+
+
+def test_benchmark_args_from_the_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nmedhelm_benchmark_args =\n    sct_bench:few_shot=maybe\n")
+    result = pytester.runpytest("--medhelm-model", "openai/m")
+    assert result.ret == 4
+    text = result.stdout.str() + result.stderr.str()
+    assert "ini key medhelm_benchmark_args" in text and "sct_bench:few_shot='maybe': expected true or false" in text
+    # the same value under --medhelm-compat medhelm is medhelm's string flag: on, no error
+    assert pytester.runpytest("--medhelm-model", "openai/m", "--medhelm-compat", "medhelm",
+                              "--collect-only").ret in (0, 5)
 
 
 # ------------------------------------------------------------------------------------------ end to end
