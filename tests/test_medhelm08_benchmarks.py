@@ -295,8 +295,9 @@ def test_the_six_run_end_to_end(pytester: pytest.Pytester, xdist) -> None:
     sct = {r["instance_id"]: r for r in report["instances"] if r["benchmark"] == "sct_bench"}
     assert {i: (r["score"], r["metrics"]["sct_expert_set_membership"]) for i, r in sct.items()} == {
         "sct-0": (pytest.approx(0.4), 1.0), "sct-1": (0.0, 0.0), "sct-2": (0.0, 0.0)}
-    # the public files with no pinned sha256 are recorded with the sha256 read (the pinned template is verified)
-    assert report["run"]["data_unpinned"] == {
+    # the public files with no pinned sha256 are recorded as used unverified (the pinned template is verified)
+    assert {slug: {name: entry["actual"] for name, entry in files.items() if entry["expected"] is None}
+            for slug, files in report["run"]["data_unverified"].items()} == {
         "healthqa_br": {"healthqa-br.parquet": file_sha(data / "healthqa_br" / "healthqa-br.parquet")},
         "medxpertqa": {"test.jsonl": file_sha(data / "medxpertqa" / "test.jsonl")},
         "sct_bench": {"sct_cleaned_full.csv": file_sha(data / "sct_bench" / "sct_cleaned_full.csv")},

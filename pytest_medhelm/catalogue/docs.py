@@ -38,8 +38,7 @@ upstream release, a file cut at a row boundary, a local edit) makes its benchmar
 both checksums, so that "the same data as HELM" is never silently false. `--medhelm-data-unverified SLUG`
 (repeatable; ini `medhelm_data_unverified`) accepts that benchmark's different version, and the results JSON records
 it under `run.data_unverified` (`{slug: {file: {"expected": ..., "actual": ...}}}`). Files without a recorded
-sha256 (gated and private data, folders) are not checked; a public file read without one (upstream publishes none
-this project knows) is listed with the sha256 found under `run.data_unpinned` (`{slug: {file: sha256}}`).
+sha256 (gated and private data, folders) are not checked.
 
 A malformed file is an error that names the file, the row and the problem; it never silently drops instances.
 Where HELM's scenario filters records, the same records are removed here and counted: `--medhelm-list` shows the

@@ -4,13 +4,14 @@ A public benchmark's files are pinned (``DataFile.sha256``: the checksum of the 
 A file found under ``--medhelm-data-dir`` that differs from its pin (an updated upstream release, a file cut at a
 row boundary, a local edit) is a :class:`~pytest_medhelm.data.errors.DataError` naming the file and both checksums;
 the benchmark's items are errors, the other benchmarks run. Files without a pin (gated and private data the user
-supplies, folders) are not checked.
+supplies, folders) are not checked; a public file without a pin is recorded (below).
 
 ``--medhelm-data-unverified SLUG`` (repeatable; ini ``medhelm_data_unverified``, one per line) accepts a different
 version of that benchmark's files: the run goes on, and :meth:`DataVerification.record` says what was accepted,
 for the results JSON's ``run.data_unverified``: ``{slug: {file name: {"expected": pinned, "actual": found}}}``.
-A public file for which no sha256 is pinned cannot be verified: :meth:`DataVerification.record_unpinned` says which
-version was read, for ``run.data_unpinned``: ``{slug: {file name: sha256 found}}``.
+A public file that has no pin (five downloads: MedQA's and MedMCQA's archives, MedDialog's two files, MedHallu's
+parquet) is used and recorded there too, with ``"expected": null`` and a ``"reason"``: the run says that it was
+not verified.
 
 Hashing costs little next to a run (all 15 pinned files of the 13 public benchmarks, 20 MB, hash in about 0.02 s
 from the page cache); each file is hashed once per process, remembered by (path, size, modification time).
@@ -30,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.data.sources import FileSet as Benchmark
 
 OPTION = "--medhelm-data-unverified"
+#: why a public file with no pin is in ``run.data_unverified`` (its ``expected`` is null)
+UNPINNED = "no sha256 is pinned for this public file: it was used unverified"
 
 #: (resolved path, size, mtime_ns) -> sha256: a file is hashed once per process while it does not change
 _HASHED: dict[tuple[str, int, int], str] = {}
@@ -55,9 +58,6 @@ class DataVerification:
     accepted: frozenset[str] = frozenset()
     #: slug -> file name -> {"expected": pinned sha256, "actual": sha256 found}: the accepted differences
     changed: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
-    #: slug -> file name -> sha256 found: public files read although no sha256 is pinned for them (upstream
-    #: published none that this project knows: MedQA's archive, MedXpertQA's and HealthQA-BR's Hub files, …)
-    unpinned: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, slugs: Iterable[str] | None) -> "DataVerification":
@@ -69,8 +69,9 @@ class DataVerification:
         if file.is_dir or not path.is_file():
             return
         if not file.sha256:
-            if file.url:  # a public file with no pin: not verifiable, so the results say which version was read
-                self.unpinned.setdefault(benchmark.slug, {})[file.name] = file_sha256(path)
+            if file.url:  # a public download whose checksum this project does not know: used, and recorded so
+                self.changed.setdefault(benchmark.slug, {})[file.name] = {
+                    "expected": None, "actual": file_sha256(path), "reason": UNPINNED}
             return
         actual = file_sha256(path)
         if actual == file.sha256:
@@ -82,10 +83,6 @@ class DataVerification:
                                   f"file published at {file.url or 'its pinned source'}): this is not the data HELM "
                                   f"evaluates on; put the pinned file there, or accept this version with "
                                   f"{OPTION} {benchmark.slug} (recorded in the results)")
-
-    def record_unpinned(self) -> dict[str, dict[str, str]]:
-        """For the results JSON's ``run.data_unpinned``: ``{slug: {file name: sha256 found}}``."""
-        return {slug: dict(sorted(files.items())) for slug, files in sorted(self.unpinned.items())}
 
     def record(self) -> dict[str, dict[str, dict[str, str]]]:
         """For the results JSON's ``run.data_unverified`` (empty when every checked file matched its pin)."""

@@ -44,8 +44,6 @@ class Reporting:
         self.interrupted = False
         #: files accepted although they differ from their pins (None: this process checked them itself)
         self.data_unverified: dict[str, Any] | None = None
-        #: public files read without a pinned sha256 (None: this process read them itself)
-        self.data_unpinned: dict[str, Any] | None = None
 
     def add(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
         self._records.pop(report.nodeid, None)  # (re-inserted: the order is that of the last attempts)
@@ -88,8 +86,6 @@ class Reporting:
         results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
         results["run"]["data_unverified"] = (ctx.data_verification.record() if self.data_unverified is None
                                              else self.data_unverified)
-        results["run"]["data_unpinned"] = (ctx.data_verification.record_unpinned() if self.data_unpinned is None
-                                           else self.data_unpinned)
         if ctx.budget is not None:
             results["run"]["budget"] = ctx.budget.as_json()
         if rc.shard is None:

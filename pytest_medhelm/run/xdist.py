@@ -52,8 +52,7 @@ def _write_private(path: Path, text: str) -> None:
 
 def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set[str],
                  counts: dict[str, int], data_unverified: dict[str, Any],
-                 filtered: dict[str, dict[str, int]] | None = None,
-                 data_unpinned: dict[str, dict[str, str]] | None = None) -> str:
+                 filtered: dict[str, dict[str, int]] | None = None) -> str:
     """The worker's plan: each answer to send, the benchmarks selected and their planned instances per model, and
     the data files it accepted although they differ from their pins (the controller reads no data itself)."""
     entries = []
@@ -66,20 +65,13 @@ def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set
         entries.append(entry)
     # (and what the loaders' filters removed: the controller builds no instances, yet reports run.filtered)
     return json.dumps({"answers": entries, "selected": sorted(selected), "planned": counts,
-                       "data_unverified": data_unverified, "filtered": filtered or {},
-                       "data_unpinned": data_unpinned or {}}, ensure_ascii=False)
+                       "data_unverified": data_unverified, "filtered": filtered or {}}, ensure_ascii=False)
 
 
 def filtered_of(text: str) -> dict[str, dict[str, int]]:
     """What a worker's plan says the loaders' filters removed (benchmark -> reason -> count)."""
     return {str(slug): {str(k): int(v) for k, v in reasons.items()}
             for slug, reasons in (json.loads(text).get("filtered") or {}).items()}
-
-
-def unpinned_of(text: str) -> dict[str, dict[str, str]]:
-    """The public files without a pin a worker's plan says were read (benchmark -> file -> sha256)."""
-    return {str(slug): {str(k): str(v) for k, v in files.items()}
-            for slug, files in (json.loads(text).get("data_unpinned") or {}).items()}
 
 
 def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str, int], dict[str, Any]]:
@@ -114,8 +106,7 @@ class WorkerHooks:
         _write_private(plans_dir(cache_dir) / f"{self.ctx.run_id}-{self.ctx.config.workerinput['workerid']}.json",
                        plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record(),
                                     {slug: self.collection.removed[slug] for slug in selected
-                                     if self.collection.removed.get(slug)},
-                                    self.ctx.data_verification.record_unpinned()))
+                                     if self.collection.removed.get(slug)}))
         marker = sent_marker(cache_dir, self.ctx.run_id)
         self.delivery.expect_from_controller(planned, marker.exists)
 
@@ -140,7 +131,6 @@ class ControllerHooks:
             planned, self.reporting.selected, self.reporting.planned, self.reporting.data_unverified = plan_from_json(
                 text)
             self.reporting.removed.update(filtered_of(text))
-            self.reporting.data_unpinned = unpinned_of(text)
         except FileNotFoundError:
             planned = []  # the worker collected nothing of ours
         except (OSError, ValueError, KeyError) as exc:

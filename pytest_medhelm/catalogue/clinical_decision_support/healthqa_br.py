@@ -4,7 +4,7 @@ psychology, pharmacy, …; medhelm 0.8.0 ``HEALTHQA_BR_Scenario``, run spec ``he
 **Data.** medhelm loads the Hugging Face dataset ``Larxel/healthqa-br`` (split ``train``) at no pinned revision; its
 one file is ``healthqa-br.parquet``, read here as ``DIR/healthqa_br/healthqa-br.parquet`` (needs pyarrow), or the
 same rows as JSON lines in ``healthqa-br.jsonl``. Neither a revision nor a sha256 is known to this project, so the
-file is not verified (the sha256 read is recorded under ``run.data_unpinned``). Fields used: ``question``
+file is not verified (recorded as such under ``run.data_unverified``). Fields used: ``question``
 and ``answer``.
 
 **Parsing** (medhelm's): ``question`` holds the statement, then the options as lines ``'A': 'text'``. The statement

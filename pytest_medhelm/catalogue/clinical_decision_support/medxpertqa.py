@@ -4,7 +4,7 @@
 **Data.** medhelm loads the Hugging Face dataset ``TsinghuaC3I/MedXpertQA``, config ``Text``, split ``test``, at no
 pinned revision; the same rows are the dataset's file ``Text/test.jsonl``, read here as ``DIR/medxpertqa/test.jsonl``
 (downloaded from the Hub's ``main`` when absent). Neither a revision nor a sha256 is known to this project, so the
-file is not verified (the sha256 read is recorded under ``run.data_unpinned``). Fields used: ``question``
+file is not verified (recorded as such under ``run.data_unverified``). Fields used: ``question``
 (which already ends with
 ``Answer Choices: (A) … (J) …``), ``options`` (letter -> text), ``label`` (the correct letter); ``id``,
 ``medical_task``, ``body_system`` and ``question_type`` are kept in the instance's extra.

@@ -3,7 +3,7 @@ hypothesis, rated -2 … +2 and scored against an expert panel's answers (medhel
 run spec ``sct_bench(reason=False, few_shot=False)``; data from github.com/SCT-Bench/sctpublic, MIT).
 
 **Data.** ``sct_cleaned_full.csv`` at the SCT-Bench commit medhelm pins (``c2843137``); its sha256 is not known to
-this project, so the download is not verified (the sha256 read is recorded under ``run.data_unpinned``).
+this project, so the download is not verified (recorded as such under ``run.data_unverified``).
 Read as medhelm reads it
 (``csv.DictReader`` over a file opened with ``errors="ignore"``: bytes that are not UTF-8 vanish; universal
 newlines). Columns used: ``question_id``, ``sct_stem``, ``question``, ``additional_info`` and the panel columns
