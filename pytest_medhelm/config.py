@@ -65,6 +65,8 @@ class RunConfig(BaseModel):
     prices: Path | None = None
     html_path: Path | None = None
     local_only: bool = False
+    #: --medhelm-batch: requests to endpoints with a Batch API go as batches (pytest_medhelm.models.batches)
+    batch: bool = False
     #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
     data_unverified: tuple[str, ...] = ()
     report_text: bool = False
@@ -209,6 +211,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             local_only=bool(values["medhelm_local_only"]),
             data_unverified=tuple(values["medhelm_data_unverified"] or ()),
             report_text=bool(values["medhelm_report_text"]),
+            batch=bool(values["medhelm_batch"]),
         )
     except ValidationError as exc:
         problems = "; ".join(f"{_field_name(config, err['loc'])}: {err['msg']}" for err in exc.errors())

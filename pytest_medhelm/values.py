@@ -185,6 +185,10 @@ class Completion:
     finish_reason: str | None = None
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: False when the server's reply had no token counts (the counts are then 0 and mean nothing): a budget counts
+    #: such a request at its reserved upper bound (pytest_medhelm/models/replies.py). Not cached: only the
+    #: request that was sent is accounted.
+    usage_known: bool = True
 
     def to_cache(self) -> dict[str, Any]:
         return {"text": self.text, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,

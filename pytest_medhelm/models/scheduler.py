@@ -418,11 +418,19 @@ class Scheduler:
         held: list[Reservation] = []  # the job's one reservation, made by _tries before its first send
         try:
             completion = await self._tries(wire, window, job, held, slots)
+        except ModelError as exc:
+            if held and exc.status is not None and 200 <= exc.status < 300:
+                # a malformed reply came back: the provider may have charged for it, at most the upper bound
+                self.budget.settle(held[0], 0, 0, usage_known=False)
+            elif held:
+                self.budget.release(held[0])  # failed for good: no answer, nothing counted
+            raise
         except BaseException:
             if held:
                 self.budget.release(held[0])  # failed for good or cancelled: no answer, nothing counted
             raise
-        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd)
+        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd,
+                           usage_known=completion.usage_known)
         return completion
 
     async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job,

@@ -211,6 +211,11 @@ class RunContext:
             from pytest_medhelm.cost import Prices
 
             self._prices = Prices.load(self.run_config.prices)
+            if self.run_config.batch:  # the models sent as batches cost their batch price, in every process
+                from pytest_medhelm.models.batches import batch_rates
+
+                specs = [self.model_spec(m) for m in self.run_config.models] + self.judge_specs()
+                self._prices.batched = batch_rates(specs, self._prices)
         return self._prices
 
     def price_of(self, spec: "ModelSpec"):

@@ -139,14 +139,28 @@ class Delivery:
         from pytest_medhelm.models import background
 
         ctx = self.ctx
+        if ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.models.batches)
+            self._sender = self._batch_sender(follow_up, judged)
         # a budget is kept with prices and a token counter in this process: then a thread
-        if background.choose_sender(len(jobs), in_process_only=ctx.budget is not None) == "process":
+        elif background.choose_sender(len(jobs), in_process_only=ctx.budget is not None) == "process":
             self._sender = background.ProcessSender(
                 ctx.cache_dir(), ctx.cache_mode, ctx.run_id, ctx.settings(),
                 ctx.cache_dir() / "logs" / f"sender-{ctx.run_id}.log", follow_up, self._sender_finished)
         else:
             self._sender = background.ThreadSender(ctx.scheduler, follow_up, self._sender_finished)
         self._sender.start(jobs)
+
+    def _batch_sender(self, follow_up: Any, judged: bool) -> Any:
+        """The sender of ``--medhelm-batch`` (in this process: the controller under xdist, never a worker); the
+        models and judges without a Batch API are named once."""
+        from pytest_medhelm.models.batches import BatchSender, unbatchable_line
+
+        specs = [self.ctx.model_spec(m) for m in self.ctx.run_config.models]
+        line = unbatchable_line(specs + (self.ctx.judge_specs() if judged else []))
+        if line:
+            self.write_line(line, {"yellow": True})
+        announce = (lambda text: self.write_line(text, {})) if self.ctx.role == "controller" else None
+        return BatchSender(self.ctx.scheduler, self.ctx.cache_dir(), follow_up, self._sender_finished, announce)
 
     def _sender_finished(self) -> None:
         if self._on_sender_finished is not None:
