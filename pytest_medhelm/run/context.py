@@ -34,7 +34,7 @@ CENTRAL, CONTROLLER, WORKER = "central", "controller", "worker"
 
 
 def run_every_step(steps: "list[Callable[[], object]]") -> None:
-    """Call every step, whatever the earlier ones raise; then raise the first failure (the others chained as its
+    """Call every step, whatever the earlier ones raise; then raise the first failure (the others added as its
     notes), so that no cleanup is skipped and no failure is hidden."""
     failures: list[BaseException] = []
     for step in steps:
