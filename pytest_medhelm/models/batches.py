@@ -36,7 +36,8 @@ from typing import Any, Callable, Iterable
 
 from pytest_medhelm.models.background import FollowUp, Result, ThreadSender
 from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
-                                             OpenAIBatches, BadLine, batch_line, chunks, parse_result_line)
+                                             OpenAIBatches, BadLine, batch_line, chunks, line_limit,
+                                             parse_result_line, results_limit)
 from pytest_medhelm.models.endpoints import is_local_model
 from pytest_medhelm.models.scheduler import Job, Scheduler, redact
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
@@ -326,7 +327,8 @@ class BatchSender(ThreadSender):
         self.batches.pop(record.batch_id, None)
         # from the submission (or from when this run began to collect it) to its end, or the server's count if longer
         took = max(state.took_s or 0.0, time.monotonic() - started)
-        results = await self._read_results(state, set(record.keys), spec, base, key)
+        limits = {k: line_limit(job.request.max_tokens) for k, job in mine.items()}
+        results = await self._read_results(state, set(record.keys), limits, spec, base, key)
         for k, result in results.items():  # lines of an earlier run's batch that no item of this run asks for
             if k not in mine and isinstance(result, Completion):
                 self._store(k, result, None)
@@ -341,12 +343,16 @@ class BatchSender(ThreadSender):
                 result.latency_s = took
                 result.extra = {**result.extra, "batch_id": state.id}
                 if held is not None:
-                    self.budget.settle(held, result.tokens_in, result.tokens_out, None)
+                    self.budget.settle(held, result.tokens_in, result.tokens_out, None,
+                                       usage_known=result.usage_known)
                 if self._store(k, result, job):
                     self._finished_one(job, result, from_batch=True)
                 continue
-            if held is not None:
-                self.budget.release(held)
+            if held is not None:  # a malformed line may have been charged: its upper bound (as a direct reply)
+                if isinstance(result, BadLine):
+                    self.budget.settle(held, 0, 0, None, usage_known=False)
+                else:
+                    self.budget.release(held)
             if isinstance(result, LineError):
                 error = ModelError(spec.name, redact(result.message, spec), result.status)
             elif isinstance(result, BadLine):
@@ -357,15 +363,19 @@ class BatchSender(ThreadSender):
             self._store_error(job, error)
         self.records.remove(record.batch_id)
 
-    async def _read_results(self, state: BatchState, expected: set[str], spec: ModelSpec, base: str,
-                       key: str | None) -> dict[str, Completion | LineError | BadLine]:
-        """Every result line of the batch's output and error files, by request key."""
+    async def _read_results(self, state: BatchState, expected: set[str], limits: dict[str, int], spec: ModelSpec,
+                            base: str, key: str | None) -> dict[str, Completion | LineError | BadLine]:
+        """Every result line of the batch's output and error files, by request key. A line longer than its request's
+        ``max_tokens`` allows is not an answer (as a direct reply); a file longer than all of them is not read.
+        (A request of an earlier run's batch that this run does not ask for is allowed the largest bound.)"""
+        largest = max(limits.values(), default=line_limit(0))
+        whole = results_limit([]) + sum(limits.get(k, largest) for k in expected)
         out: dict[str, Completion | LineError | BadLine] = {}
         for file_id in (state.output_file_id, state.error_file_id):
             if file_id is None:
                 continue
             try:
-                content = await self._retrying(lambda: self._client.content(base, key, file_id))
+                content = await self._retrying(lambda: self._client.content(base, key, file_id, whole))
             except RequestFailed as exc:
                 self.notes.append(f"medhelm batch {state.id}: its results file {file_id} could not be read: "
                                   f"{redact(exc.message, spec)}")
@@ -381,6 +391,9 @@ class BatchSender(ThreadSender):
                     else:
                         self.notes.append(f"medhelm batch {state.id}: {exc}")
                     continue
+                if len(raw) > limits.get(k, largest):  # (the bound of a direct reply, pytest_medhelm.models.replies)
+                    result = BadLine(f"malformed reply: the result line is {len(raw):,} bytes, over the "
+                                     f"{limits.get(k, largest):,} its request's max_tokens allow: not an answer", k)
                 if not isinstance(out.get(k), Completion):  # (an answer wins over an error line for the same key)
                     out[k] = result
         return out
