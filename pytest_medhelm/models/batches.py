@@ -218,7 +218,10 @@ class BatchSender(ThreadSender):
         base, key = _base(spec), _key(spec)
         by_key = {job.key: job for job in jobs}
         collecting = []
-        for record in self.records.pending(base, spec.litellm_model):
+        # (--medhelm-cache refresh asks again: an earlier run's batch is not this run's answer)
+        earlier = self.records.pending(base, spec.litellm_model) if getattr(self.cache, "mode", "on") != "refresh" \
+            else []
+        for record in earlier:
             mine = {k: by_key.pop(k) for k in record.keys if k in by_key}
             if not mine:
                 continue
