@@ -183,6 +183,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG"),
     Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
            parse=_positive_int("--medhelm-max-instances"), metavar="N"),
+    Option("max-tokens", "cap every benchmark's answer at N tokens: a departure from MedHELM's generation settings "
+           "(said in the header, the summary and every report; recorded as run.generation_cap), for demonstrations "
+           "on small machines", parse=_positive_int("--medhelm-max-tokens"), metavar="N"),
     Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR",
            path=True),
     Option("data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "
