@@ -8,8 +8,9 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   of a burst do not arrive together), or the server's ``Retry-After`` when it sends one (capped at
   ``retry_after_max``: a provider asking for an hour does not get to hang the run).
 * **Rate limits (AIMD)**, per endpoint (a URL, or a model sent to its provider's API). A 429 halves the number
-  of requests allowed in flight to that endpoint (at least 1) and pauses its new requests for its ``Retry-After``. The 429s of one burst are one signal: only a 429 to a request sent after the
-  last decrease halves again (as TCP counts one loss per window). After a window's worth of successes in a row
+  of requests allowed in flight to that endpoint (at least 1) and pauses its new requests for its
+  ``Retry-After``. The 429s of one burst are one signal: only a 429 to a request sent after the last decrease
+  halves again (as TCP counts one loss per window). After a window's worth of successes in a row
   (as many as are allowed in flight), one more request is allowed, up to ``concurrency``.
 * **Systematic failures.** A 401, 403 or 404 (a wrong key, an unknown model) cannot be fixed by retrying: the
   model is marked broken (``.broken``) and its remaining requests fail at once with the same message instead of
@@ -67,7 +68,8 @@ from typing import Any, Callable
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.models.replicas import ReplicaTable, is_replica_failure
-from pytest_medhelm.values import BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import (BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec,
+                                   redact_url)
 from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_for, send_litellm,
                                              uses_openai_wire)
 
@@ -152,7 +154,7 @@ def redact(text: str, spec: ModelSpec | None = None) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, "***")
-    return text
+    return redact_url(text) or text  # (and the credentials of any URL: http://user:pass@host)
 
 
 _BARE_TIMEOUT = re.compile(r"[\w.]*Timeout\w*:?")
@@ -440,11 +442,19 @@ class Scheduler:
         held: list[Reservation] = []  # the job's one reservation, made by _tries before its first send
         try:
             completion = await self._tries(wire, windows, job, held, slots)
+        except ModelError as exc:
+            if held and exc.status is not None and 200 <= exc.status < 300:
+                # a malformed reply came back: the provider may have charged for it, at most the upper bound
+                self.budget.settle(held[0], 0, 0, usage_known=False)
+            elif held:
+                self.budget.release(held[0])  # failed for good: no answer, nothing counted
+            raise
         except BaseException:
             if held:
                 self.budget.release(held[0])  # failed for good or cancelled: no answer, nothing counted
             raise
-        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd)
+        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd,
+                           usage_known=completion.usage_known)
         return completion
 
     async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job, held: list[Reservation] | None,
