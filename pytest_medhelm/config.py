@@ -38,6 +38,8 @@ class RunConfig(BaseModel):
     jury_api_key_env: str | None = None
     benchmarks: tuple[str, ...] = ()
     max_instances: int | None = Field(default=None, ge=1)
+    #: --medhelm-max-tokens: every benchmark's max_tokens capped at this (a departure from MedHELM's settings)
+    max_tokens: int | None = Field(default=None, ge=1)
     data_dir: Path | None = None
     cache_dir: Path
     cache: Literal["on", "off", "refresh"] = "on"
@@ -192,6 +194,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
             jury_api_key_env=values["medhelm_jury_api_key_env"],
             benchmarks=tuple(values["medhelm_benchmark"] or ()),
             max_instances=values["medhelm_max_instances"],
+            max_tokens=values["medhelm_max_tokens"],
             data_dir=data_dir,
             cache_dir=cache_dir,
             cache=values["medhelm_cache"],

@@ -55,7 +55,7 @@ POLL_FAILURES_MAX = 10
 def batchable(spec: ModelSpec) -> bool:
     """Whether ``spec``'s requests can go through OpenAI's Batch API protocol: an OpenAI-compatible endpoint we
     reach by URL (vLLM, a gateway; one without a Batch API is found out at the first upload) or OpenAI's own."""
-    if is_local_model(spec.name):
+    if is_local_model(spec.name) or spec.is_replica_group:  # (a replica group's requests go to the least busy)
         return False
     return uses_openai_wire(spec) or (spec.api_base is None and spec.litellm_model.startswith("openai/"))
 
@@ -73,8 +73,8 @@ def unbatchable_line(specs: Iterable[ModelSpec]) -> str | None:
     if not names:
         return None
     return (f"medhelm: --medhelm-batch: {', '.join(names)} ha{'s' if len(names) == 1 else 've'} no Batch API "
-            f"(local models and litellm's other providers): {'its' if len(names) == 1 else 'their'} requests are "
-            "sent directly")
+            "(local models, models served by several replicas, and litellm's other providers): "
+            f"{'its' if len(names) == 1 else 'their'} requests are sent directly")
 
 
 def _base(spec: ModelSpec) -> str:
