@@ -370,3 +370,10 @@ def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_pa
     cache.close()
     assert FUZZED["inputs"] >= 600
     print(f"cache reader fuzzed with {FUZZED['inputs']} rows")
+
+
+def test_an_endpoint_url_with_credentials_is_not_part_of_the_identity():
+    from pytest_medhelm.models.identity import cache_identity
+
+    identity = cache_identity("openai/m", None, environ={"OPENAI_BASE_URL": "http://user:s3cret@gw/v1"})
+    assert "s3cret" not in identity and identity.startswith("openai/m@http://") and identity.endswith("gw/v1")

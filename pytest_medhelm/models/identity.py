@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from pytest_medhelm.values import ModelSpec
+from pytest_medhelm.values import ModelSpec, redact_url
 
 #: per litellm provider prefix, the environment variables litellm reads for its base URL, in litellm's order
 #: (the first one set wins). A provider not listed is looked up as PROVIDER_API_BASE, then PROVIDER_BASE_URL.
@@ -83,7 +83,8 @@ def cache_identity(name: str, endpoint: str | None, *, litellm_model: str | None
     is the string sent to litellm (default ``name``). The provider's public API: ``name`` alone (the keys that
     existing caches hold); anywhere else: ``name@URL``."""
     where = endpoint_of(litellm_model or name, endpoint, environ=environ)
-    return name if where.url is None else f"{name}@{where.url}"
+    # (a URL's credentials are not the endpoint's identity, and are never stored: http://***@host)
+    return name if where.url is None else f"{name}@{redact_url(where.url)}"
 
 
 def priced_as_provider(spec: ModelSpec) -> bool:

@@ -62,7 +62,8 @@ def read_plan(path: Path, key: bytes) -> str:
 
 
 def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set[str],
-                 counts: dict[str, int], data_unverified: dict[str, Any]) -> str:
+                 counts: dict[str, int], data_unverified: dict[str, Any],
+                 filtered: dict[str, dict[str, int]] | None = None) -> str:
     """The worker's plan: each answer to send, the benchmarks selected and their planned instances per model, and
     the data files it accepted although they differ from their pins (the controller reads no data itself)."""
     entries = []
@@ -73,8 +74,15 @@ def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set
             entry["input"] = p.instance.input
             entry["references"] = list(p.instance.references)
         entries.append(entry)
+    # (and what the loaders' filters removed: the controller builds no instances, yet reports run.filtered)
     return json.dumps({"answers": entries, "selected": sorted(selected), "planned": counts,
-                       "data_unverified": data_unverified}, ensure_ascii=False)
+                       "data_unverified": data_unverified, "filtered": filtered or {}}, ensure_ascii=False)
+
+
+def filtered_of(text: str) -> dict[str, dict[str, int]]:
+    """What a worker's plan says the loaders' filters removed (benchmark -> reason -> count)."""
+    return {str(slug): {str(k): int(v) for k, v in reasons.items()}
+            for slug, reasons in (json.loads(text).get("filtered") or {}).items()}
 
 
 def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str, int], dict[str, Any]]:
@@ -110,7 +118,9 @@ class WorkerHooks:
 
         _write_private(plans_dir(cache_dir) / f"{self.ctx.run_id}-{self.ctx.config.workerinput['workerid']}.json",
                        signed(self.ctx.coordination_key,
-                              plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record())))
+                              plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record(),
+                                           {slug: self.collection.removed[slug] for slug in selected
+                                            if self.collection.removed.get(slug)})))
         marker = sent_marker(cache_dir, self.ctx.run_id)
         self.delivery.expect_from_controller(planned, marker.exists)
 
@@ -136,11 +146,13 @@ class ControllerHooks:
         from pytest_medhelm.models.cache import CacheRefused
 
         try:
+            text = read_plan(path, self.ctx.coordination_key)  # signed by this run's worker, or refused
             planned, self.reporting.selected, self.reporting.planned, self.reporting.data_unverified = plan_from_json(
-                read_plan(path, self.ctx.coordination_key))
+                text)
+            self.reporting.removed.update(filtered_of(text))
         except FileNotFoundError:
             planned = []  # the worker collected nothing of ours
-        except (OSError, ValueError, KeyError, TypeError, CacheRefused) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, CacheRefused) as exc:
             planned = []
             self.delivery.write_line(f"medhelm: the plan of worker {node.gateway.id} cannot be read ({exc}): the "
                                      "workers ask for their answers themselves", {"yellow": True})
