@@ -162,3 +162,16 @@ def test_the_ini_key_sets_the_shared_cache(pytester, toy, redis_url, redis_db):
         result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "c", "-p", "no:xdist"))
         assert result.ret == 0, result.stdout.str()
     assert len(redis_db.keys("medhelm:answer:*")) == 2
+
+
+def test_a_child_process_sender_writes_to_redis_too(pytester, toy, redis_url, redis_db, monkeypatch):
+    from pytest_medhelm.models.background import SENDER_ENV
+
+    monkeypatch.setenv(SENDER_ENV, "process")  # the child process that sends the answers of large runs
+    data = toy(3)
+    with running_server(answer="A") as server:
+        result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "c",
+                                                         "--medhelm-cache-url", redis_url, "-p", "no:xdist"))
+        assert result.ret == 0, result.stdout.str()
+        assert server.count == 3
+    assert len(redis_db.keys("medhelm:answer:*")) == 3

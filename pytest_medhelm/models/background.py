@@ -42,6 +42,8 @@ FollowUp = Callable[[Job, Result], Iterable[Job]]
 #: below this many jobs a run sends from a thread: a child process's start-up would cost more than it saves
 PROCESS_MIN_JOBS = 200
 SENDER_ENV = "MEDHELM_SENDER"  # "thread" or "process" forces one (tests, and users who need one); default: auto
+#: the shared cache URL (--medhelm-cache-url) handed to a child sender (kept off its command line)
+SHARED_CACHE_ENV = "PYTEST_MEDHELM_SHARED_CACHE_URL"
 
 
 def choose_sender(n_jobs: int, in_process_only: bool) -> str:
@@ -312,7 +314,9 @@ class ProcessSender(Sender):
         # by itself when its stdin closes
         self._config = {"parent_pid": os.getpid(), "cache_dir": str(cache_dir), "cache_mode": cache_mode,
                         "run_id": run_id, "concurrency": settings.concurrency, "timeout": settings.timeout,
-                        "retries": settings.retries, "cache_url": cache_url}
+                        "retries": settings.retries}
+        # the shared cache's URL may hold a password: in the child's environment, never on its command line (ps)
+        self._cache_url = cache_url
         self._log_path = log_path
         self._proc: subprocess.Popen | None = None
         self._reader: threading.Thread | None = None
@@ -336,10 +340,14 @@ class ProcessSender(Sender):
         self._started = time.perf_counter()
         make_private_dir(self._log_path.parent)
         log = os.fdopen(os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
+        env = {name: value for name, value in os.environ.items() if name != SHARED_CACHE_ENV}
+        if self._cache_url:
+            env[SHARED_CACHE_ENV] = self._cache_url
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "pytest_medhelm.models.sender_process", json.dumps(self._config)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True)
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True,
+                env=env)
         finally:
             log.close()
         self._reader = threading.Thread(target=self._read, name="medhelm-sender-reader", daemon=True)

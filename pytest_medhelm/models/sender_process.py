@@ -14,19 +14,20 @@ in flight is cancelled and the process exits (answers already stored stay stored
 from __future__ import annotations
 
 import asyncio
+import os
 import json
 import sys
 from typing import Any
 
 
 async def _serve(config: dict[str, Any]) -> None:
-    from pytest_medhelm.models.background import job_from_json
+    from pytest_medhelm.models.background import SHARED_CACHE_ENV, job_from_json
     from pytest_medhelm.models.cache import AnswerCache
     from pytest_medhelm.values import ModelError
     from pytest_medhelm.models.scheduler import Scheduler, Settings
 
     cache = AnswerCache(config["cache_dir"], mode=config["cache_mode"], run_id=config["run_id"],
-                        shared_url=config.get("cache_url"))  # every answer to both tiers, as in the parent
+                        shared_url=os.environ.get(SHARED_CACHE_ENV))  # every answer to both tiers, as the parent
     scheduler = Scheduler(cache, Settings(concurrency=config["concurrency"], timeout=config["timeout"],
                                           retries=config["retries"]))
     loop = asyncio.get_running_loop()
