@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.values import Instance
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,6 +69,13 @@ class Benchmark:
     #: the loader under ``--medhelm-compat helm`` when HELM's instances differ from ours (MTSamples Procedures:
     #: HELM cannot download the files with a '#' in their name); None: ``build_instances`` in both modes
     build_instances_helm: InstanceBuilder | None = None
+    #: the loader under ``--medhelm-compat medhelm`` when medhelm 0.8.0 changed the instances (EHRSQL drops the
+    #: unanswerable questions, ProxySender's three-class question); None: ``build_instances_helm`` if any (the fork
+    #: kept HELM 0.5.16's scenario), else ``build_instances``
+    build_instances_medhelm: InstanceBuilder | None = None
+    #: the prompt under ``--medhelm-compat medhelm`` when medhelm 0.8.0 changed it (EHRSQL's instructions); None:
+    #: ``prompt`` in every mode
+    prompt_medhelm: "PromptTemplate | None" = None
 
     def __post_init__(self) -> None:
         from pytest_medhelm.catalogue.taxonomy import CATEGORIES, category_named
@@ -85,13 +93,21 @@ class Benchmark:
             raise ValueError(f"{self.slug}: kind must be one of {KINDS}, got {self.kind!r}")
 
     def instance_builder(self, compat: str = "default") -> InstanceBuilder:
-        """The loader of this benchmark under ``compat`` (``"default"`` or ``"helm"``)."""
-        if compat == "helm" and self.build_instances_helm is not None:
+        """The loader of this benchmark under ``compat`` (a mode of :mod:`pytest_medhelm.compat`)."""
+        if is_medhelm(compat) and self.build_instances_medhelm is not None:
+            return self.build_instances_medhelm
+        if reproduces_helm(compat) and self.build_instances_helm is not None:
             return self.build_instances_helm
         return self.build_instances
 
-    def render_prompt(self, instance: Instance) -> str:
-        return self.prompt.render(instance)
+    def prompt_for(self, compat: str = "default") -> "PromptTemplate":
+        """The prompt template of this benchmark under ``compat``."""
+        if is_medhelm(compat) and self.prompt_medhelm is not None:
+            return self.prompt_medhelm
+        return self.prompt
+
+    def render_prompt(self, instance: Instance, compat: str = "default") -> str:
+        return self.prompt_for(compat).render(instance)
 
     @property
     def is_judged(self) -> bool:

@@ -50,9 +50,10 @@ class AnswerPlan:
 
         out = []
         registry = self.ctx.registry
+        compat = self.ctx.run_config.compat
         for instance, model in pairs:
             bench = registry.get(instance.benchmark)
-            request = ChatRequest.for_prompt(self.ctx.model_spec(model), bench.render_prompt(instance),
+            request = ChatRequest.for_prompt(self.ctx.model_spec(model), bench.render_prompt(instance, compat),
                                              bench.max_tokens, bench.stop)
             self._planned[(instance.benchmark, instance.id, model)] = (instance, request)
             self._by_key.setdefault(request.cache_key(), []).append(instance)
