@@ -168,3 +168,53 @@ def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shar
                 assert jury["per_judge"]["openai/judge-a"]["accuracy"]["score"] == 4.5
     assert len(judge_prompts["default"]) == 4
     assert judge_prompts["default"] == judge_prompts["helm"] == judge_prompts["medhelm"]
+
+
+# ------------------------------------------------------------------------------------------------ fuzzing
+FUZZ_EXAMPLES = 1500
+
+
+def _values():
+    from hypothesis import strategies as st
+
+    scalar = (st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)
+              | st.sampled_from(["4", "4.5", "nan", "inf", "-inf", "4/5", "1e309", " 3 ", "", "score"]) | st.text(max_size=8))
+    return st.recursive(scalar, lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.sampled_from(["score", "explanation", "x"]), inner, max_size=3),
+                        max_leaves=8)
+
+
+def test_the_medhelm_reading_never_breaks_on_any_reply() -> None:
+    """Replies built from the criteria with any values (and garbled around): the medhelm reading gives finite
+    scores or rejects the judge with a reason; it never raises anything else, in any mode."""
+    import math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    score = (st.integers(-3, 9) | st.floats(allow_nan=True, allow_infinity=True) | st.booleans()
+             | st.sampled_from(["4", "4.5", "nan", "inf", "1e309", "4/5", " 3 "]) | _values())
+    criterion = (st.fixed_dictionaries({"score": score}, optional={"explanation": st.text(max_size=5)})
+                 | _values())
+    # every criterion present (then the reading decides), extra keys sometimes, a criterion sometimes missing
+    reply = (st.fixed_dictionaries(dict.fromkeys(CRITERIA, criterion), optional={"overall": criterion, "x": _values()})
+             | st.dictionaries(st.sampled_from([*CRITERIA, "Accuracy"]), criterion, max_size=3)).map(json.dumps)
+    garbled = st.tuples(st.text(max_size=10), reply, st.sampled_from(["", "}", "{", "\n```", ","])).map("".join)
+    tried: list[str] = []
+    medhelm_read = {True: 0, False: 0}  # judge kept / rejected under medhelm
+
+    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None)
+    @given(text=reply | garbled | st.text(max_size=40))
+    def check(text: str) -> None:
+        tried.append(text)
+        for compat in ("medhelm", "helm", "default"):
+            result = jury_score("aci_bench", {"judge": Completion(text=text)}, CRITERIA, answer="x", compat=compat)
+            assert math.isfinite(result.raw)
+            assert (result.flagged is None) == ("judge" in result.per_judge)
+            assert all(math.isfinite(v["score"]) for scores in result.per_judge.values() for v in scores.values())
+            if compat == "medhelm":
+                medhelm_read[result.flagged is None] += 1
+
+    check()
+    assert len(tried) >= FUZZ_EXAMPLES // 2
+    assert min(medhelm_read.values()) >= 20, medhelm_read  # both paths exercised: replies kept and rejected
