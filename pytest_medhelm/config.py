@@ -65,6 +65,8 @@ class RunConfig(BaseModel):
     prices: Path | None = None
     html_path: Path | None = None
     local_only: bool = False
+    #: --medhelm-batch: requests to endpoints with a Batch API go as batches (pytest_medhelm.models.batches)
+    batch: bool = False
     #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
     data_unverified: tuple[str, ...] = ()
     report_text: bool = False
@@ -97,8 +99,14 @@ class RunConfig(BaseModel):
 
     def public_options(self) -> dict[str, Any]:
         """The options for the results JSON (no secrets are ever in here: keys come from the environment)."""
+        from pytest_medhelm.values import redact_url
+
         data = self.model_dump(mode="json")
         data["thresholds"] = [t.spec for t in self.thresholds]
+        for name in ("api_base", "jury_api_base", "cache_url"):  # (URLs may carry credentials: never stored)
+            if isinstance(data.get(name), str):
+                data[name] = redact_url(data[name])
+        data["endpoints"] = [[model, redact_url(url)] for model, url in self.endpoints]
         return data
 
 
@@ -203,6 +211,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             local_only=bool(values["medhelm_local_only"]),
             data_unverified=tuple(values["medhelm_data_unverified"] or ()),
             report_text=bool(values["medhelm_report_text"]),
+            batch=bool(values["medhelm_batch"]),
         )
     except ValidationError as exc:
         problems = "; ".join(f"{_field_name(config, err['loc'])}: {err['msg']}" for err in exc.errors())
@@ -249,6 +258,22 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         problem = ep.route_problem(spec, _source(config, "--medhelm-jury"))
         if problem:
             raise _usage(problem)
+    if not config.getoption("medhelm_dry_run", False):  # (a dry run starts no model)
+        _check_local_models(models, judge_specs if rc.judges else [], config)
+
+
+def _check_local_models(models: list, judges: list, config: pytest.Config) -> None:
+    """A ``local/...`` model or judge that cannot run here (llama-cpp-python's server or the model's package not
+    installed, the GGUF file missing) is a usage error at start-up, not a run whose every item is skipped."""
+    from pytest_medhelm.models.endpoints import is_local_model
+    from pytest_medhelm.models.local import unavailable_reason
+
+    for option, specs in (("--medhelm-model", models), ("--medhelm-jury", judges)):
+        for spec in specs:
+            if is_local_model(spec.name) and spec.api_base is None:
+                reason = unavailable_reason(spec.name)
+                if reason:
+                    raise _usage(f"{_source(config, option)} {spec.name!r} cannot run on this machine: {reason}")
 
 
 OPTION = {opt.dest: opt for opt in OPTIONS}

@@ -122,7 +122,9 @@ def endpoint_problem(model: Any) -> str | None:
         except ValueError:
             why = ("a host name; only 'localhost' and literal loopback or private-network IP addresses count as "
                    "local, host names are not resolved")
-    return f"{name} at {api_base} ({why})"
+    from pytest_medhelm.values import redact_url
+
+    return f"{name} at {redact_url(api_base)} ({why})"
 
 
 def _benchmark(entry: Any) -> tuple[str, str, str | None]:

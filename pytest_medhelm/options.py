@@ -225,6 +225,8 @@ OPTIONS: tuple[Option, ...] = (
         "--medhelm-budget"), metavar="USD"),
     Option("prices", "TOML file of prices for models litellm does not know: [\"model\"] input_per_million, "
            "output_per_million (USD)", metavar="FILE", path=True),
+    Option("batch", "send the run's requests to endpoints with a Batch API (OpenAI's Files + Batches) as batches: "
+           "resumable, priced at the batch rate; other models are sent directly", flag=True, default=False),
     Option("html", "write a self-contained HTML report", metavar="PATH", path=True),
     Option("report-text", "put each instance's question and reference text in the results JSON and the HTML "
            "report (off by default: they may hold patient data)", flag=True, default=False),

@@ -13,6 +13,8 @@ these types without reaching up (``lint-imports`` checks it).
 
 from __future__ import annotations
 
+import re
+
 import hashlib
 import json
 import logging
@@ -105,7 +107,20 @@ class ModelSpec:
 
     @property
     def cache_identity(self) -> str:
-        return self.identity or (f"{self.name}@{self.api_base}" if self.api_base else self.name)
+        # (a URL's credentials are not the endpoint's identity, and never stored: http://***@host)
+        return self.identity or (f"{self.name}@{redact_url(self.api_base)}" if self.api_base else self.name)
+
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@?#]+@")
+
+
+def redact_url(text: str | None) -> str | None:
+    """``text`` with the credentials of every URL in it replaced (``http://user:pass@host/v1`` becomes
+    ``http://***@host/v1``): an ``api_base`` or ``--medhelm-cache-url`` may carry them, and they must never reach
+    the results, the cache's keys, the terminal or a log."""
+    if not text or "@" not in text:
+        return text
+    return _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + "***@", text)
 
 
 @dataclass(frozen=True)
@@ -170,6 +185,10 @@ class Completion:
     finish_reason: str | None = None
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: False when the server's reply had no token counts (the counts are then 0 and mean nothing): a budget counts
+    #: such a request at its reserved upper bound (pytest_medhelm/models/replies.py). Not cached: only the
+    #: request that was sent is accounted.
+    usage_known: bool = True
 
     def to_cache(self) -> dict[str, Any]:
         return {"text": self.text, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,

@@ -27,6 +27,9 @@ from typing import Any, Iterable, Mapping
 
 from pytest_medhelm.data.errors import DataError, DataMissing
 
+#: JSON nested deeper than Python's recursion limit (json raises RecursionError): no benchmark file is
+NESTED_TOO_DEEPLY = "JSON nested too deeply to read (deeper than Python's recursion limit); expected a data file"
+
 # Clinical notes exceed the csv module's default field limit of 128 KiB; 2**31 - 1 is accepted on every platform.
 _CSV_FIELD_LIMIT = 2**31 - 1
 
@@ -130,6 +133,8 @@ def read_json(path: Path | str) -> Any:
         raise DataError(
             path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON ({exc.msg}); is the file truncated?"
         ) from None
+    except RecursionError:
+        raise DataError(path, "", NESTED_TOO_DEEPLY) from None
 
 
 def jsonl_rows(data: bytes, label: Path | str) -> list[Row]:
@@ -147,6 +152,8 @@ def jsonl_rows(data: bytes, label: Path | str) -> list[Row]:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(label, f"line {lineno}, column {exc.colno}", f"invalid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise DataError(label, f"line {lineno}", NESTED_TOO_DEEPLY) from None
         if not isinstance(value, dict):
             raise DataError(label, f"line {lineno}", f"expected a JSON object, got {type(value).__name__}")
         rows.append(Row(lineno, lineno, value))

@@ -63,7 +63,8 @@ from typing import Any, Callable
 
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.values import BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import (BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec,
+                                   redact_url)
 from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_for, send_litellm,
                                              uses_openai_wire)
 
@@ -147,7 +148,7 @@ def redact(text: str, spec: ModelSpec | None = None) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, "***")
-    return text
+    return redact_url(text) or text  # (and the credentials of any URL: http://user:pass@host)
 
 
 _BARE_TIMEOUT = re.compile(r"[\w.]*Timeout\w*:?")
@@ -417,11 +418,19 @@ class Scheduler:
         held: list[Reservation] = []  # the job's one reservation, made by _tries before its first send
         try:
             completion = await self._tries(wire, window, job, held, slots)
+        except ModelError as exc:
+            if held and exc.status is not None and 200 <= exc.status < 300:
+                # a malformed reply came back: the provider may have charged for it, at most the upper bound
+                self.budget.settle(held[0], 0, 0, usage_known=False)
+            elif held:
+                self.budget.release(held[0])  # failed for good: no answer, nothing counted
+            raise
         except BaseException:
             if held:
                 self.budget.release(held[0])  # failed for good or cancelled: no answer, nothing counted
             raise
-        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd)
+        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd,
+                           usage_known=completion.usage_known)
         return completion
 
     async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job,

@@ -753,7 +753,9 @@ def write_html(results: Mapping[str, Any], path: str | os.PathLike[str], **kwarg
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        from pytest_medhelm.report.texts import open_report
+
+        with open_report(tmp, results) as fh:  # (0600 when it holds instance texts: possibly patient data)
             fh.write(render_html(results, **kwargs))
         os.replace(tmp, path)
     finally:

@@ -70,6 +70,9 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
               if instrument is not None and p.instance.benchmark in judged else None) for p in planned]
     litellm_models = {m: ctx.model_spec(m).litellm_model for m in ctx.run_config.models}
     litellm_models.update({j: ctx.judge_spec(j).litellm_model for j in judges})
+    if ctx.prices.batched:  # --medhelm-batch
+        write_line("medhelm dry run: --medhelm-batch: priced at the batch rate: " + ", ".join(
+            f"{name} ×{factor:g}" for name, factor in ctx.prices.batched.items()))
     rows = estimate(items, judges, open_benchmarks=judged, prices=ctx.prices, litellm_models=litellm_models,
                     judge_max_tokens=JUDGE_MAX_TOKENS)
     for line in render(rows, judges).splitlines():
