@@ -17,8 +17,11 @@ Where a price comes from, first match wins:
    package, which is what ``litellm.model_cost`` holds with ``LITELLM_LOCAL_MODEL_COST_MAP=True``: no network).
    The exact model string is looked up, then, for ``provider/name``, the bare ``name`` when the table lists it
    under that same provider (``openai/gpt-4o-mini`` -> ``gpt-4o-mini``, provider ``openai``). A self-hosted
-   model (``hosted_vllm/...``, ``local/...``, ``openai/<anything>`` on a private server) is not in the table:
-   its cost is unknown unless the prices file gives it.
+   model (``hosted_vllm/...``, ``openai/<anything>`` on a private server) is not in the table: its cost is unknown
+   unless the prices file gives it (someone pays for the GPUs it runs on).
+3. ``local/...`` (the llama.cpp server the plugin starts on this machine): $0, unless the prices file gives it a
+   price. It runs here, on the machine that runs pytest; no provider bills it. So the main job's reports have a
+   cost (``$0.00``, not ``unknown``) and a cost chart.
 
 Exactness. A price per million ``p`` read from the file becomes the price per token by moving the decimal point
 six places on ``p``'s shortest decimal form (``Decimal(repr(p)).scaleb(-6)``), so 2.50 becomes exactly the float
@@ -55,6 +58,10 @@ PRICE_KEYS = ("input_per_million", "output_per_million")
 BATCH_KEY = "batch"
 #: batch factors of providers' public APIs (OpenAI's and Anthropic's Batch APIs: half price)
 DEFAULT_BATCH_FACTORS = {"openai": 0.5, "anthropic": 0.5}
+
+#: ``local/...`` models: the llama.cpp server the plugin starts on this machine; no one bills for its tokens
+LOCAL_PREFIX = "local/"
+LOCAL_PRICE: Price = (0.0, 0.0)
 
 
 class PricesError(ValueError):
@@ -227,7 +234,9 @@ class Prices:
                     found = (self.table[name], "file")
                     break
             else:
-                if self.use_litellm:
+                if model_name.startswith(LOCAL_PREFIX):
+                    found = (LOCAL_PRICE, "local")
+                elif self.use_litellm:
                     for name in dict.fromkeys(n for n in (litellm_model, model_name) if n):
                         price = litellm_price(name)
                         if price is not None:
@@ -242,7 +251,7 @@ class Prices:
         return self._scaled(model_name, self._lookup(model_name, litellm_model)[0])
 
     def source_of(self, model_name: str, litellm_model: str | None = None) -> str | None:
-        """Where the price came from: "file", "litellm", or None (unknown)."""
+        """Where the price came from: "file", "local" (a ``local/...`` model: $0), "litellm", or None (unknown)."""
         return self._lookup(model_name, litellm_model)[1]
 
     def cost(self, model_name: str, litellm_model: str | None, tokens_in: int, tokens_out: int) -> float | None:

@@ -3,9 +3,10 @@
 One resolution from a model string to a :class:`ModelSpec`, with explicit parameters:
 
 * ``local/...``: the llama.cpp server this plugin starts on 127.0.0.1 (its URL is known once it runs); no key;
-* otherwise the model's own endpoint (``--medhelm-endpoint MODEL=URL``, ini ``medhelm_endpoints``), else its
-  role's default: ``--medhelm-api-base`` for the models under test, ``--medhelm-jury-api-base`` for the judges,
-  else none (litellm sends it to the provider's public API).
+* otherwise the model's own endpoint (``--medhelm-endpoint MODEL=URL``, ini ``medhelm_endpoints``; several URLs,
+  ``MODEL=URL1,URL2``, are replicas of the model, see :mod:`pytest_medhelm.models.replicas`), else its role's
+  default: ``--medhelm-api-base`` for the models under test, ``--medhelm-jury-api-base`` for the judges, else none
+  (litellm sends it to the provider's public API).
 
 Keys, never one for all: a model sent to a URL gets the key in the environment variable its role names
 (``--medhelm-api-key-env NAME`` for the models under test, ``--medhelm-jury-api-key-env NAME`` for the judges); the
@@ -96,7 +97,8 @@ def endpoint_problems(endpoints: Sequence[tuple[str, str]], *, source: str, mode
             problems.append(f"{where}: local/... models are served by the llama.cpp server the plugin starts; "
                             "give no endpoint for them (or name the model openai/NAME to use a server of your own)")
         elif name in seen and seen[name] != url:
-            problems.append(f"{where}: {name} already has the endpoint {seen[name]}; give one URL per model")
+            problems.append(f"{where}: {name} already has the endpoint {seen[name]}; give all its URLs at once, "
+                            f"'{name}=URL1,URL2' (replicas of one model)")
         elif strict_names and name not in known:
             problems.append(f"{where}: {name!r} is neither a model under test (--medhelm-model) nor a judge "
                             f"(--medhelm-jury); known: {', '.join(sorted(known)) or 'none'}")
@@ -162,6 +164,8 @@ def destination(spec: ModelSpec) -> str:
     """Where ``spec``'s requests go, in words."""
     if is_local_model(spec.name):
         return "a llama.cpp server the plugin starts on 127.0.0.1"
+    if spec.is_replica_group:
+        return f"{len(spec.urls)} replicas, each request to the least busy: {', '.join(spec.urls)}"
     if spec.api_base:
         return redact_url(spec.api_base)
     provider, sep, _rest = spec.litellm_model.partition("/")

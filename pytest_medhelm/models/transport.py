@@ -123,7 +123,7 @@ class OpenAIWire:
         key = api_key_for(spec)
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        url = spec.api_base.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
+        url = _one_url(spec) + "/chat/completions"
         started = time.perf_counter()
         bound = max_reply_bytes(request.max_tokens)
         try:
@@ -158,6 +158,14 @@ class OpenAIWire:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _one_url(spec: ModelSpec) -> str:
+    """The URL a request to ``spec`` goes to. A replica group is never sent to as such: the scheduler picks one of
+    its replicas for each try (``ModelSpec.at``); anything else sending it would post to a list of URLs."""
+    if spec.is_replica_group:
+        raise ValueError(f"{spec.name}: a request goes to one of the replicas {', '.join(spec.urls)}, not to all")
+    return str(spec.api_base).rstrip("/")
 
 
 async def _read_bounded(response: Any, bound: int, max_tokens: int) -> bytes:
@@ -203,7 +211,7 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
     if request.response_format:
         kwargs["response_format"] = json.loads(request.response_format)
     if spec.api_base:
-        kwargs["api_base"] = spec.api_base
+        kwargs["api_base"] = _one_url(spec)
     key = api_key_for(spec)
     if key:
         kwargs["api_key"] = key

@@ -269,7 +269,14 @@ def _meta(results: Mapping[str, Any]) -> str:
              ("git commit", run.get("git_commit") or "n/a"),
              ("pytest-medhelm", run.get("plugin_version") or "?"),
              ("instances", f"{len(results.get('instances') or []):,}")]
-    return "<dl class=\"meta\">" + "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in items) + "</dl>"
+    cap = run.get("generation_cap")
+    if cap:
+        items.append(("answers capped at", f"{cap.get('max_tokens')} tokens (--medhelm-max-tokens)"))
+    meta = "<dl class=\"meta\">" + "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in items) + "</dl>"
+    from pytest_medhelm.report.generation_cap import cap_note
+
+    note = cap_note(cap)
+    return meta + (f"<p class=\"note\" id=\"generation-cap\"><strong>{_e(note)}</strong></p>" if note else "")
 
 
 def _leaderboard(results: Mapping[str, Any]) -> str:

@@ -46,19 +46,24 @@ class AnswerPlan:
     def answers(self, pairs: Iterable[tuple["Instance", str]]) -> list[PlannedAnswer]:
         """The request of every (instance, model), in the order given (item order: the first items' answers are
         sent first)."""
-        from pytest_medhelm.values import ChatRequest
-
         out = []
-        registry = self.ctx.registry
-        compat = self.ctx.run_config.compat
         for instance, model in pairs:
-            bench = registry.get(instance.benchmark)
-            request = ChatRequest.for_prompt(self.ctx.model_spec(model), bench.render_prompt(instance, compat),
-                                             bench.max_tokens, bench.stop)
+            request = self.request_for(instance, model)
             self._planned[(instance.benchmark, instance.id, model)] = (instance, request)
             self._by_key.setdefault(request.cache_key(), []).append(instance)
             out.append(PlannedAnswer(model, instance, request))
         return out
+
+    def request_for(self, instance: "Instance", model: str) -> "ChatRequest":
+        """The benchmark's request for ``instance`` to ``model``: its exact prompt and generation settings, its
+        ``max_tokens`` under the run's ``--medhelm-max-tokens`` cap."""
+        from pytest_medhelm.report.generation_cap import capped
+        from pytest_medhelm.values import ChatRequest
+
+        bench = self.ctx.registry.get(instance.benchmark)
+        prompt = bench.render_prompt(instance, self.ctx.run_config.compat)
+        return ChatRequest.for_prompt(self.ctx.model_spec(model), prompt,
+                                      capped(bench.max_tokens, self.ctx.run_config.max_tokens), bench.stop)
 
     def keys_of(self, slug: str) -> list[tuple[str, list["Instance"]]]:
         """(answer key, its instances) of every planned answer of benchmark ``slug``."""
@@ -69,10 +74,10 @@ class AnswerPlan:
         """The instances a planned answer request asks about (several, when their prompts are the same)."""
         return self._by_key.get(answer_key, [])
 
-    def planned_request(self, instance: "Instance", model: str) -> "ChatRequest | None":
-        """The request planned for ``instance`` (that very object) and ``model``, if any."""
+    def answer_request(self, instance: "Instance", model: str) -> "ChatRequest":
+        """The request planned for ``instance`` (that very object) and ``model``, else one built the same way."""
         planned = self._planned.get((instance.benchmark, instance.id, model))
-        return planned[1] if planned is not None and planned[0] is instance else None
+        return planned[1] if planned is not None and planned[0] is instance else self.request_for(instance, model)
 
     def judge_requests(self, instance: "Instance", answer_text: str) -> list[JudgeRequest]:
         """The jury's requests for ``answer_text``: one per judge, none for an empty answer or an unjudged

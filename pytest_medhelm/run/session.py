@@ -84,8 +84,8 @@ class Run:
     def model_spec(self, name: str) -> "ModelSpec":
         return self.ctx.model_spec(name)
 
-    def planned_request(self, instance: "Instance", model: str) -> "ChatRequest | None":
-        return self.plan.planned_request(instance, model)
+    def answer_request(self, instance: "Instance", model: str) -> "ChatRequest":
+        return self.plan.answer_request(instance, model)
 
     def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
         return self.delivery.complete(spec, request)
