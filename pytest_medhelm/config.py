@@ -68,6 +68,9 @@ class RunConfig(BaseModel):
     #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
     data_unverified: tuple[str, ...] = ()
     report_text: bool = False
+    #: HealthBench's rubric grader (--medhelm-grader) and examples (--medhelm-healthbench-subset)
+    grader: str = "openai/gpt-4.1-2025-04-14"
+    healthbench_subset: Literal["full", "hard", "consensus"] = "full"
 
     @field_validator("jury_api_base")
     @classmethod
@@ -89,6 +92,13 @@ class RunConfig(BaseModel):
                 raise ValueError(f"expected a litellm model string like 'openai/gpt-4o', got {name!r}")
         if len(set(value)) != len(value):
             raise ValueError(f"a model is given twice: {list(value)}")
+        return value
+
+    @field_validator("grader")
+    @classmethod
+    def _grader(cls, value: str) -> str:
+        if not value.strip() or value != value.strip():
+            raise ValueError(f"expected a litellm model string like 'openai/gpt-4.1-2025-04-14', got {value!r}")
         return value
 
     @property
@@ -203,6 +213,8 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             local_only=bool(values["medhelm_local_only"]),
             data_unverified=tuple(values["medhelm_data_unverified"] or ()),
             report_text=bool(values["medhelm_report_text"]),
+            grader=values["medhelm_grader"] or "openai/gpt-4.1-2025-04-14",
+            healthbench_subset=values["medhelm_healthbench_subset"] or "full",
         )
     except ValidationError as exc:
         problems = "; ".join(f"{_field_name(config, err['loc'])}: {err['msg']}" for err in exc.errors())
@@ -226,7 +238,7 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
     from pytest_medhelm.jury import DEFAULT_JUDGES
     from pytest_medhelm.models import endpoints as ep
 
-    judges = rc.judges or DEFAULT_JUDGES
+    judges = (*(rc.judges or DEFAULT_JUDGES), rc.grader)  # the rubric grader is reached as a judge is
     problems = ep.endpoint_problems(endpoints_cli, source="--medhelm-endpoint", models=rc.models, judges=judges,
                                     strict_names=True)
     problems += ep.endpoint_problems(endpoints_ini, source=f"ini key {INI_ENDPOINTS}", models=rc.models,
@@ -245,8 +257,12 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         problem = ep.route_problem(spec, _source(config, "--medhelm-model"))
         if problem:
             raise _usage(problem)
-    for spec in judge_specs if rc.judges else ():  # the paper's judges are routable by construction
+    for spec in judge_specs[:-1] if rc.judges else ():  # the paper's judges are routable by construction
         problem = ep.route_problem(spec, _source(config, "--medhelm-jury"))
+        if problem:
+            raise _usage(problem)
+    if config.getoption("medhelm_grader") is not None or config.getini("medhelm_grader"):  # given: checked too
+        problem = ep.route_problem(judge_specs[-1], _source(config, "--medhelm-grader"))
         if problem:
             raise _usage(problem)
 

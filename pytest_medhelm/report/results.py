@@ -77,6 +77,8 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
         row["category_slug"] = r.category
         if not row["subsets"]:
             row.pop("subsets")
+        if row.get("bootstrap_std") is None:
+            row.pop("bootstrap_std")
         bench_rows.append(row)
     categories = []
     for row in category_scores(results):

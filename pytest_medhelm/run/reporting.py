@@ -73,7 +73,8 @@ class Reporting:
 
         ctx, rc = self.ctx, self.ctx.run_config
         catalogue = {b.slug: b for b in ctx.registry}
-        judged = any(catalogue[r["benchmark"]].is_judged for r in self.records if r["benchmark"] in catalogue)
+        judged = any(catalogue[r["benchmark"]].is_judged and not _graded(catalogue[r["benchmark"]])
+                     for r in self.records if r["benchmark"] in catalogue)
         results = build_results(self.records, catalogue, models=rc.models, judges=ctx.judge_names() if judged else [],
                                 options=rc.public_options(), started=self.started, finished=now(),
                                 compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))),
@@ -83,6 +84,12 @@ class Reporting:
             from pytest_medhelm.cost import apply_file_prices
 
             apply_file_prices(results, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
+        graded = sorted({r["benchmark"] for r in self.records
+                         if r["benchmark"] in catalogue and _graded(catalogue[r["benchmark"]])})
+        if graded:  # HealthBench's rubric grader: who graded, and the theme / axis breakdowns
+            from pytest_medhelm.report.rubric_breakdown import add_rubric_sections
+
+            add_rubric_sections(results, self.records, graded, grader=rc.grader, judges=ctx.judge_names())
         results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
         results["run"]["data_unverified"] = (ctx.data_verification.record() if self.data_unverified is None
                                              else self.data_unverified)
@@ -221,3 +228,8 @@ class Reporting:
             text = markdown(self.results, [text for _title, text in self.extra_sections("markdown")])
             Path(rc.markdown_path).parent.mkdir(parents=True, exist_ok=True)
             Path(rc.markdown_path).write_text(text, encoding="utf-8")
+
+
+def _graded(bench: Any) -> bool:
+    """A benchmark graded per rubric criterion (HealthBench), not by the jury."""
+    return bool(getattr(bench.metric, "rubric_graded", False))
