@@ -104,10 +104,7 @@ def read_string_constants(path: Path, names: Sequence[str]) -> dict[str, str]:
             node, ast.AnnAssign) and node.value is not None else []
         for target in targets:
             if isinstance(target, ast.Name) and target.id in names:
-                try:
-                    value = ast.literal_eval(node.value)  # type: ignore[union-attr]
-                except ValueError:
-                    value = None
+                value = _literal_string(node.value)  # type: ignore[union-attr]
                 if not isinstance(value, str):
                     raise GraderPromptsUnavailable(f"{path}: {target.id} is not a literal string")
                 found[target.id] = value
@@ -115,6 +112,24 @@ def read_string_constants(path: Path, names: Sequence[str]) -> dict[str, str]:
     if missing:
         raise GraderPromptsUnavailable(f"{path}: no module-level string {', '.join(missing)}")
     return found
+
+
+#: the string methods a constant may be written with (``"""...""".strip()``, simple-evals' GRADER_TEMPLATE)
+_STRING_METHODS = {"strip": str.strip, "lstrip": str.lstrip, "rstrip": str.rstrip}
+
+
+def _literal_string(node: ast.AST) -> str | None:
+    """A string literal, or a string literal with ``.strip()`` (``lstrip``, ``rstrip``) called on it without
+    arguments; None for anything else. Nothing is evaluated beyond that."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args and not node.keywords \
+            and node.func.attr in _STRING_METHODS:
+        inner = _literal_string(node.func.value)
+        return None if inner is None else _STRING_METHODS[node.func.attr](inner)
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)
