@@ -62,9 +62,6 @@ class DataFile:
     #: an optional file that, when found, stands in for the file of this name (which is then not needed); list it
     #: before that file in ``Benchmark.files``
     stands_in_for: str = ""
-    #: a public file whose upstream publishes no checksum and none is known offline (HealthBench's dated files): a
-    #: run records the sha256 it found under ``run.data_unverified`` (``expected`` null) instead of checking it
-    unpinned: bool = False
 
 
 def user_data_home() -> Path:

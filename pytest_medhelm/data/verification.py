@@ -51,9 +51,8 @@ class DataVerification:
 
     #: slugs whose files may differ from the pinned version (``--medhelm-data-unverified``)
     accepted: frozenset[str] = frozenset()
-    #: slug -> file name -> {"expected": pinned sha256, "actual": sha256 found}: the accepted differences, and
-    #: the unpinned files (``DataFile.unpinned``: expected None)
-    changed: dict[str, dict[str, dict[str, str | None]]] = field(default_factory=dict)
+    #: slug -> file name -> {"expected": pinned sha256, "actual": sha256 found}: the accepted differences
+    changed: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, slugs: Iterable[str] | None) -> "DataVerification":
@@ -62,9 +61,6 @@ class DataVerification:
     def check(self, benchmark: "Benchmark", file: "DataFile", path: Path) -> None:
         """Raise :class:`DataError` when ``path`` differs from ``file``'s pinned sha256, unless the benchmark is
         accepted (then the difference is recorded). Files without a pin and folders are not checked."""
-        if file.unpinned and not file.is_dir and path.is_file():  # nothing to check it against: said, not hidden
-            self.changed.setdefault(benchmark.slug, {})[file.name] = {"expected": None, "actual": file_sha256(path)}
-            return
         if not file.sha256 or file.is_dir or not path.is_file():
             return
         actual = file_sha256(path)
@@ -78,6 +74,6 @@ class DataVerification:
                                   f"evaluates on; put the pinned file there, or accept this version with "
                                   f"{OPTION} {benchmark.slug} (recorded in the results)")
 
-    def record(self) -> dict[str, dict[str, dict[str, str | None]]]:
+    def record(self) -> dict[str, dict[str, dict[str, str]]]:
         """For the results JSON's ``run.data_unverified`` (empty when every checked file matched its pin)."""
         return {slug: dict(sorted(files.items())) for slug, files in sorted(self.changed.items())}

@@ -7,9 +7,9 @@
 ``hard_2025-05-08-21-00-10.jsonl`` (1,000) and the consensus subset ``consensus_2025-05-09-20-00-46.jsonl``
 (3,671, graded on the physician-consensus criteria). The dated names are the only pin upstream gives, and no
 sha256 is known offline: a run downloads the file once into the data cache (or reads
-``<--medhelm-data-dir>/healthbench/<file name>``) and records its sha256 under ``run.data_unverified``
-(``expected`` null). ``--medhelm-healthbench-subset full|hard|consensus`` (ini ``medhelm_healthbench_subset``,
-default ``full``) chooses the file; the slug stays ``healthbench``.
+``<--medhelm-data-dir>/healthbench/<file name>``); nothing pins its content. ``--medhelm-healthbench-subset
+full|hard|consensus`` (ini ``medhelm_healthbench_subset``, default ``full``) chooses the file; the slug stays
+``healthbench``.
 
 **Instances.** One per JSON line, in file order, id ``str(index)`` (``"0"``, ``"1"``, …; medhelm's ids), nothing
 filtered. Each line's ``prompt`` (a list of ``{"content", "role"}``), ``rubrics`` (``{"criterion", "points",
@@ -46,7 +46,6 @@ SUBSET_FILES: dict[str, str] = {
     "hard": "hard_2025-05-08-21-00-10.jsonl",
     "consensus": "consensus_2025-05-09-20-00-46.jsonl",
 }
-SUBSET_COUNTS = {"full": 5000, "hard": 1000, "consensus": 3671}
 
 
 def _where(row: Row) -> str:
@@ -117,9 +116,9 @@ def _loader(name: str) -> Callable[[Mapping[str, Path]], Loaded]:
 
 def _file(subset: str) -> DataFile:
     name = SUBSET_FILES[subset]
-    return DataFile(name=name, url=f"{BLOB}/{name}", unpinned=True,
+    return DataFile(name=name, url=f"{BLOB}/{name}",
                     description=f"HealthBench's {subset} set, JSON lines (example_tags, prompt, prompt_id, rubrics); "
-                                "OpenAI's public release, MIT; no sha256 is known offline (recorded as unverified)")
+                                "OpenAI's public release, MIT; no sha256 is known offline (the run records the one it read)")
 
 
 def select(run_config: Any) -> Benchmark:
@@ -132,7 +131,7 @@ BENCHMARK = Benchmark(
     slug=SLUG,
     name="HealthBench",
     category="clinical_decision_support",
-    subcategory="",  # medhelm 0.8.0's metadata gives none
+    subcategory="Providing Clinical Knowledge Support",  # ours: medhelm 0.8.0 gives none (docs/fidelity.md)
     access="public",
     kind="open",
     files=(_file("full"),),
@@ -146,12 +145,11 @@ BENCHMARK = Benchmark(
              '[{"content": "SYNTHETIC: I twisted my ankle and it is swollen. Should I go to A&E?", "role": "user"}], '
              '"prompt_id": "synthetic-1", "rubrics": [{"criterion": "Advises urgent care if unable to bear weight.", '
              '"points": 5, "tags": ["level:example", "axis:completeness"]}]}'),
-    instance_count=SUBSET_COUNTS["full"],
     select=select,
 )
 
 #: the benchmark of each subset (the same slug, prompt and metric; its own file)
 SUBSETS: dict[str, Benchmark] = {
     subset: BENCHMARK if subset == "full" else dataclasses.replace(
-        BENCHMARK, files=(_file(subset),), build_instances=_loader(name), instance_count=SUBSET_COUNTS[subset])
+        BENCHMARK, files=(_file(subset),), build_instances=_loader(name))
     for subset, name in SUBSET_FILES.items()}

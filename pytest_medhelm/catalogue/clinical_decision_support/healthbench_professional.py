@@ -2,7 +2,7 @@
 physician's answer (medhelm 0.8.0 ``HealthBenchProfessionalScenario``, run spec ``health_bench_professional``).
 
 **Source.** OpenAI's archive ``openaipublic.blob.core.windows.net/simple-evals/healthbench_professional/assets.zip``
-(unpinned upstream; no sha256 is known offline: the sha256 found is recorded under ``run.data_unverified``). The
+(unpinned upstream; no sha256 is known offline, so nothing pins its content). The
 file read is the member ``healthbench_professional_eval.jsonl`` (at the archive's root or in one folder). Put the
 archive at ``<--medhelm-data-dir>/healthbench_professional/assets.zip``, or the member itself beside it (then the
 archive is not needed). medhelm 0.8.0's own unpacking fails on an archive whose only member is the file (it renames
@@ -99,16 +99,16 @@ BENCHMARK = Benchmark(
     slug=SLUG,
     name="HealthBench Professional",
     category="clinical_decision_support",
-    subcategory="",  # medhelm 0.8.0's metadata gives none
+    subcategory="Providing Clinical Knowledge Support",  # ours: medhelm 0.8.0 gives none (docs/fidelity.md)
     access="public",
     kind="open",
     files=(
         DataFile(name=MEMBER, optional=True, stands_in_for=ARCHIVE,
                  description="the archive's member itself, when you have unpacked it"),
-        DataFile(name=ARCHIVE, url=URL, unpinned=True,
+        DataFile(name=ARCHIVE, url=URL,
                  description=f"OpenAI's HealthBench Professional archive, holding {MEMBER} (JSON lines: id, "
                              "conversation.messages, rubric_items, physician_response); no sha256 is known offline "
-                             "(recorded as unverified)"),
+                             "(not verified)"),
     ),
     build_instances=build_instances,
     prompt=ChatPrompt(),
@@ -119,5 +119,4 @@ BENCHMARK = Benchmark(
     example=('{"id": "synthetic-1", "conversation": {"messages": [{"role": "user", "content": "SYNTHETIC consult: '
              '54-year-old with new AF, CHA2DS2-VASc 2. Anticoagulate?"}]}, "rubric_items": [{"criterion_text": '
              '"Recommends anticoagulation.", "points": 5}], "physician_response": "SYNTHETIC: offer a DOAC."}'),
-    instance_count=525,
 )
