@@ -193,8 +193,10 @@ def test_a_dropped_verdict_shifts_under_medhelm_and_is_an_item_error_by_default(
     [rec] = report["instances"]
     assert rec["score"] is None and "1 of 3 criteria without a verdict" in rec["error"]
     assert "not a JSON object" in rec["error"] and rec["judge_failures"] == {
-        "criterion 1": "the reply is not a JSON object (Expecting value)"}
-    assert "gave no valid judgement" in stdout
+        "openai/grader": "the reply is not a JSON object (Expecting value)"}
+    # said once, in the run's summary, with its count
+    assert stdout.count("medhelm: judge openai/grader gave no valid judgement on 1 item: the reply is not a JSON "
+                        "object (Expecting value)") == 1
     report, _sent, _ = run(pytester, data, "healthbench", "-p", "no:xdist", "--medhelm-compat", "medhelm")
     [rec] = report["instances"]
     # the fork zips the two verdicts left (not met, met) onto criteria 1 and 2: rectified 5, 4, 2 -> 4 / 11

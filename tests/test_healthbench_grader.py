@@ -249,3 +249,26 @@ def test_a_template_file_that_is_not_the_pinned_one_is_refused(tmp_path):
     prompts = load_grader_prompts(tmp_path, download_allowed=False, need_fork=False,
                                   verification=DataVerification.of(()))
     assert prompts.reference is None and "differs from the pinned" in prompts.reference_missing
+
+
+def test_a_local_grader_is_constrained_to_the_verdicts_schema_and_hosted_ones_are_not():
+    from pytest_medhelm.jury.rubric_grader import GraderPrompts, grading_calls
+    from pytest_medhelm.values import Instance, ModelSpec
+
+    grading = {"messages": [{"role": "user", "content": "SYNTHETIC"}], "example_tags": [],
+               "rubric_items": [{"criterion": "a", "points": 1, "tags": []}, {"criterion": "b", "points": -1,
+                                                                                "tags": []}]}
+    instance = Instance(id="0", input="", extra={"grading": grading}, benchmark="healthbench")
+    prompts = GraderPrompts(reference="<<conversation>> | <<rubric_item>>")
+    local = ModelSpec(name="local/tiny", litellm_model="openai/tiny")
+    hosted = ModelSpec(name="openai/gpt-4.1-2025-04-14", litellm_model="openai/gpt-4.1-2025-04-14")
+    calls = grading_calls("healthbench", instance, "an answer", [local, hosted], prompts, fork=False)
+    assert [(c.grader, c.index) for c in calls] == [("local/tiny", 0), ("local/tiny", 1), (hosted.name, 0),
+                                                    (hosted.name, 1)]
+    assert calls[0].request.messages[-1][1] == "user: SYNTHETIC\n\nassistant: an answer | [1] a"
+    schema = json.loads(calls[0].request.response_format)["schema"]
+    assert schema["properties"]["criteria_met"] == {"type": "boolean"} and schema["required"] == ["explanation",
+                                                                                                 "criteria_met"]
+    assert calls[0].request.max_tokens < 2048 and calls[2].request.response_format == ""
+    assert calls[2].request.max_tokens == 2048 and calls[2].request.messages[0] == ("system",
+                                                                                    "You are a helpful assistant.")

@@ -66,6 +66,16 @@ def _request_reason(exc: BaseException) -> str:
     return f"request failed: {exc}" if str(exc) else f"request failed: {type(exc).__name__}"
 
 
+def _by_grader(failures: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """grader -> its distinct reasons (the item's ``judge_failures``: the run's summary counts each (grader, reason)
+    once over the items, so a reason is said once)."""
+    out: dict[str, list[str]] = {}
+    for grader, reason in failures:
+        if reason not in out.setdefault(grader, []):
+            out[grader].append(reason)
+    return {grader: "; ".join(reasons) for grader, reasons in out.items()}
+
+
 def _explain(failures: Sequence[str], total: int, what: str) -> str:
     """Each reason once, with how many calls it concerns."""
     counts = Counter(failures)
@@ -117,19 +127,20 @@ class RubricGradedMetric:
     def _reference(self, graded: GraderReplies, items: Sequence[Any], example_tags: Sequence[str]) -> Score:
         met: list[bool] = []
         verdicts: list[dict[str, Any]] = []
-        failures: dict[str, str] = {}
+        failures: list[tuple[str, str]] = []
         for call, reply in zip(graded.calls, graded.replies):
             try:
                 if isinstance(reply, BaseException):
                     raise GraderReplyError(_request_reason(reply))
                 verdict = parse_reference_verdict(reply.text)
             except GraderReplyError as exc:
-                failures[f"criterion {call.index + 1}"] = exc.reason
+                failures.append((call.grader, exc.reason))
                 continue
             met.append(verdict.criteria_met)
             verdicts.append({"criteria_met": verdict.criteria_met, "explanation": verdict.explanation})
         if failures:
-            raise ScoringError(_explain(list(failures.values()), len(graded.calls), "criteria"), failures)
+            raise ScoringError(_explain([why for _g, why in failures], len(graded.calls), "criteria"),
+                               _by_grader(failures))
         points = [points_of(item) for item in items]
         score = reference_score(points, met)
         if score is None:
@@ -150,8 +161,7 @@ class RubricGradedMetric:
         graders = list(dict.fromkeys(call.grader for call in graded.calls))
         shared_list: list[dict[str, Any]] = []
         per_judge: dict[str, dict[str, Any]] = {}
-        failures: list[str] = []
-        errors: dict[str, str] = {}
+        failures: list[tuple[str, str]] = []
         for grader in graders:
             own: list[dict[str, Any]] = shared_list if shared else []
             comparison: dict[str, Any] | None = None
@@ -166,8 +176,7 @@ class RubricGradedMetric:
                                                                       "object with explanation and criteria_met)"
                 if verdict is None:
                     dropped += 1
-                    failures.append(reason)
-                    errors[f"{grader} {call.kind} {call.index + 1}"] = reason
+                    failures.append((grader, reason))
                     continue
                 if call.kind == COMPARISON:
                     comparison = verdict
@@ -191,7 +200,8 @@ class RubricGradedMetric:
                                    {grader: "no rubric points"})
             per_judge[grader] = {"score": score, "dropped": dropped, "comparison": comparison}
         if strict and failures:
-            raise ScoringError(_explain(failures, len(graded.calls), "grader calls"), errors)
+            raise ScoringError(_explain([why for _g, why in failures], len(graded.calls), "grader calls"),
+                               _by_grader(failures))
         if not per_judge:
             raise ScoringError("not graded: no grader", {"grader": "none"})
         value = math.fsum(j["score"] for j in per_judge.values()) / len(per_judge)

@@ -64,16 +64,14 @@ def rubric_graders(records: Iterable[Mapping[str, Any]], graded: Sequence[str]) 
     return out
 
 
-def add_rubric_sections(results: dict[str, Any], records: Sequence[Mapping[str, Any]], graded: Sequence[str],
-                        grader: str, judges: Sequence[str]) -> None:
-    """``rubric_breakdown`` and ``run.rubric_graders`` into the results (``grader``/``judges``: the run's, said
-    for a benchmark none of whose records was graded)."""
+def add_rubric_sections(results: dict[str, Any], records: Sequence[Mapping[str, Any]]) -> None:
+    """``rubric_breakdown`` and ``run.rubric_graders`` into the results, when some record was rubric-graded."""
+    graded = sorted({rec["benchmark"] for rec in records
+                     if isinstance((rec.get("metrics") or {}).get("rubric"), Mapping)})
+    if not graded:
+        return
     results["rubric_breakdown"] = rubric_breakdown(records)
-    graders = rubric_graders(records, graded)
-    for slug, entry in graders.items():
-        if not entry["graders"]:
-            entry["configured"] = [grader, *judges]
-    results["run"]["rubric_graders"] = graders
+    results["run"]["rubric_graders"] = rubric_graders(records, graded)
 
 
 def breakdown_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:

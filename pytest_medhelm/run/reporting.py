@@ -84,12 +84,6 @@ class Reporting:
             from pytest_medhelm.cost import apply_file_prices
 
             apply_file_prices(results, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
-        graded = sorted({r["benchmark"] for r in self.records
-                         if r["benchmark"] in catalogue and _graded(catalogue[r["benchmark"]])})
-        if graded:  # HealthBench's rubric grader: who graded, and the theme / axis breakdowns
-            from pytest_medhelm.report.rubric_breakdown import add_rubric_sections
-
-            add_rubric_sections(results, self.records, graded, grader=rc.grader, judges=ctx.judge_names())
         results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
         results["run"]["data_unverified"] = (ctx.data_verification.record() if self.data_unverified is None
                                              else self.data_unverified)
