@@ -127,7 +127,8 @@ def by_id(report: dict) -> dict[str, dict]:
 
 @pytest.mark.parametrize("dist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
 def test_healthbench_is_graded_as_its_reference_grades_it(pytester, data, dist):
-    report, sent, stdout = run(pytester, data, "healthbench", *dist)
+    html = pytester.path / "report.html"
+    report, sent, stdout = run(pytester, data, "healthbench", *dist, "--medhelm-html", str(html))
     grader_template = template(data / "healthbench_reference" / "healthbench_eval.py", "GRADER_TEMPLATE")
     model_requests = [b for b in sent if b["model"] == "writer"]
     grader_requests = [b for b in sent if b["model"] == "grader"]
@@ -163,6 +164,8 @@ def test_healthbench_is_graded_as_its_reference_grades_it(pytester, data, dist):
     assert {k for k, _t in breakdown} == {"theme", "axis"}
     assert report["run"]["rubric_graders"]["healthbench"]["graders"] == ["openai/grader"]
     assert "HealthBench themes and axes" in stdout and "emergency_referrals" in stdout
+    page = html.read_text(encoding="utf-8")
+    assert 'id="rubric-breakdown"' in page and "<td>emergency_referrals</td>" in page
 
 
 def test_healthbench_under_medhelm_compat_is_the_forks_score_by_every_judge(pytester, data):
