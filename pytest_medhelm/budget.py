@@ -12,6 +12,9 @@ How a request is accounted (:class:`Budget`):
   tokens_out × output price`` (:func:`pytest_medhelm.cost.cost`), or the cost the provider path reported when that
   is higher (a cap errs on the side of stopping early). An actual cost above the bound (a prompt counted short)
   is still counted in full.
+* **Unknown usage** (the reply had no token counts, or a malformed reply came back): the request is counted at its
+  reserved upper bound, never at $0 (a server that omits ``usage`` could otherwise spend without limit); a
+  negative count is counted as 0 (pytest_medhelm/models/replies.py validates counts before they get here).
 * **Release** (the request failed for good, without an answer): the reservation is dropped and nothing is
   counted: a failed request costs nothing we know of.
 
@@ -279,9 +282,15 @@ class Budget:
         state.in_flight -= Fraction(reservation.upper)
 
     def settle(self, reservation: Reservation, tokens_in: int, tokens_out: int,
-               reported_cost: float | None = None) -> float:
-        """The answer came back: count its actual cost instead of the reservation; returns that cost (USD)."""
-        actual = cost(int(tokens_in or 0), int(tokens_out or 0), reservation.price)
+               reported_cost: float | None = None, *, usage_known: bool = True) -> float:
+        """The answer came back: count its actual cost instead of the reservation; returns that cost (USD).
+
+        The server's counts are not believed blindly: without them (``usage_known=False``: the reply had no
+        usage, or a malformed one) the request costs its reserved upper bound, and a negative count is 0."""
+        if usage_known:
+            actual = cost(max(0, int(tokens_in or 0)), max(0, int(tokens_out or 0)), reservation.price)
+        else:
+            actual = reservation.upper
         assert actual is not None
         if (isinstance(reported_cost, (int, float)) and not isinstance(reported_cost, bool)
                 and math.isfinite(reported_cost) and reported_cost > actual):

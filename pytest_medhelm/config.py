@@ -38,6 +38,8 @@ class RunConfig(BaseModel):
     jury_api_key_env: str | None = None
     benchmarks: tuple[str, ...] = ()
     max_instances: int | None = Field(default=None, ge=1)
+    #: --medhelm-max-tokens: every benchmark's max_tokens capped at this (a departure from MedHELM's settings)
+    max_tokens: int | None = Field(default=None, ge=1)
     data_dir: Path | None = None
     cache_dir: Path
     cache: Literal["on", "off", "refresh"] = "on"
@@ -65,8 +67,12 @@ class RunConfig(BaseModel):
     prices: Path | None = None
     html_path: Path | None = None
     local_only: bool = False
+    #: --medhelm-batch: requests to endpoints with a Batch API go as batches (pytest_medhelm.models.batches)
+    batch: bool = False
     #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
     data_unverified: tuple[str, ...] = ()
+    #: HELM run-entry arguments per benchmark (--medhelm-benchmark-args SLUG:NAME=VALUE,...): (slug, ((name, value),))
+    benchmark_args: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     report_text: bool = False
     #: HealthBench's rubric grader (--medhelm-grader) and examples (--medhelm-healthbench-subset)
     grader: str = "openai/gpt-4.1-2025-04-14"
@@ -105,10 +111,20 @@ class RunConfig(BaseModel):
     def endpoint_map(self) -> dict[str, str]:
         return dict(self.endpoints)
 
+    def arguments_of(self, slug: str) -> tuple[tuple[str, str], ...]:
+        """The --medhelm-benchmark-args pairs given for ``slug``, in order (a later value of a name wins)."""
+        return tuple(pair for name, pairs in self.benchmark_args if name == slug for pair in pairs)
+
     def public_options(self) -> dict[str, Any]:
         """The options for the results JSON (no secrets are ever in here: keys come from the environment)."""
+        from pytest_medhelm.values import redact_url
+
         data = self.model_dump(mode="json")
         data["thresholds"] = [t.spec for t in self.thresholds]
+        for name in ("api_base", "jury_api_base", "cache_url"):  # (URLs may carry credentials: never stored)
+            if isinstance(data.get(name), str):
+                data[name] = redact_url(data[name])
+        data["endpoints"] = [[model, redact_url(url)] for model, url in self.endpoints]
         return data
 
 
@@ -116,7 +132,8 @@ def _usage(message: str) -> pytest.UsageError:
     return pytest.UsageError(f"pytest-medhelm: {message}")
 
 
-def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
+def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any = None) -> RunConfig:
+    """``registry`` (the run's benchmarks) checks --medhelm-benchmark-args; without it, the built-in ones."""
     values: dict[str, Any] = {}
     for opt in OPTIONS:
         try:
@@ -148,6 +165,9 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
         if slug not in known_benchmarks:
             raise _usage(f"--medhelm-data-unverified {slug!r} (ini key medhelm_data_unverified): unknown benchmark; "
                          f"known: {', '.join(sorted(known_benchmarks))}")
+
+    benchmark_args = tuple(values["medhelm_benchmark_args"] or ())
+    _check_benchmark_args(config, benchmark_args, known_benchmarks, values["medhelm_compat"], registry)
 
     rootdir = Path(str(config.rootpath))
     for name, _drop in values["medhelm_compare_fail"] or []:
@@ -184,6 +204,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             jury_api_key_env=values["medhelm_jury_api_key_env"],
             benchmarks=tuple(values["medhelm_benchmark"] or ()),
             max_instances=values["medhelm_max_instances"],
+            max_tokens=values["medhelm_max_tokens"],
             data_dir=data_dir,
             cache_dir=cache_dir,
             cache=values["medhelm_cache"],
@@ -215,12 +236,41 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             report_text=bool(values["medhelm_report_text"]),
             grader=values["medhelm_grader"] or "openai/gpt-4.1-2025-04-14",
             healthbench_subset=values["medhelm_healthbench_subset"] or "full",
+            benchmark_args=benchmark_args,
+            batch=bool(values["medhelm_batch"]),
         )
     except ValidationError as exc:
         problems = "; ".join(f"{_field_name(config, err['loc'])}: {err['msg']}" for err in exc.errors())
         raise _usage(problems) from None
     check_endpoints(rc, endpoints_cli, endpoints_ini, config, sending=getattr(config, "workerinput", None) is None)
     return rc
+
+
+def _check_benchmark_args(config: pytest.Config, given: tuple, known_benchmarks: set[str], compat: str,
+                          registry: Any) -> None:
+    """Each --medhelm-benchmark-args names a known benchmark that takes arguments, and its values read (a usage
+    error otherwise, before anything is collected)."""
+    where = _where(config, OPTION["medhelm_benchmark_args"])
+    for slug, pairs in given:
+        if slug not in known_benchmarks:
+            raise _usage(f"{where} {slug!r}: unknown benchmark; known: {', '.join(sorted(known_benchmarks))}")
+    if not given:
+        return
+    if registry is None:
+        from pytest_medhelm.catalogue import builtin_benchmarks
+
+        registry = builtin_benchmarks()
+    by_slug = {bench.slug: bench for bench in registry}
+    for slug in dict(given):
+        bench = by_slug.get(slug)
+        pairs = tuple(pair for name, p in given if name == slug for pair in p)
+        if bench is None or bench.read_arguments is None:
+            raise _usage(f"{where} {slug}: this benchmark takes no arguments")
+        try:
+            bench.read_arguments(pairs, compat)
+        except ValueError as exc:
+            accepted = "; ".join(f"{name}: {meaning}" for name, meaning in bench.arguments)
+            raise _usage(f"{where}: {exc} ({slug} takes {accepted})") from None
 
 
 def _source(config: pytest.Config, option: str) -> str:
@@ -265,6 +315,22 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         problem = ep.route_problem(judge_specs[-1], _source(config, "--medhelm-grader"))
         if problem:
             raise _usage(problem)
+    if not config.getoption("medhelm_dry_run", False):  # (a dry run starts no model)
+        _check_local_models(models, judge_specs[:-1] if rc.judges else [], config)
+
+
+def _check_local_models(models: list, judges: list, config: pytest.Config) -> None:
+    """A ``local/...`` model or judge that cannot run here (llama-cpp-python's server or the model's package not
+    installed, the GGUF file missing) is a usage error at start-up, not a run whose every item is skipped."""
+    from pytest_medhelm.models.endpoints import is_local_model
+    from pytest_medhelm.models.local import unavailable_reason
+
+    for option, specs in (("--medhelm-model", models), ("--medhelm-jury", judges)):
+        for spec in specs:
+            if is_local_model(spec.name) and spec.api_base is None:
+                reason = unavailable_reason(spec.name)
+                if reason:
+                    raise _usage(f"{_source(config, option)} {spec.name!r} cannot run on this machine: {reason}")
 
 
 OPTION = {opt.dest: opt for opt in OPTIONS}

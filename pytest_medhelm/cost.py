@@ -11,19 +11,29 @@ Where a price comes from, first match wins:
 
    The table name is matched exactly against the model as the user named it (``--medhelm-model`` /
    ``--medhelm-jury``), then against the litellm model string sent. Quote the name: TOML bare keys cannot hold
-   ``/`` and a ``.`` would nest tables.
+   ``/`` and a ``.`` would nest tables. An optional ``batch = 0.5`` is the factor of the provider's Batch API price
+   (``--medhelm-batch``); see below.
 2. litellm's *local* price table (``model_prices_and_context_window_backup.json`` shipped inside the litellm
    package, which is what ``litellm.model_cost`` holds with ``LITELLM_LOCAL_MODEL_COST_MAP=True``: no network).
    The exact model string is looked up, then, for ``provider/name``, the bare ``name`` when the table lists it
    under that same provider (``openai/gpt-4o-mini`` -> ``gpt-4o-mini``, provider ``openai``). A self-hosted
-   model (``hosted_vllm/...``, ``local/...``, ``openai/<anything>`` on a private server) is not in the table:
-   its cost is unknown unless the prices file gives it.
+   model (``hosted_vllm/...``, ``openai/<anything>`` on a private server) is not in the table: its cost is unknown
+   unless the prices file gives it (someone pays for the GPUs it runs on).
+3. ``local/...`` (the llama.cpp server the plugin starts on this machine): $0, unless the prices file gives it a
+   price. It runs here, on the machine that runs pytest; no provider bills it. So the main job's reports have a
+   cost (``$0.00``, not ``unknown``) and a cost chart.
 
 Exactness. A price per million ``p`` read from the file becomes the price per token by moving the decimal point
 six places on ``p``'s shortest decimal form (``Decimal(repr(p)).scaleb(-6)``), so 2.50 becomes exactly the float
 ``2.5e-6`` and 10.00 exactly ``1e-5`` (``p / 1e6`` differs from the literal in about a quarter of two-decimal
 prices). The cost of a request is then ``tokens_in * in_per_token + tokens_out * out_per_token``, in that order,
 in plain float arithmetic: with 2.50 / 10.00 it is bit for bit ``tokens_in * 2.5e-6 + tokens_out * 1e-5``.
+
+Batch rate (``--medhelm-batch``). A model whose requests a run sends through a provider's Batch API is priced at
+its price times its batch factor: the ``batch`` key of its table in the prices file, else 0.5 for OpenAI's and
+Anthropic's public APIs (``DEFAULT_BATCH_FACTORS``, their published discount), else 1 (a server of your own: give
+its factor in the file). The run says which models it priced so (:attr:`Prices.batched`); every cost, the dry run's
+and the budget's included, goes through :meth:`Prices.price_for`, so all of them use it.
 
 Reading litellm's table does not import litellm when it is not imported yet (that takes seconds, and a run that
 only talks to OpenAI-compatible endpoints never needs it): the bundled JSON file is read directly. If litellm is
@@ -44,6 +54,14 @@ from typing import Any, Iterable, Mapping
 Price = tuple[float, float]
 
 PRICE_KEYS = ("input_per_million", "output_per_million")
+#: the optional key of a model's table: the factor of its Batch API price
+BATCH_KEY = "batch"
+#: batch factors of providers' public APIs (OpenAI's and Anthropic's Batch APIs: half price)
+DEFAULT_BATCH_FACTORS = {"openai": 0.5, "anthropic": 0.5}
+
+#: ``local/...`` models: the llama.cpp server the plugin starts on this machine; no one bills for its tokens
+LOCAL_PREFIX = "local/"
+LOCAL_PRICE: Price = (0.0, 0.0)
 
 
 class PricesError(ValueError):
@@ -173,10 +191,14 @@ class Prices:
     """Prices of a run: the prices file's tables, then litellm's local table."""
 
     def __init__(self, table: Mapping[str, Price] | None = None, source: str | None = None,
-                 use_litellm: bool = True) -> None:
+                 use_litellm: bool = True, batch_factors: Mapping[str, float] | None = None) -> None:
         self.table: dict[str, Price] = dict(table or {})
         self.source = source
         self.use_litellm = use_litellm
+        #: the prices file's ``batch`` factors, by table name
+        self.batch_factors: dict[str, float] = dict(batch_factors or {})
+        #: model (or judge) name -> the factor its price is multiplied by in this run (sent through a Batch API)
+        self.batched: dict[str, float] = {}
         self._memo: dict[tuple[str, str | None], tuple[Price | None, str | None]] = {}
 
     @classmethod
@@ -184,7 +206,24 @@ class Prices:
         """The prices file at ``path`` (None: no file, litellm's table only). Raises :class:`PricesError`."""
         if path is None:
             return cls(use_litellm=use_litellm)
-        return cls(parse_prices(path), source=str(path), use_litellm=use_litellm)
+        table, factors = _parse(path)
+        return cls(table, source=str(path), use_litellm=use_litellm, batch_factors=factors)
+
+    def batch_factor(self, model_name: str, litellm_model: str | None, public_api: bool) -> float:
+        """The factor of a model's price when it is sent through a Batch API: the prices file's ``batch`` key (its
+        table by the model's name, then by the litellm string), else the provider's published discount when the
+        model goes to that provider's public API (``public_api``), else 1."""
+        for name in (model_name, litellm_model):
+            if name and name in self.batch_factors:
+                return self.batch_factors[name]
+        provider = (litellm_model or model_name).partition("/")[0]
+        return DEFAULT_BATCH_FACTORS.get(provider, 1.0) if public_api else 1.0
+
+    def _scaled(self, model_name: str, price: Price | None) -> Price | None:
+        factor = self.batched.get(model_name)
+        if price is None or factor is None or factor == 1.0:
+            return price
+        return price[0] * factor, price[1] * factor
 
     def _lookup(self, model_name: str, litellm_model: str | None) -> tuple[Price | None, str | None]:
         key = (model_name, litellm_model)
@@ -195,7 +234,9 @@ class Prices:
                     found = (self.table[name], "file")
                     break
             else:
-                if self.use_litellm:
+                if model_name.startswith(LOCAL_PREFIX):
+                    found = (LOCAL_PRICE, "local")
+                elif self.use_litellm:
                     for name in dict.fromkeys(n for n in (litellm_model, model_name) if n):
                         price = litellm_price(name)
                         if price is not None:
@@ -205,11 +246,12 @@ class Prices:
         return self._memo[key]
 
     def price_for(self, model_name: str, litellm_model: str | None = None) -> Price | None:
-        """(USD per prompt token, USD per completion token) of a model, or None when unknown."""
-        return self._lookup(model_name, litellm_model)[0]
+        """(USD per prompt token, USD per completion token) of a model, or None when unknown; at the batch rate
+        when the run sends the model's requests through a Batch API."""
+        return self._scaled(model_name, self._lookup(model_name, litellm_model)[0])
 
     def source_of(self, model_name: str, litellm_model: str | None = None) -> str | None:
-        """Where the price came from: "file", "litellm", or None (unknown)."""
+        """Where the price came from: "file", "local" (a ``local/...`` model: $0), "litellm", or None (unknown)."""
         return self._lookup(model_name, litellm_model)[1]
 
     def cost(self, model_name: str, litellm_model: str | None, tokens_in: int, tokens_out: int) -> float | None:
@@ -222,10 +264,11 @@ class Prices:
         The prices file wins (exact tokens × prices); else the cost the provider path reported (litellm's
         ``completion_cost``, which knows cached-token discounts and the like); else litellm's table; else None."""
         price, source = self._lookup(model_name, litellm_model)
+        price = self._scaled(model_name, price)
         if source == "file":
             return cost(tokens_in, tokens_out, price)
         if reported is not None:
-            return float(reported)
+            return float(reported) * self.batched.get(model_name, 1.0)
         return cost(tokens_in, tokens_out, price)
 
 
@@ -247,6 +290,11 @@ def apply_file_prices(results: Mapping[str, Any], prices: Prices,
 
 def parse_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
     """Read and validate a prices file: ``{model: (USD per prompt token, USD per completion token)}``."""
+    return _parse(path)[0]
+
+
+def _parse(path: str | os.PathLike[str]) -> tuple[dict[str, Price], dict[str, float]]:
+    """A prices file's prices and its ``batch`` factors, validated."""
     import tomllib
 
     try:
@@ -259,18 +307,20 @@ def parse_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
     expected = ("expected one table per model string with input_per_million and output_per_million in USD, "
                 'e.g. ["openai/gpt-4o"] input_per_million = 2.50, output_per_million = 10.00')
     table: dict[str, Price] = {}
+    factors: dict[str, float] = {}
     for model, entry in data.items():
         if not isinstance(entry, dict):
             raise PricesError(path, f"{model!r} is {_toml_type(entry)}, not a table; {expected}")
         if not model.strip():
             raise PricesError(path, f"empty model name; {expected}", table=model)
         for key, value in entry.items():
-            if key not in PRICE_KEYS:
+            if key not in PRICE_KEYS and key != BATCH_KEY:
                 hint = ""
                 if isinstance(value, dict):
                     hint = (f" (a dotted table name nests: quote the whole model name, "
                             f"[{json.dumps(model + '.' + key)}])")
-                raise PricesError(path, f"unknown key; expected only {' and '.join(PRICE_KEYS)}{hint}",
+                raise PricesError(path, f"unknown key; expected {' and '.join(PRICE_KEYS)}, and optionally "
+                                        f"{BATCH_KEY} (the Batch API's price factor){hint}",
                                   table=model, key=key)
         values = []
         for key in PRICE_KEYS:
@@ -286,7 +336,14 @@ def parse_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
                                   table=model, key=key)
             values.append(per_token(value))
         table[model] = (values[0], values[1])
-    return table
+        if BATCH_KEY in entry:
+            factor = entry[BATCH_KEY]
+            if (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor)
+                    or not 0 < factor <= 1):
+                raise PricesError(path, f"expected the Batch API's price factor, a number in (0, 1] (0.5: half "
+                                        f"price), got {_toml_type(factor)} {factor!r}", table=model, key=BATCH_KEY)
+            factors[model] = float(factor)
+    return table, factors
 
 
 def _toml_type(value: Any) -> str:

@@ -31,7 +31,8 @@ Not local:
   does not see what litellm will pick, so it does not count on them: pass the URL with ``--medhelm-api-base``,
   ``--medhelm-jury-api-base`` or a model's own ``--medhelm-endpoint MODEL=URL``.)
 
-The models and judges checked are the session's resolved ModelSpecs (:mod:`pytest_medhelm.models.endpoints`), so
+A model served by several endpoints (``--medhelm-endpoint MODEL=URL1,URL2``) is local only when every one of them
+is. The models and judges checked are the session's resolved ModelSpecs (:mod:`pytest_medhelm.models.endpoints`), so
 a judge's own endpoint is the one checked, not the judges' default.
 """
 
@@ -40,6 +41,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Iterable, Sequence
 from urllib.parse import urlsplit
+
+from pytest_medhelm.values import REPLICA_SEPARATOR
 
 #: the networks that count as local (see the module docstring for what is deliberately left out)
 LOCAL_NETWORKS = tuple(
@@ -110,8 +113,11 @@ def endpoint_problem(model: Any) -> str | None:
         return None  # the llama.cpp server this plugin starts on 127.0.0.1
     if not api_base:
         return f"{name} (no API base: litellm sends it to the provider's cloud API)"
-    if is_local_endpoint(api_base):
+    # replicas of one model (their URLs joined, see values.replica_group): every one of them must be local
+    outside = [url for url in api_base.split(REPLICA_SEPARATOR) if not is_local_endpoint(url)]
+    if not outside:
         return None
+    api_base = outside[0]
     host = _host(api_base)
     if host is None:
         why = "no host in the URL"
@@ -122,7 +128,9 @@ def endpoint_problem(model: Any) -> str | None:
         except ValueError:
             why = ("a host name; only 'localhost' and literal loopback or private-network IP addresses count as "
                    "local, host names are not resolved")
-    return f"{name} at {api_base} ({why})"
+    from pytest_medhelm.values import redact_url
+
+    return f"{name} at {redact_url(api_base)} ({why})"
 
 
 def _benchmark(entry: Any) -> tuple[str, str, str | None]:

@@ -104,15 +104,29 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def parse_endpoint(text: str) -> tuple[str, str]:
-    """``MODEL=URL`` → (MODEL, URL without a trailing slash): the endpoint of one model under test or judge."""
-    name, sep, url = text.partition("=")
-    name, url = name.strip(), url.strip()
-    if not sep or not name or not url.startswith(("http://", "https://")) or not url.split("://", 1)[1].strip("/"):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected MODEL=URL, MODEL a model under test or a judge as named in --medhelm-model / "
-            "--medhelm-jury, URL an http:// or https:// OpenAI-compatible endpoint "
-            "(e.g. 'hosted_vllm/my-ft=http://10.0.0.5:8000/v1')")
-    return name, url.rstrip("/")
+    """``MODEL=URL`` → (MODEL, URL without a trailing slash): the endpoint of one model under test or judge.
+
+    ``MODEL=URL1,URL2,...``: several endpoints serving the same model (replicas); the URL part is then their one
+    canonical value (:func:`pytest_medhelm.values.replica_group`: sorted, so the order they are listed in does not
+    change the cache identity)."""
+    name, sep, urls = text.partition("=")
+    name = name.strip()
+    parts = [url.strip() for url in urls.split(",")]
+    expected = ("expected MODEL=URL or MODEL=URL1,URL2,... (replicas of one model), MODEL a model under test or a "
+                "judge as named in --medhelm-model / --medhelm-jury, each URL an http:// or https:// "
+                "OpenAI-compatible endpoint (e.g. 'hosted_vllm/my-ft=http://10.0.0.5:8000/v1')")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: {expected}")
+    for url in parts:
+        if not url.startswith(("http://", "https://")) or not url.split("://", 1)[1].strip("/"):
+            raise argparse.ArgumentTypeError(f"{text!r}: {expected}; {url!r} is not one")
+    bare = [url.rstrip("/") for url in parts]
+    twice = sorted({url for url in bare if bare.count(url) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{text!r}: {expected}; {', '.join(twice)} is listed twice")
+    from pytest_medhelm.values import replica_group  # (not at module level: every pytest start loads this module)
+
+    return name, replica_group(bare)
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -126,6 +140,18 @@ def parse_env_name(text: str) -> str:
             "expected the NAME of an environment variable that holds the API key (letters, digits and _, e.g. "
             "MY_ENDPOINT_API_KEY), not the key itself; the value given is not repeated here")
     return name
+
+
+def parse_benchmark_args(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """``SLUG:NAME=VALUE[,NAME=VALUE]`` (a HELM run entry's arguments) → (SLUG, ((NAME, VALUE), ...)); values are
+    kept as written (the benchmark reads them)."""
+    slug, sep, rest = text.partition(":")
+    pairs = [part.partition("=") for part in rest.split(",")] if rest.strip() else []
+    if not sep or not slug.strip() or not pairs or any(not eq or not name.strip() for name, eq, _ in pairs):
+        raise argparse.ArgumentTypeError(
+            f"--medhelm-benchmark-args {text!r}: expected SLUG:NAME=VALUE[,NAME=VALUE], as in HELM's run entries "
+            "(e.g. sct_bench:reason=true,few_shot=true)")
+    return slug.strip(), tuple((name.strip(), value.strip()) for name, _, value in pairs)
 
 
 def _non_negative_float(what: str) -> Callable[[str], float]:
@@ -158,16 +184,23 @@ OPTIONS: tuple[Option, ...] = (
            "repeatable: items are parametrized per model", repeat=True, metavar="MODEL"),
     Option("api-base", "OpenAI-compatible endpoint for the models under test (vLLM, llama.cpp, a gateway)",
            metavar="URL"),
-    Option("endpoint", "one model's (or judge's) own endpoint, MODEL=URL; wins over --medhelm-api-base and "
-           "--medhelm-jury-api-base; repeatable; ini key medhelm_endpoints, one per line", repeat=True,
-           parse=parse_endpoint, metavar="MODEL=URL", ini=False),
+    Option("endpoint", "one model's (or judge's) own endpoint, MODEL=URL; MODEL=URL1,URL2,... for several replicas of "
+           "it (each request to the least busy); wins over --medhelm-api-base and --medhelm-jury-api-base; "
+           "repeatable; ini key medhelm_endpoints, one per line", repeat=True,
+           parse=parse_endpoint, metavar="MODEL=URL[,URL...]", ini=False),
     Option("api-key-env", "the NAME of the environment variable holding the API key of the models under test's "
            "endpoints (not the key); default: the provider's own variable (litellm's convention), and never "
            "OpenAI's key to a server of someone else's",
            parse=parse_env_name, metavar="NAME"),
     Option("benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG"),
+    Option("benchmark-args", "a benchmark's arguments as in HELM's run entries, SLUG:NAME=VALUE[,NAME=VALUE] "
+           "(sct_bench: reason, few_shot); repeatable; ini key one per line", repeat=True,
+           parse=parse_benchmark_args, metavar="SLUG:ARGS"),
     Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
            parse=_positive_int("--medhelm-max-instances"), metavar="N"),
+    Option("max-tokens", "cap every benchmark's answer at N tokens: a departure from MedHELM's generation settings "
+           "(said in the header, the summary and every report; recorded as run.generation_cap), for demonstrations "
+           "on small machines", parse=_positive_int("--medhelm-max-tokens"), metavar="N"),
     Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR",
            path=True),
     Option("data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "
@@ -232,6 +265,8 @@ OPTIONS: tuple[Option, ...] = (
         "--medhelm-budget"), metavar="USD"),
     Option("prices", "TOML file of prices for models litellm does not know: [\"model\"] input_per_million, "
            "output_per_million (USD)", metavar="FILE", path=True),
+    Option("batch", "send the run's requests to endpoints with a Batch API (OpenAI's Files + Batches) as batches: "
+           "resumable, priced at the batch rate; other models are sent directly", flag=True, default=False),
     Option("html", "write a self-contained HTML report", metavar="PATH", path=True),
     Option("report-text", "put each instance's question and reference text in the results JSON and the HTML "
            "report (off by default: they may hold patient data)", flag=True, default=False),
@@ -263,7 +298,8 @@ def add_options(parser: Any) -> None:
                                                                                else ""), type=ini_type, default=None)
     parser.addini(INI_THRESHOLDS, "gates, one NAME>=VALUE per line (see --medhelm-threshold)", type="linelist",
                   default=[])
-    parser.addini(INI_ENDPOINTS, "endpoints of models and judges, one MODEL=URL per line (see --medhelm-endpoint)",
+    parser.addini(INI_ENDPOINTS, "endpoints of models and judges, one MODEL=URL (or MODEL=URL1,URL2,... for "
+                  "replicas) per line (see --medhelm-endpoint)",
                   type="linelist", default=[])
 
 

@@ -44,7 +44,8 @@ class ItemServices(Protocol):
 
     def model_spec(self, name: str) -> "ModelSpec": ...
 
-    def planned_request(self, instance: "Instance", model: str) -> "ChatRequest | None": ...
+    def answer_request(self, instance: "Instance", model: str) -> "ChatRequest":
+        """The benchmark's request for ``instance`` to ``model`` (the one the run planned, when it did)."""
 
     def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion": ...
 

@@ -13,10 +13,12 @@ these types without reaching up (``lint-imports`` checks it).
 
 from __future__ import annotations
 
+import re
+
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Iterable, Mapping
 
@@ -85,6 +87,17 @@ class Loaded(list):
 CACHE_FORMAT = 1
 
 
+#: between the URLs of a replica group in ``ModelSpec.api_base`` (a URL given on the command line never holds one)
+REPLICA_SEPARATOR = ","
+
+
+def replica_group(urls: Iterable[str]) -> str:
+    """The one canonical value of the endpoints serving one model: its URLs without trailing slashes, sorted and
+    joined by ``,`` (a single URL is itself). It is the group's ``ModelSpec.api_base`` and so part of its cache
+    identity: the model served, whichever replica answered and in whatever order the URLs were listed."""
+    return REPLICA_SEPARATOR.join(sorted({url.strip().rstrip("/") for url in urls}))
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A model under test (or a judge) as the user named it, and how to reach it."""
@@ -93,6 +106,8 @@ class ModelSpec:
     name: str
     #: the litellm model string actually sent ("openai/smollm2" for a local llama.cpp server)
     litellm_model: str
+    #: where requests go: one URL; for a model served by several endpoints (replicas), their :func:`replica_group`
+    #: (the scheduler sends each request to one of them: :meth:`at`); None: the provider's public API
     api_base: str | None = None
     #: what identifies the model in cache keys; defaults to name + api_base
     identity: str = ""
@@ -105,7 +120,33 @@ class ModelSpec:
 
     @property
     def cache_identity(self) -> str:
-        return self.identity or (f"{self.name}@{self.api_base}" if self.api_base else self.name)
+        # (a URL's credentials are not the endpoint's identity, and never stored: http://***@host)
+        return self.identity or (f"{self.name}@{redact_url(self.api_base)}" if self.api_base else self.name)
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The endpoint URLs a request may be sent to: one, several (replicas), none (a provider's public API)."""
+        return tuple(self.api_base.split(REPLICA_SEPARATOR)) if self.api_base else ()
+
+    @property
+    def is_replica_group(self) -> bool:
+        return len(self.urls) > 1
+
+    def at(self, url: str) -> "ModelSpec":
+        """This model sent to one of its replicas; its cache identity stays the group's."""
+        return replace(self, api_base=url, identity=self.cache_identity)
+
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@?#]+@")
+
+
+def redact_url(text: str | None) -> str | None:
+    """``text`` with the credentials of every URL in it replaced (``http://user:pass@host/v1`` becomes
+    ``http://***@host/v1``): an ``api_base`` or ``--medhelm-cache-url`` may carry them, and they must never reach
+    the results, the cache's keys, the terminal or a log."""
+    if not text or "@" not in text:
+        return text
+    return _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + "***@", text)
 
 
 @dataclass(frozen=True)
@@ -170,6 +211,10 @@ class Completion:
     finish_reason: str | None = None
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: False when the server's reply had no token counts (the counts are then 0 and mean nothing): a budget counts
+    #: such a request at its reserved upper bound (pytest_medhelm/models/replies.py). Not cached: only the
+    #: request that was sent is accounted.
+    usage_known: bool = True
 
     def to_cache(self) -> dict[str, Any]:
         return {"text": self.text, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,

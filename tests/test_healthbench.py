@@ -163,6 +163,8 @@ def test_healthbench_is_graded_as_its_reference_grades_it(pytester, data, dist):
     assert breakdown[("axis", "axis:accuracy")]["n"] == 1 and breakdown[("axis", "axis:accuracy")]["mean"] == 0.5
     assert {k for k, _t in breakdown} == {"theme", "axis"}
     assert report["run"]["rubric_graders"]["healthbench"]["graders"] == ["openai/grader"]
+    # no sha256 is known offline for OpenAI's dated file: the run records the one it read, as unverified
+    assert report["run"]["data_unverified"]["healthbench"][HB_FILE]["expected"] is None
     assert "HealthBench themes and axes" in stdout and "emergency_referrals" in stdout
     page = html.read_text(encoding="utf-8")
     assert 'id="rubric-breakdown"' in page and "<td>emergency_referrals</td>" in page
@@ -267,3 +269,4 @@ def test_healthbench_professional_each_judge_on_its_own_verdicts_unless_medhelm(
     b_own, b_mixed = (0 + 0.8) / 2, (5 / 11 + 0.8) / 2  # medhelm 0.8.0 scores judge-b from judge-a's verdicts
     assert rec["score"] == pytest.approx((a + (b_mixed if compat == "medhelm" else b_own)) / 2)
     assert rec["metrics"]["rubric"]["shared_verdicts"] is (compat == "medhelm")
+    assert report["run"]["data_unverified"]["healthbench_professional"]["assets.zip"]["expected"] is None

@@ -112,11 +112,14 @@ def test_a_reply_missing_its_closing_braces_is_closed(reply: str) -> None:
     assert {c: s for c, (s, _e) in parse_judgement(reply, C3).items()} == dict.fromkeys(C3, 4.0)
 
 
-def test_at_most_400_brace_positions_are_tried() -> None:
+def test_a_verdict_after_any_number_of_stray_braces_is_found() -> None:
+    # (once at most 400 "{" positions were tried; objects are now found in one linear pass)
     valid = json.dumps(full())
     assert parse_judgement("{" + valid, C3)["accuracy"][0] == 4.0
-    assert parse_judgement("{" * 399 + valid, C3)["accuracy"][0] == 4.0
-    assert reason(lambda: parse_judgement("{" * 400 + valid, C3)) == "malformed JSON"
+    assert parse_judgement("{" * 100_000 + valid, C3)["accuracy"][0] == 4.0
+    # positions that can start an object and do not: up to 5000 are tried (a bound on a hostile reply's time)
+    assert parse_judgement('{"' * 4_000 + " " + valid, C3)["accuracy"][0] == 4.0
+    assert reason(lambda: parse_judgement('{"' * 5_000 + " " + valid, C3)) == "malformed JSON"
 
 
 def test_lines_with_multi_word_criteria() -> None:

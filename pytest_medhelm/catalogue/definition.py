@@ -72,6 +72,12 @@ class Benchmark:
     #: run configuration -> the Benchmark a run uses, for a benchmark whose files depend on a run option
     #: (HealthBench's ``--medhelm-healthbench-subset``); None: this one
     select: "Callable[[Any], Benchmark] | None" = None
+    #: HELM run-entry arguments the benchmark takes (``--medhelm-benchmark-args SLUG:NAME=VALUE,...``; SCT-Bench's
+    #: ``reason`` and ``few_shot``): (name, meaning) pairs. Empty: the benchmark takes none
+    arguments: tuple[tuple[str, str], ...] = ()
+    #: ``read_arguments(given (name, value) pairs, compat)`` -> the value the loader gets as ``arguments=``; raises
+    #: ValueError naming the argument and what was expected (a usage error). Set with ``arguments``
+    read_arguments: Callable[[tuple[tuple[str, str], ...], str], object] | None = None
 
     def __post_init__(self) -> None:
         from pytest_medhelm.catalogue.taxonomy import CATEGORIES, category_named
@@ -88,24 +94,33 @@ class Benchmark:
         if self.kind not in KINDS:
             raise ValueError(f"{self.slug}: kind must be one of {KINDS}, got {self.kind!r}")
 
-    def instance_builder(self, compat: str = "default") -> InstanceBuilder:
-        """The loader of this benchmark under ``compat`` (``"default"`` or ``"helm"``)."""
+    def instance_builder(self, compat: str = "default", arguments: tuple[tuple[str, str], ...] = ()
+                         ) -> InstanceBuilder:
+        """The loader of this benchmark under ``compat`` (``"default"``, ``"helm"`` or ``"medhelm"``), given the
+        run's ``--medhelm-benchmark-args`` for it (a benchmark with :attr:`read_arguments` always gets them read,
+        its defaults when none were given)."""
         if compat == "helm" and self.build_instances_helm is not None:
             return self.build_instances_helm
+        if self.read_arguments is not None:
+            import functools
+
+            return functools.partial(self.build_instances, arguments=self.read_arguments(arguments, compat))
         return self.build_instances
 
     def render_prompt(self, instance: Instance) -> str:
         return self.prompt.render(instance)
 
-    def request_for(self, model: "ModelSpec", instance: Instance) -> "ChatRequest":
+    def request_for(self, model: "ModelSpec", instance: Instance, max_tokens: int | None = None) -> "ChatRequest":
         """The model's request for ``instance``: the rendered prompt as one user message (HELM), or a chat
-        benchmark's messages as they are (its prompt's ``messages(instance)``)."""
+        benchmark's messages as they are (its prompt's ``messages(instance)``); ``max_tokens`` (default the
+        benchmark's) as the run caps it."""
         from pytest_medhelm.values import ChatRequest
 
+        limit = self.max_tokens if max_tokens is None else max_tokens
         messages = getattr(self.prompt, "messages", None)
         if messages is None:
-            return ChatRequest.for_prompt(model, self.render_prompt(instance), self.max_tokens, self.stop)
-        return ChatRequest(model=model.cache_identity, messages=tuple(messages(instance)), max_tokens=self.max_tokens,
+            return ChatRequest.for_prompt(model, self.render_prompt(instance), limit, self.stop)
+        return ChatRequest(model=model.cache_identity, messages=tuple(messages(instance)), max_tokens=limit,
                            stop=tuple(self.stop))
 
     def prompt_text(self, request: "ChatRequest") -> str:

@@ -4,11 +4,14 @@ A public benchmark's files are pinned (``DataFile.sha256``: the checksum of the 
 A file found under ``--medhelm-data-dir`` that differs from its pin (an updated upstream release, a file cut at a
 row boundary, a local edit) is a :class:`~pytest_medhelm.data.errors.DataError` naming the file and both checksums;
 the benchmark's items are errors, the other benchmarks run. Files without a pin (gated and private data the user
-supplies, folders) are not checked.
+supplies, folders) are not checked; a public file without a pin is recorded (below).
 
 ``--medhelm-data-unverified SLUG`` (repeatable; ini ``medhelm_data_unverified``, one per line) accepts a different
 version of that benchmark's files: the run goes on, and :meth:`DataVerification.record` says what was accepted,
 for the results JSON's ``run.data_unverified``: ``{slug: {file name: {"expected": pinned, "actual": found}}}``.
+A public file that has no pin (five downloads: MedQA's and MedMCQA's archives, MedDialog's two files, MedHallu's
+parquet) is used and recorded there too, with ``"expected": null`` and a ``"reason"``: the run says that it was
+not verified.
 
 Hashing costs little next to a run (all 15 pinned files of the 13 public benchmarks, 20 MB, hash in about 0.02 s
 from the page cache); each file is hashed once per process, remembered by (path, size, modification time).
@@ -28,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.data.sources import FileSet as Benchmark
 
 OPTION = "--medhelm-data-unverified"
+#: why a public file with no pin is in ``run.data_unverified`` (its ``expected`` is null)
+UNPINNED = "no sha256 is pinned for this public file: it was used unverified"
 
 #: (resolved path, size, mtime_ns) -> sha256: a file is hashed once per process while it does not change
 _HASHED: dict[tuple[str, int, int], str] = {}
@@ -61,7 +66,12 @@ class DataVerification:
     def check(self, benchmark: "Benchmark", file: "DataFile", path: Path) -> None:
         """Raise :class:`DataError` when ``path`` differs from ``file``'s pinned sha256, unless the benchmark is
         accepted (then the difference is recorded). Files without a pin and folders are not checked."""
-        if not file.sha256 or file.is_dir or not path.is_file():
+        if file.is_dir or not path.is_file():
+            return
+        if not file.sha256:
+            if file.url:  # a public download whose checksum this project does not know: used, and recorded so
+                self.changed.setdefault(benchmark.slug, {})[file.name] = {
+                    "expected": None, "actual": file_sha256(path), "reason": UNPINNED}
             return
         actual = file_sha256(path)
         if actual == file.sha256:

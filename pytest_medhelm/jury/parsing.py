@@ -8,7 +8,7 @@ that instance, or crashes the metric ("4/5", "4.5", an extra top-level number).
 :func:`parse_judgement` accepts everything HELM accepts and also:
 
 * the JSON inside a code fence, or surrounded by text, or several objects of which one holds the criteria (every
-  balanced ``{...}`` is tried, then HELM's greedy match, then that match with up to three ``}`` appended for a
+  top-level ``{...}`` is tried, then HELM's greedy match, then that match with up to three ``}`` appended for a
   reply cut off by ``max_tokens``); raw newlines inside strings (``strict=False``); a Python-style dict with single
   quotes; a ``<think>…</think>`` preamble of a reasoning judge;
 * keys in any case or spacing (``"Accuracy"``, ``"ACCURACY"``), the criteria nested one or two levels down
@@ -22,6 +22,18 @@ It rejects, with a :class:`JudgementError` naming the reason: no JSON, a missing
 number, and a score outside 1..5 (HELM's own example shows ``"score": 0``; a judge that copies it is not grading).
 A judge whose reply is rejected is excluded for that instance and counted (:func:`~pytest_medhelm.jury.jury_score`).
 
+**The judge's own verdict.** A judge often quotes the answer it grades, and an answer can end with a judgement of
+its own (all 5s). When a reply holds several complete judgements, the *last* one is the judge's: the one that
+starts last among those not inside another (a judgement inside the string or a nested object of another one is
+part of that one) and not on a Markdown quote line (``> {...}``). A partial or invalid object after the verdict
+does not displace it. HELM's greedy match (``--medhelm-compat helm``) takes the first ``{`` to the last ``}``: two
+objects there do not parse and the judge is dropped.
+
+**Bounded in time.** Every step is linear in the reply's length (no regex that backtracks over the reply; objects
+are found by ``json``'s decoder from the positions where an object can start), and a reply longer than
+:data:`MAX_REPLY_CHARS` is rejected unread. JSON nested too deeply for Python's parser (``RecursionError``) is a
+:class:`JudgementError`, so one judge's reply can only exclude that judge.
+
 :func:`parse_judgement_helm` is HELM's parser and its metric's reading of the scores, quirks included (every key of
 the reply, ``int()`` on each score), used under ``--medhelm-compat helm``.
 """
@@ -29,26 +41,35 @@ the reply, ``int()`` on each score), used under ``--medhelm-compat helm``.
 from __future__ import annotations
 
 import ast
+import collections
 import json
 import math
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["JudgementError", "parse_judgement", "parse_judgement_helm"]
+__all__ = ["MAX_REPLY_CHARS", "JudgementError", "parse_judgement", "parse_judgement_helm"]
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js|python)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_GREEDY = re.compile(r"\{.*\}", re.DOTALL)
+#: where a JSON object or a Python dict can start: "{" then a key's quote or the closing brace
+_OBJECT_START = re.compile(r"\{[ \t\r\n]*+[\"'}]")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _SCORE_TEXT = re.compile(
     r"^\s*[*_`\"']*\s*([0-9]+(?:\.[0-9]+)?)\s*[*_`\"']*\s*(?:(?:/|out\s+of|of)\s*5(?:\.0+)?)?\s*[*_`\"']*\s*\.?\s*$",
     re.IGNORECASE,
 )
+#: a score written as text is short ("4", "**4/5**", "4 out of 5"); longer strings are not read (the pattern above
+#: backtracks on long runs of spaces and emphasis)
+_MAX_SCORE_TEXT = 40
+#: a reply longer than this is not read: a judgement is a few hundred characters and a judge's max_tokens is 4096
+#: (HELM's); the transport refuses bodies over its own bound first (pytest_medhelm/models/replies.py)
+MAX_REPLY_CHARS = 1_000_000
+#: a candidate object on a line starting with ">" (within this many characters) is a quotation, not a verdict
+_QUOTE_LOOKBACK = 200
 _SCORE_KEYS = ("score", "rating", "value", "grade", "points")
 _EXPLANATION_KEYS = ("explanation", "reason", "reasoning", "rationale", "justification", "comment", "comments")
 _NAME_KEYS = ("criterion", "criteria", "name", "axis", "dimension", "aspect")
-#: at most this many "{" positions are tried as the start of an object (a reply is at most 4096 tokens)
-_MAX_STARTS = 400
 
 
 class JudgementError(ValueError):
@@ -69,7 +90,7 @@ def _to_score(value: Any, criterion: str) -> float:
     if isinstance(value, (int, float)):
         score = float(value)
     elif isinstance(value, str):
-        match = _SCORE_TEXT.match(value)
+        match = _SCORE_TEXT.match(value) if len(value) <= _MAX_SCORE_TEXT else None
         if match is None:
             raise JudgementError(f"{criterion}: score {value!r} is not a number")
         score = float(match.group(1))
@@ -157,16 +178,19 @@ def _extract(obj: Any, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
 
 
 def _loads(candidate: str) -> Any:
-    """``candidate`` as JSON (raw newlines in strings allowed), else as a Python literal; raises ValueError."""
+    """``candidate`` as JSON (raw newlines in strings allowed), else as a Python literal; raises ValueError
+    (also for JSON nested too deeply to read)."""
     try:
         return json.loads(candidate, strict=False)
     except ValueError as exc:
         error: ValueError = exc
+    except RecursionError:
+        error = ValueError("nested too deeply")
     without_trailing_commas = _TRAILING_COMMA.sub(r"\1", candidate)
     if without_trailing_commas != candidate:
         try:
             return json.loads(without_trailing_commas, strict=False)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     try:
         return ast.literal_eval(candidate)
@@ -174,87 +198,217 @@ def _loads(candidate: str) -> Any:
         raise error from None
 
 
-def _balanced_objects(text: str) -> Iterable[Any]:
+def _top_level_objects(text: str, offset: int = 0,
+                       cut_off: list[int] | None = None) -> Iterable[tuple[int, int, Any]]:
+    """(start, end, object) of every top-level JSON object of ``text``, left to right.
+
+    Only the positions where an object can start (``{`` then a quote or ``}``: never ``{{``, never an escaped
+    ``{\\"`` inside a string) are tried, with ``json``'s decoder; after an object is read the search goes on after
+    its end, so an object inside another (or inside one of its strings) is part of that one, not a candidate of
+    its own. Each position is tried once, and a failed try stops where the JSON went wrong; after
+    :data:`_MAX_FAILED_STARTS` failed tries the rest is not searched (a bound on the time a reply can take when
+    every failed try reads deep: objects nested up to Python's recursion limit)."""
     decoder = json.JSONDecoder(strict=False)
-    start = text.find("{")
-    tried = 0
-    while start != -1 and tried < _MAX_STARTS:
-        tried += 1
+    position = failed = 0
+    while True:
+        found = _OBJECT_START.search(text, position)
+        if found is None:
+            return
+        start = found.start()
         try:
-            obj, end = decoder.raw_decode(text, start)
-        except ValueError:
-            start = text.find("{", start + 1)
+            obj, end = _decode_at(decoder, text, start)
+        except (ValueError, RecursionError) as exc:
+            if cut_off is not None and not cut_off and _runs_off_the_end(exc, text):
+                cut_off.append(start)  # the outermost object the reply ends inside (max_tokens)
+            failed += 1
+            if failed >= _MAX_FAILED_STARTS:
+                return
+            position = start + 1
             continue
-        yield obj
-        start = text.find("{", end)
+        yield offset + start, offset + end, obj
+        position = end
 
 
-def _candidates(text: str) -> Iterable[Any]:
-    """Parsed objects to look for the criteria in, most likely first (lazily: later ones cost more)."""
+def _runs_off_the_end(exc: BaseException, text: str) -> bool:
+    return isinstance(exc, json.JSONDecodeError) and (exc.msg.startswith("Unterminated string")
+                                                      or exc.pos >= len(text.rstrip()) - 1)
+
+
+#: positions that did not start an object after which a reply's search stops (a judgement needs a few)
+_MAX_FAILED_STARTS = 5000
+#: code fences looked at (the last ones: the judge's verdict comes last)
+_MAX_FENCES = 64
+#: the first window an object is decoded in (grown x4 while the object may go on past it)
+_WINDOW = 256
+
+
+def _decode_at(decoder: json.JSONDecoder, text: str, start: int) -> tuple[Any, int]:
+    """``decoder.raw_decode(text, start)`` in a window that grows only while the object may go on past it.
+
+    Why not on the whole text: a failed decode builds a ``JSONDecodeError`` whose line and column are counted from
+    the start of the document, so trying every position of a long reply would be quadratic."""
+    size = _WINDOW
+    while True:
+        window = text[start:start + size]
+        try:
+            obj, end = decoder.raw_decode(window)
+            return obj, start + end
+        except json.JSONDecodeError as exc:
+            whole = start + size >= len(text)
+            # an error well inside the window, other than a string running past it, is where the JSON is wrong
+            if whole or (exc.pos < len(window) - 8 and not exc.msg.startswith("Unterminated string")):
+                raise
+        size *= 4
+
+
+def _closing(tail: str) -> Any:
+    """A reply cut off by ``max_tokens`` inside its object, closed; raises ValueError."""
+    tail = tail.rstrip().rstrip(",")
+    for suffix in ('"}}', '"}}}', "}", "}}", "}}}"):
+        try:
+            return _loads(tail + suffix)
+        except ValueError:
+            continue
+    raise ValueError("cannot close it")
+
+
+def _candidates(text: str) -> Iterable[tuple[int, int, Any]]:
+    """(start, end, parsed object) to look for the criteria in: the whole reply, each code fence, every top-level
+    object, HELM's greedy match (first ``{`` to last ``}``, with up to three ``}`` appended), a reply cut off
+    before its closing braces closed. Lazily: later ones cost more."""
     if text[:1] in "{[":
         try:
-            yield _loads(text)
+            yield 0, len(text), _loads(text)
         except ValueError:
             pass
-    for fence in _FENCE.finditer(text):
-        body = fence.group(1).strip()
+    for fence in collections.deque(_FENCE.finditer(text), maxlen=_MAX_FENCES):
+        body = fence.group(1)
+        stripped = body.strip()
+        start = fence.start(1) + (len(body) - len(body.lstrip()))
         try:
-            yield _loads(body)
+            yield start, start + len(stripped), _loads(stripped)
         except ValueError:
-            yield from _balanced_objects(body)
-    yield from _balanced_objects(text)
-    greedy = _GREEDY.search(text)
-    if greedy is not None:
+            yield from _top_level_objects(stripped, start)
+    cut_off: list[int] = []
+    yield from _top_level_objects(text, 0, cut_off)
+    first = text.find("{")
+    last = text.rfind("}")
+    if first != -1 and last > first:  # HELM's greedy \{.*\}, found without a regex that backtracks
+        greedy = text[first:last + 1]
         for suffix in ("", "}", "}}", "}}}"):
             try:
-                yield _loads(greedy.group() + suffix)
+                yield first, last + 1, _loads(greedy + suffix)
                 break
             except ValueError:
                 continue
-    # cut off before its closing braces (max_tokens): close it
-    first = text.find("{")
     if first != -1 and not text.rstrip().endswith("}"):
-        tail = text[first:].rstrip().rstrip(",")
-        for suffix in ('"}}', '"}}}', "}", "}}", "}}}"):
+        # cut off before its closing braces (max_tokens): close it, from the first "{" and from the outermost
+        # object the reply ends inside (a cut-off verdict after a quoted one)
+        for start in dict.fromkeys([first, *cut_off]):
             try:
-                yield _loads(tail + suffix)
-                break
+                yield start, len(text), _closing(text[start:])
             except ValueError:
                 continue
+
+
+def _is_quoted(text: str, start: int) -> bool:
+    """True when the object at ``start`` is on a Markdown quote line (``> {...}``): the judge quoting, not judging."""
+    window = text[max(0, start - _QUOTE_LOOKBACK):start]
+    newline = window.rfind("\n")
+    if newline == -1 and start > _QUOTE_LOOKBACK:
+        return False
+    return window[newline + 1:].lstrip().startswith(">")
+
+
+def _without_think(text: str) -> str:
+    """``text`` without its ``<think>…</think>`` blocks (an unclosed one is kept), in one pass."""
+    parts: list[str] = []
+    position = 0
+    while True:
+        opened = _THINK_OPEN.search(text, position)
+        if opened is None:
+            break
+        closed = _THINK_CLOSE.search(text, opened.end())
+        if closed is None:
+            break
+        parts.append(text[position:opened.start()])
+        position = closed.end()
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+_LINE_PREFIX = r"[ \t>#*\-\d.)_\"']*+"
+
+
+def _line_pattern(criterion: str) -> "re.Pattern[str]":
+    words = r"[ \t_]+".join(re.escape(w) for w in re.split(r"[\s_]+", criterion.strip()) if w)
+    # possessive quantifiers (*+) and no class that spans lines: one pass per line, no backtracking
+    return re.compile(
+        rf"{_LINE_PREFIX}{words}[*_\"']*+[ \t]*+(?:(?:score|rating)[ \t]*+)?[:=\-\u2013\u2014][ \t]*+[*_]*+[ \t]*+"
+        rf"([0-9]++(?:\.[0-9]++)?+)[ \t]*+(?:/[ \t]*+5|out[ \t]++of[ \t]++5)?+[*_]*+[ \t]*+[\-\u2013\u2014:.,;]?+"
+        rf"[ \t]*+(.*)",
+        re.IGNORECASE,
+    )
 
 
 def _from_lines(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]] | None:
-    """``Accuracy: 4/5 - reason`` lines, when there is no JSON: every criterion must be there."""
-    out: dict[str, tuple[float, str]] = {}
-    for criterion in criteria:
-        words = r"[\s_]+".join(re.escape(w) for w in re.split(r"[\s_]+", criterion))
-        pattern = re.compile(
-            rf"^[\s>#*\-\d.)]*[*_\"']*{words}[*_\"']*\s*(?:score|rating)?\s*[:=\-\u2013\u2014]\s*[*_]*\s*"
-            rf"([0-9]+(?:\.[0-9]+)?)\s*(?:/\s*5|out\s+of\s+5)?[*_]*\s*[\-\u2013\u2014:.,;]?\s*(.*)$",
-            re.IGNORECASE | re.MULTILINE,
-        )
-        match = pattern.search(text)
-        if match is None:
-            return None
-        out[criterion] = (_to_score(match.group(1), criterion), match.group(2).strip())
-    return out
+    """``Accuracy: 4/5 - reason`` lines, when there is no JSON: every criterion must be there (the first line of
+    each counts)."""
+    patterns = [(criterion, _line_pattern(criterion)) for criterion in criteria]
+    found: dict[str, re.Match[str]] = {}
+    for line in text.splitlines():
+        for criterion, pattern in patterns:
+            if criterion not in found:
+                match = pattern.match(line)
+                if match is not None:
+                    found[criterion] = match
+    if len(found) < len(criteria):
+        return None
+    return {criterion: (_to_score(found[criterion].group(1), criterion), found[criterion].group(2).strip())
+            for criterion in criteria}
 
 
-def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
-    """criterion -> (score in [1, 5], explanation), or :class:`JudgementError` with the reason."""
+def _judges_own(text: str, readings: list[tuple[int, int, dict[str, tuple[float, str]]]]
+                ) -> dict[str, tuple[float, str]]:
+    """The judge's own verdict among the complete judgements read from ``text``: the one starting last that is not
+    inside another one and not on a quote line."""
+    # sorted by start, the enclosing one first: a reading ending before the furthest end seen so far is inside
+    ordered = sorted(range(len(readings)), key=lambda i: (readings[i][0], -readings[i][1], i))
+    outer: list[int] = []
+    furthest = -1
+    for i in ordered:
+        start, end, _judgement = readings[i]
+        if end <= furthest:
+            continue
+        furthest = end
+        outer.append(i)
+    for i in reversed(outer):
+        if not _is_quoted(text, readings[i][0]):
+            return readings[i][2]
+    return readings[outer[-1]][2]  # every one quoted: the last is still the best reading there is
+
+
+def _parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
     if not criteria:
         raise ValueError("parse_judgement needs at least one criterion")
     if text is None or not str(text).strip():
         raise JudgementError("empty reply")
-    cleaned = _THINK.sub("", str(text)).strip()
+    text = str(text)
+    if len(text) > MAX_REPLY_CHARS:
+        raise JudgementError(f"reply too long to be a judgement ({len(text):,} characters; at most "
+                             f"{MAX_REPLY_CHARS:,} are read)")
+    cleaned = _without_think(text).strip()
     first_error: JudgementError | None = None
-    for obj in _candidates(cleaned):
+    readings: list[tuple[int, int, dict[str, tuple[float, str]]]] = []
+    for start, end, obj in _candidates(cleaned):
         try:
-            return _extract(obj, criteria)
+            readings.append((start, end, _extract(obj, criteria)))
         except JudgementError as exc:
             # a score outside 1-5 or a missing criterion says more than "no criteria in this fragment"
             if first_error is None or first_error.reason.startswith("no criteria"):
                 first_error = exc
+    if readings:
+        return _judges_own(cleaned, readings)
     try:
         from_lines = _from_lines(cleaned, criteria)
     except JudgementError as exc:
@@ -266,6 +420,16 @@ def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float
         raise first_error
     # (every object parsed was looked at, and raised first_error unless it was read: here none parsed)
     raise JudgementError("malformed JSON" if "{" in cleaned else "no JSON object in the reply")
+
+
+def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
+    """criterion -> (score in [1, 5], explanation), or :class:`JudgementError` with the reason.
+
+    Several complete judgements in the reply: the judge's own is the last one (see the module's docstring)."""
+    try:
+        return _parse_judgement(text, criteria)
+    except RecursionError:
+        raise JudgementError("the reply's JSON is nested too deeply to read") from None
 
 
 def parse_judgement_helm(text: str, criteria: Sequence[str],
@@ -281,8 +445,13 @@ def parse_judgement_helm(text: str, criteria: Sequence[str],
     here instead, with a reason that says so.
     """
     text = text or ""
-    match = _GREEDY.search(text)
-    json_text = match.group() if match is not None else text
+    if len(text) > MAX_REPLY_CHARS:
+        raise JudgementError(f"reply too long to be a judgement ({len(text):,} characters; at most "
+                             f"{MAX_REPLY_CHARS:,} are read)")
+    # HELM's re.search(r"\{.*\}", text, re.DOTALL): the first "{" to the last "}" after it (found without the
+    # regex, which is quadratic on a reply of many "{")
+    first, last = text.find("{"), text.rfind("}")
+    json_text = text[first:last + 1] if first != -1 and last > first else text
     try:
         obj = json.loads(json_text)
     except json.JSONDecodeError as exc:
@@ -292,6 +461,11 @@ def parse_judgement_helm(text: str, criteria: Sequence[str],
             obj = json.loads(json_text + "}")
         except json.JSONDecodeError as exc2:
             raise JudgementError(f"malformed JSON ({exc2.msg}, also with '}}' appended)") from None
+        except RecursionError:
+            raise JudgementError("malformed JSON (nested too deeply to read)") from None
+    except RecursionError:
+        # json.loads raises it on a reply nested too deeply: that judge is dropped, with the reason
+        raise JudgementError("malformed JSON (nested too deeply to read)") from None
     if not isinstance(obj, dict):
         raise JudgementError("the JSON is not an object")
     for criterion in criteria:

@@ -144,6 +144,9 @@ def jury_score(slug: str, completions: "Mapping[str, Completion | BaseException]
         except JudgementError as exc:
             failures[judge] = exc.reason
             continue
+        except Exception as exc:  # noqa: BLE001 - a reply no parser foresaw excludes its judge, not the jury
+            failures[judge] = f"unreadable reply ({type(exc).__name__}: {str(exc)[:200]})"
+            continue
         per_judge[judge] = {c: {"score": s, "explanation": e} for c, (s, e) in judgement.items()}
         scores.extend(s for s, _e in judgement.values())
 

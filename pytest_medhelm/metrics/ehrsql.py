@@ -15,12 +15,17 @@ backtick removed; a leading ``sql`` line (of a code fence) dropped. An *empty an
 
 Both modes (safety; HELM differs, unavoidably):
 
-* Queries run on a **read-only** connection (``file:…?mode=ro``) with ``ATTACH`` refused, under a time limit per
-  query (a SQLite progress handler interrupts it) and a cap on the rows fetched, so a model's ``DELETE`` cannot
-  change the database for the items after it (HELM opens it read-write: such a statement would run, count as
-  valid, and alter the data), and a runaway join or recursive query cannot hang the run. A statement refused or
-  interrupted is a query error (validity 0, accuracy 0). HELM catches only ``OperationalError`` and ``Warning``
-  from the model's query; here every ``sqlite3`` error is a query error.
+* Queries run in a sandbox (:mod:`pytest_medhelm.metrics.sql_sandbox`): a separate, recycled child process with
+  a memory limit and SQLite's heap limit, on a **read-only** connection, behind an allow-list authorizer (SELECT,
+  reading the database's tables, recursive CTEs, pure functions; no PRAGMA, ATTACH, writes, ``load_extension``,
+  ``fts3_tokenizer``, ``zeroblob``), with a maximum value length, a time limit per query (SQLite's progress
+  handler, and a kill of the child past it), and caps on the rows and bytes fetched. So a model's ``DELETE``
+  cannot change the database for the items after it (HELM opens it read-write: such a statement would run, count
+  as valid, and alter the data), a ``PRAGMA hard_heap_limit`` or ``temp_store_directory`` cannot change the
+  pytest process (SQLite's settings are per process), and a runaway join, recursive query or huge value cannot
+  hang the run or exhaust its memory. A statement refused, interrupted or over a limit is a query error (validity
+  0, accuracy 0) whose detail names the reason. HELM catches only ``OperationalError`` and ``Warning`` from the
+  model's query; here every ``sqlite3`` error is a query error.
 
 Differences by default (``compat="helm"`` keeps HELM's behaviour for each):
 
@@ -61,8 +66,6 @@ data is both possible and ``"null"``).
 from __future__ import annotations
 
 import re
-import sqlite3
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -75,8 +78,6 @@ if TYPE_CHECKING:  # pragma: no cover
 QUERY_TIME_LIMIT = 10.0
 #: rows a single query may return (the largest gold result on MedHELM's database is a few thousand)
 MAX_ROWS = 200_000
-#: SQLite virtual-machine instructions between two checks of the clock
-_PROGRESS_STEPS = 1_000
 
 _SQL_TAG = re.compile(r"<\s*sql\s*>(.*?)<\/?\s*sql\s*>", re.DOTALL | re.IGNORECASE)
 _SQL_FENCE_LINE = re.compile(r"^sql\n", re.MULTILINE)
@@ -113,43 +114,19 @@ def normalize_gold_sql(sql: str) -> str:
     return _VITAL_PLACEHOLDER.sub(lambda m: str(VITAL_RANGES[m.group(1)][0 if m.group(2) == "lower" else 1]), sql)
 
 
-def _authorize(action: int, *_: Any) -> int:
-    # the database is opened read-only; ATTACH could still create or open other files
-    return sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK
+def run_query(db_path: str | Path, sql: str, time_limit: float = QUERY_TIME_LIMIT, max_rows: int = MAX_ROWS,
+              one_row: bool = False) -> list[tuple]:
+    """Run ``sql`` read-only in this process's SQL sandbox (:mod:`pytest_medhelm.metrics.sql_sandbox`) and return
+    its rows (the first only when ``one_row``); :class:`QueryError` with the reason otherwise."""
+    from pytest_medhelm.metrics.sql_sandbox import SandboxError, sandbox
 
-
-def connect_read_only(db_path: str | Path) -> sqlite3.Connection:
     path = Path(db_path)
     if not path.is_file():
         raise FileNotFoundError(f"EHRSQL database not found: {path}")
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    connection.set_authorizer(_authorize)
-    return connection
-
-
-def run_query(db_path: str | Path, sql: str, time_limit: float = QUERY_TIME_LIMIT, max_rows: int = MAX_ROWS,
-              one_row: bool = False) -> list[tuple]:
-    """Run ``sql`` read-only and return its rows (the first only when ``one_row``); :class:`QueryError` otherwise."""
-    connection = connect_read_only(db_path)
-    deadline = time.monotonic() + time_limit
-    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
     try:
-        cursor = connection.execute(sql)
-        if one_row:
-            row = cursor.fetchone()
-            return [] if row is None else [row]
-        rows: list[tuple] = []
-        while batch := cursor.fetchmany(1_000):
-            rows.extend(batch)
-            if len(rows) > max_rows:
-                raise QueryError(f"more than {max_rows} rows")
-        return rows
-    except (sqlite3.Error, sqlite3.Warning) as exc:
-        if time.monotonic() > deadline and "interrupt" in str(exc).lower():
-            raise QueryError(f"time limit of {time_limit:g} s exceeded") from None
-        raise QueryError(str(exc) or type(exc).__name__) from None
-    finally:
-        connection.close()
+        return sandbox().run(str(path.resolve()), sql, time_limit, max_rows, one_row=one_row)
+    except SandboxError as exc:
+        raise QueryError(str(exc)) from None
 
 
 def _shown_rows(rows: Sequence[Any], limit: int = 3) -> str:

@@ -46,7 +46,10 @@ def _days(text: str) -> int:
     match = _WEEKS_DAYS.match(text)
     if not match:
         raise _Unparsable(f"{text!r} is not in the form ('X weeks', 'Y days')")
-    weeks, days = map(int, match.groups())
+    try:
+        weeks, days = map(int, match.groups())
+    except ValueError:  # more digits than int() reads (4,300): no gestational age
+        raise _Unparsable(f"{_shown(text)} has numbers too long to read") from None
     return weeks * 7 + days
 
 

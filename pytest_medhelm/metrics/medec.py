@@ -57,7 +57,9 @@ def _predicted(answer: str, compat: str) -> tuple[int, int]:
     if says_correct:
         return 0, -1
     match = _LEADING_ID.match(pred)
-    return (1, int(match.group(1))) if match else (1, -2)
+    if match is None or len(match.group(1)) > 9:  # no sentence has a 10-digit id (and int() refuses 4,300 digits)
+        return 1, -2
+    return 1, int(match.group(1))
 
 
 def _describe(flag: int, sentence: int) -> str:

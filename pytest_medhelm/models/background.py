@@ -74,6 +74,11 @@ class Sender:
         self._finished = threading.Event()
         self._draining = False  # set by stop(drain=True): no follow-ups, nothing new is started
 
+    @property
+    def crash(self) -> str | None:
+        """Why the sender stopped before its work was done (its child killed, a bug); None when it did not."""
+        return None if self._crash is None else str(self._crash)
+
     # ------------------------------------------------------------------ the caller's side
     def expects(self, key: str) -> bool:
         """Whether the answer to ``key`` is (or will be) sent here."""

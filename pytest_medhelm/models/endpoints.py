@@ -3,9 +3,10 @@
 One resolution from a model string to a :class:`ModelSpec`, with explicit parameters:
 
 * ``local/...``: the llama.cpp server this plugin starts on 127.0.0.1 (its URL is known once it runs); no key;
-* otherwise the model's own endpoint (``--medhelm-endpoint MODEL=URL``, ini ``medhelm_endpoints``), else its
-  role's default: ``--medhelm-api-base`` for the models under test, ``--medhelm-jury-api-base`` for the judges,
-  else none (litellm sends it to the provider's public API).
+* otherwise the model's own endpoint (``--medhelm-endpoint MODEL=URL``, ini ``medhelm_endpoints``; several URLs,
+  ``MODEL=URL1,URL2``, are replicas of the model, see :mod:`pytest_medhelm.models.replicas`), else its role's
+  default: ``--medhelm-api-base`` for the models under test, ``--medhelm-jury-api-base`` for the judges, else none
+  (litellm sends it to the provider's public API).
 
 Keys, never one for all: a model sent to a URL gets the key in the environment variable its role names
 (``--medhelm-api-key-env NAME`` for the models under test, ``--medhelm-jury-api-key-env NAME`` for the judges); the
@@ -22,9 +23,10 @@ provider prefix is not one of the common ones listed below.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from pytest_medhelm.values import ModelSpec
+from pytest_medhelm.values import ModelSpec, redact_url
 
 Role = Literal["model", "judge"]
 
@@ -95,7 +97,8 @@ def endpoint_problems(endpoints: Sequence[tuple[str, str]], *, source: str, mode
             problems.append(f"{where}: local/... models are served by the llama.cpp server the plugin starts; "
                             "give no endpoint for them (or name the model openai/NAME to use a server of your own)")
         elif name in seen and seen[name] != url:
-            problems.append(f"{where}: {name} already has the endpoint {seen[name]}; give one URL per model")
+            problems.append(f"{where}: {name} already has the endpoint {seen[name]}; give all its URLs at once, "
+                            f"'{name}=URL1,URL2' (replicas of one model)")
         elif strict_names and name not in known:
             problems.append(f"{where}: {name!r} is neither a model under test (--medhelm-model) nor a judge "
                             f"(--medhelm-jury); known: {', '.join(sorted(known)) or 'none'}")
@@ -111,9 +114,18 @@ def key_problem(role: Role, api_key_env: str | None, specs: Iterable[ModelSpec],
         return None
     users = [s.name for s in specs if s.api_key_env == api_key_env]
     if users and not environ.get(api_key_env):
+        if not _CONVENTIONAL_ENV_NAME.fullmatch(api_key_env) or sum(c.isdigit() for c in api_key_env) > 8:
+            # an unset name that does not look like one (hf_..., a hex string) may be the key itself: not repeated
+            return (f"{source}: no environment variable of the name given is set, and the name ({len(api_key_env)} "
+                    "characters, not repeated here) looks like an API key rather than the NAME of the variable "
+                    f"holding one (e.g. MY_ENDPOINT_API_KEY); it is the key variable of {', '.join(users)}")
         return (f"{source} {api_key_env}: the environment variable {api_key_env} is not set (or empty); it holds the "
                 f"API key sent to the endpoint of {', '.join(users)}")
     return None
+
+
+#: a variable name as people write them (MY_ENDPOINT_API_KEY): repeated in messages; anything else may be a key
+_CONVENTIONAL_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 
 
 def route_problem(spec: ModelSpec, source: str) -> str | None:
@@ -152,8 +164,10 @@ def destination(spec: ModelSpec) -> str:
     """Where ``spec``'s requests go, in words."""
     if is_local_model(spec.name):
         return "a llama.cpp server the plugin starts on 127.0.0.1"
+    if spec.is_replica_group:
+        return f"{len(spec.urls)} replicas, each request to the least busy: {', '.join(spec.urls)}"
     if spec.api_base:
-        return spec.api_base
+        return redact_url(spec.api_base)
     provider, sep, _rest = spec.litellm_model.partition("/")
     if not sep:
         return "the public API of the provider litellm picks for this name"
@@ -170,10 +184,37 @@ def is_local_spec(spec: ModelSpec) -> bool:
 def startup_lines(models: Sequence[ModelSpec], judges: Sequence[ModelSpec]) -> list[str]:
     """One line per judge that goes to a provider's public API although a model under test is local: a user who
     keeps the model on their network must not find out from a bill (or an audit) that the judges did not."""
-    if not any(is_local_spec(m) for m in models):
-        return []
-    return [f"medhelm: judge {j.name} → {destination(j)} (no endpoint given; open-ended benchmarks only)"
-            for j in judges if not j.api_base and not is_local_model(j.name)]
+    lines = []
+    if any(is_local_spec(m) for m in models):
+        lines = [f"medhelm: judge {j.name} → {destination(j)} (no endpoint given; open-ended benchmarks only)"
+                 for j in judges if not j.api_base and not is_local_model(j.name)]
+    return lines + provider_key_lines(judges, "judge")
+
+
+#: the variable litellm reads a provider's key from, for the providers people put behind a URL of their own
+PROVIDER_KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY", "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY", "azure": "AZURE_API_KEY", "cohere": "COHERE_API_KEY",
+}
+
+
+def provider_key_lines(specs: Sequence[ModelSpec], role: Role) -> list[str]:
+    """One line per model of a provider (not an OpenAI-compatible one) sent to a URL with no key variable named:
+    litellm then sends that provider's own key (``ANTHROPIC_API_KEY``, ...) to the URL, which may not be the
+    provider's (a gateway, a proxy, a typo): said before the first request, with the option that names another."""
+    from pytest_medhelm.models.transport import OPENAI_COMPATIBLE_PREFIXES
+
+    option = ROLE_OPTIONS[role][1]
+    lines = []
+    for spec in specs:
+        if not spec.api_base or spec.api_key_env or spec.litellm_model.startswith(OPENAI_COMPATIBLE_PREFIXES):
+            continue
+        provider = spec.litellm_model.partition("/")[0]
+        variable = PROVIDER_KEY_VARIABLES.get(provider, f"the variable litellm reads for {provider}")
+        lines.append(f"medhelm: {role} {spec.name} → {destination(spec)} is sent {provider}'s own API key "
+                     f"({variable}) by litellm; to send another key there, name its variable with {option}")
+    return lines
 
 
 def spec_for(rc: Any, name: str, role: Role) -> ModelSpec:

@@ -168,6 +168,16 @@ def resolve_gguf(name: str | os.PathLike[str], *, check_server: bool = True) -> 
     return Path(os.path.abspath(path))  # not resolve(): keep a symlink as the user named it
 
 
+def unavailable_reason(name: str | os.PathLike[str]) -> str | None:
+    """Why ``local/<name>`` cannot be served on this machine (the package to install, the file that is missing),
+    said at start-up as a usage error; None when it can."""
+    try:
+        resolve_gguf(name)
+    except LocalModelUnavailable as exc:
+        return str(exc)
+    return None
+
+
 def served_model_name(name: str | os.PathLike[str]) -> str:
     """The model name clients send to the server for ``local/<name>`` (the ``--model_alias`` we start it with).
 

@@ -7,9 +7,10 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   (``backoff_base * 2**attempt``, capped at ``backoff_max``, times a random factor in [0.5, 1.5) so that the retries
   of a burst do not arrive together), or the server's ``Retry-After`` when it sends one (capped at
   ``retry_after_max``: a provider asking for an hour does not get to hang the run).
-* **Rate limits (AIMD).** A 429 halves the number of requests allowed in flight (at least 1) and pauses new
-  requests for its ``Retry-After``. The 429s of one burst are one signal: only a 429 to a request sent after the
-  last decrease halves again (as TCP counts one loss per window). After a window's worth of successes in a row
+* **Rate limits (AIMD)**, per endpoint (a URL, or a model sent to its provider's API). A 429 halves the number
+  of requests allowed in flight to that endpoint (at least 1) and pauses its new requests for its
+  ``Retry-After``. The 429s of one burst are one signal: only a 429 to a request sent after the last decrease
+  halves again (as TCP counts one loss per window). After a window's worth of successes in a row
   (as many as are allowed in flight), one more request is allowed, up to ``concurrency``.
 * **Systematic failures.** A 401, 403 or 404 (a wrong key, an unknown model) cannot be fixed by retrying: the
   model is marked broken (``.broken``) and its remaining requests fail at once with the same message instead of
@@ -33,6 +34,9 @@ requests in flight. Reliability rules, each bounded so that a run always finishe
   let them time out there and be sent again, each re-send queueing behind the last). The slots hold across the
   processes of a run too (xdist's controller sends the planned answers while a worker asks its own question):
   one lock file per slot in the cache directory, taken with ``flock``.
+* **Replicas.** A model served by several endpoints (``--medhelm-endpoint MODEL=URL1,URL2``) sends each try to
+  the least busy of them; one that fails at the connection or with a 5xx rests a while and the try goes at once to
+  another (:mod:`pytest_medhelm.models.replicas`). Each replica has its own window and slots.
 
 Failures are kept for the rest of the run (keyed by run id, never across runs, as structured values), so an item
 whose request already failed reports the provider's message instead of asking again (a rerun of that item asks
@@ -63,7 +67,9 @@ from typing import Any, Callable
 
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.values import BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.models.replicas import ReplicaTable, is_replica_failure
+from pytest_medhelm.values import (BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec,
+                                   redact_url)
 from pytest_medhelm.models.transport import (OpenAIWire, RequestFailed, api_key_for, send_litellm,
                                              uses_openai_wire)
 
@@ -127,6 +133,7 @@ def new_stats() -> dict[str, int | float]:
         "concurrency_min": 0,  # the lowest number of requests allowed in flight (0: never lowered)
         "waited_s": 0.0,  # total seconds spent in backoff and Retry-After pauses
         "not_sent_budget": 0,  # jobs the budget refused (never sent; their items are skipped)
+        "failovers": 0,  # tries sent again at once to another replica of the model (its replica failed)
     }
 
 
@@ -147,7 +154,7 @@ def redact(text: str, spec: ModelSpec | None = None) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, "***")
-    return text
+    return redact_url(text) or text  # (and the credentials of any URL: http://user:pass@host)
 
 
 _BARE_TIMEOUT = re.compile(r"[\w.]*Timeout\w*:?")
@@ -260,6 +267,22 @@ class _Window:
         if retry_after:
             loop = asyncio.get_running_loop()
             self.paused_until = max(self.paused_until, loop.time() + retry_after)
+
+
+class _Windows:
+    """One :class:`_Window` per endpoint (a URL, or a model sent to its provider): a 429 from one replica or
+    provider lowers that endpoint's window only."""
+
+    def __init__(self, limit: int, stats: dict) -> None:
+        self.limit = limit
+        self.stats = stats
+        self._windows: dict[str, _Window] = {}
+
+    def of(self, endpoint: str) -> _Window:
+        window = self._windows.get(endpoint)
+        if window is None:
+            window = self._windows[endpoint] = _Window(self.limit, self.stats)
+        return window
 
 
 class _Gate:
@@ -388,11 +411,13 @@ class Scheduler:
         self.slots = _Slots(self._slot_directory())
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
         self._down_since: dict[str, float] = {}
+        self.replicas = ReplicaTable()  # the replicas of models served by several endpoints
 
-    async def _send(self, wire: OpenAIWire, job: Job) -> Completion:
-        if uses_openai_wire(job.spec):
-            return await wire.send(job.spec, job.request, self.settings.timeout)
-        return await send_litellm(job.spec, job.request, self.settings.timeout)
+    async def _send(self, wire: OpenAIWire, job: Job, target: ModelSpec) -> Completion:
+        """``job`` sent to ``target``: its spec, or the replica of its group chosen for this try."""
+        if uses_openai_wire(target):
+            return await wire.send(target, job.request, self.settings.timeout)
+        return await send_litellm(target, job.request, self.settings.timeout)
 
     def _backoff(self, attempt: int, exc: RequestFailed) -> float:
         if exc.retry_after is not None:
@@ -411,24 +436,32 @@ class Scheduler:
         elif exc.status is None:
             stats["connection_errors"] += 1
 
-    async def _attempt(self, wire: OpenAIWire, window: _Window, job: Job, slots: _Slots) -> Completion:
+    async def _attempt(self, wire: OpenAIWire, windows: _Windows, job: Job, slots: _Slots) -> Completion:
         if self.budget is None:
-            return await self._tries(wire, window, job, None, slots)
+            return await self._tries(wire, windows, job, None, slots)
         held: list[Reservation] = []  # the job's one reservation, made by _tries before its first send
         try:
-            completion = await self._tries(wire, window, job, held, slots)
+            completion = await self._tries(wire, windows, job, held, slots)
+        except ModelError as exc:
+            if held and exc.status is not None and 200 <= exc.status < 300:
+                # a malformed reply came back: the provider may have charged for it, at most the upper bound
+                self.budget.settle(held[0], 0, 0, usage_known=False)
+            elif held:
+                self.budget.release(held[0])  # failed for good: no answer, nothing counted
+            raise
         except BaseException:
             if held:
                 self.budget.release(held[0])  # failed for good or cancelled: no answer, nothing counted
             raise
-        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd)
+        self.budget.settle(held[0], completion.tokens_in, completion.tokens_out, completion.cost_usd,
+                           usage_known=completion.usage_known)
         return completion
 
-    async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job,
-                        held: list[Reservation] | None) -> Completion | RequestFailed:
-        """One send of ``job`` within the window: its answer, or the retryable failure (a systematic failure or a
-        budget refusal raises). Checked here, after any wait for a slot: the model may have been found broken, or
-        its endpoint down, meanwhile."""
+    async def _try_once(self, wire: OpenAIWire, window: _Window, job: Job, held: list[Reservation] | None,
+                        target: ModelSpec) -> Completion | RequestFailed:
+        """One send of ``job`` to ``target`` within its endpoint's window: its answer, or the retryable failure (a
+        systematic failure or a budget refusal raises). Checked here, after any wait for a slot: the model may have
+        been found broken, or its endpoint down, meanwhile."""
         endpoint = _endpoint(job.spec)
         if job.spec.name in self._systematic:
             raise ModelError(job.spec.name, self._systematic[job.spec.name], systematic=True)
@@ -449,7 +482,7 @@ class Scheduler:
             held.append(reservation)
         try:
             self.stats["requests"] += 1
-            completion = await self._send(wire, job)
+            completion = await self._send(wire, job, target)
         except RequestFailed as exc:
             window.release()
             exc.message = redact(_described(exc, self.settings.timeout), job.spec)
@@ -470,47 +503,73 @@ class Scheduler:
         self.stats["answers"] += 1
         return completion
 
-    async def _tries(self, wire: OpenAIWire, window: _Window, job: Job,
+    async def _through_slots(self, wire: OpenAIWire, windows: _Windows, job: Job, held: list[Reservation] | None,
+                             slots: _Slots, target: ModelSpec) -> Completion | RequestFailed:
+        """One try of ``job`` to ``target`` (its spec, or one replica of it), within the target's slots and window."""
+        endpoint = _endpoint(target)
+        gate = slots.gate(target)
+        if gate is None:
+            return await self._try_once(wire, windows.of(endpoint), job, held, target)
+        # wait for the endpoint's slot before the window, and before the request's timeout starts: first among this
+        # process's requests, then among the run's processes
+        await gate.acquire(_priority(job))
+        shared: int | None = None
+        try:
+            shared = await slots.shared.acquire(endpoint, int(target.slots))  # (a gate: it has slots)
+            slots.entered(endpoint)
+            try:
+                return await self._try_once(wire, windows.of(endpoint), job, held, target)
+            finally:
+                slots.left(endpoint)
+        finally:
+            slots.shared.release(shared)
+            gate.release()
+
+    async def _tries(self, wire: OpenAIWire, windows: _Windows, job: Job,
                      held: list[Reservation] | None, slots: _Slots) -> Completion:
         last: RequestFailed | None = None
-        endpoint = _endpoint(job.spec)
+        endpoint = _endpoint(job.spec)  # (of a replica group: the group, down only when every replica is)
         started = time.monotonic()
-        for attempt in range(self.settings.retries + 1):
-            gate = slots.gate(job.spec)
-            if gate is None:
-                completion_or_failure = await self._try_once(wire, window, job, held)
-            else:
-                # wait for the endpoint's slot before the window, and before the request's timeout starts: first
-                # among this process's requests, then among the run's processes
-                await gate.acquire(_priority(job))
-                shared: int | None = None
-                try:
-                    shared = await slots.shared.acquire(endpoint, int(job.spec.slots))  # (a gate: it has slots)
-                    slots.entered(endpoint)
-                    try:
-                        completion_or_failure = await self._try_once(wire, window, job, held)
-                    finally:
-                        slots.left(endpoint)
-                finally:
-                    slots.shared.release(shared)
-                    gate.release()
+        group = job.spec.is_replica_group
+        attempt = failovers = 0
+        while True:
+            replica = self.replicas.choose(job.spec) if group else ""
+            target = job.spec.at(replica) if group else job.spec
+            if group:
+                self.replicas.entered(replica)
+            try:
+                completion_or_failure = await self._through_slots(wire, windows, job, held, slots, target)
+            finally:
+                if group:
+                    self.replicas.left(replica)
             if isinstance(completion_or_failure, Completion):
                 self._last_success[endpoint] = time.monotonic()
                 self.down.pop(endpoint, None)
                 for model in self._down_models.pop(endpoint, ()):  # it answers again
                     if model not in self._systematic:
                         self.broken.pop(model, None)
+                if group:
+                    self.replicas.answered(replica)
                 return completion_or_failure
             last = completion_or_failure
+            if group and is_replica_failure(last.status):
+                # this replica is unwell: it rests, and the request goes at once to one that is not resting (not
+                # one of its retries); bounded, in case the replicas keep failing in turn as their rests end
+                self.replicas.rest(replica, last.message)
+                if self.replicas.can_fail_over(job.spec) and failovers < len(job.spec.urls) * (attempt + 1):
+                    failovers += 1
+                    self.stats["failovers"] += 1
+                    continue
             if not last.retryable or attempt == self.settings.retries:
                 break
+            attempt += 1
             self.stats["retries"] += 1
-            delay = self._backoff(attempt, last)
+            delay = self._backoff(attempt - 1, last)
             self.stats["waited_s"] += delay
             if delay > 0:
                 await asyncio.sleep(delay)  # (outside the slot: another request may use the server meanwhile)
         assert last is not None
-        tries = attempt + 1
+        tries = attempt + 1 + failovers
         message = f"{last.message} (after {tries} attempt{'s' if tries > 1 else ''})"
         if (last.retryable and _is_connection_failure(last)
                 and self._last_success.get(endpoint, float("-inf")) < started):
@@ -523,12 +582,12 @@ class Scheduler:
             raise self._unreachable(job, endpoint)
         raise ModelError(job.spec.name, message, last.status)
 
-    async def _result_of(self, wire: OpenAIWire, window: _Window, job: Job,
+    async def _result_of(self, wire: OpenAIWire, windows: _Windows, job: Job,
                          slots: "_Slots") -> "Completion | ModelError":
         """The job's answer, stored in the cache, or the error that ended it: never an exception, so that one
         job's trouble (whatever its type) stays that job's and the other jobs go on."""
         try:
-            completion = await self._attempt(wire, window, job, slots)
+            completion = await self._attempt(wire, windows, job, slots)
         except ModelError as exc:
             error = exc
         except Exception as exc:  # noqa: BLE001 - a bug or an odd provider: this job's failure, not the run's
@@ -567,7 +626,7 @@ class Scheduler:
         """Send the jobs of ``queue`` until it yields ``None`` (more may be put while it runs); each result goes to
         the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""
         wire = OpenAIWire(limit=self.settings.concurrency)
-        window = _Window(self.settings.concurrency, self.stats)
+        windows = _Windows(self.settings.concurrency, self.stats)  # one per endpoint
         slots = self.slots = _Slots(self._slot_directory())
         # every job put in ``queue`` moves at once into ``ready``, where a jury request goes before the answers still
         # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
@@ -582,7 +641,7 @@ class Scheduler:
         urgent: set[asyncio.Task] = set()
 
         async def send_now(job: Job) -> None:
-            on_done(job, await self._result_of(wire, window, job, slots))
+            on_done(job, await self._result_of(wire, windows, job, slots))
 
         def move(job: Job | None) -> None:
             if job is not None and job.urgent:
@@ -611,7 +670,7 @@ class Scheduler:
                 if job is None or self._draining:
                     ready.put_nowait((end, next(arrivals), None))  # the end, for the other workers too
                     return
-                on_done(job, await self._result_of(wire, window, job, slots))
+                on_done(job, await self._result_of(wire, windows, job, slots))
 
         try:
             await asyncio.gather(pump(), *(worker() for _ in range(workers or self.settings.concurrency)))
@@ -705,6 +764,9 @@ class Scheduler:
             parts.append(f"{s['malformed']} malformed response(s)")
         if s["failed"]:
             parts.append(f"{s['failed']} request(s) failed for good")
+        if s.get("failovers"):
+            rested = ", ".join(f"{url} ({why})" for url, why in self.replicas.rested.items())
+            parts.append(f"{s['failovers']} request(s) sent again to another replica (rested: {rested})")
         if s.get("not_sent_budget"):
             parts.append(f"{s['not_sent_budget']} request(s) not sent (--medhelm-budget reached)")
         return ", ".join(parts)

@@ -13,10 +13,12 @@ can decide whether and when to retry.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from typing import Any
 
+from pytest_medhelm.models.replies import MalformedReply, max_reply_bytes, reply_text, reply_usage, too_large
 from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 
 #: providers whose wire format is OpenAI's chat completions API
@@ -87,6 +89,17 @@ def uses_openai_wire(spec: ModelSpec) -> bool:
     return bool(spec.api_base) and spec.name.startswith(OPENAI_COMPATIBLE_PREFIXES)
 
 
+def chat_body(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:
+    """The JSON body of ``request`` to an OpenAI-compatible endpoint (sent as is, or as a line of a batch)."""
+    body: dict[str, Any] = {"model": spec.litellm_model.split("/", 1)[1], "messages": _messages(request),
+                            "temperature": request.temperature, "max_tokens": request.max_tokens}
+    if request.stop:
+        body["stop"] = list(request.stop)
+    if request.response_format:
+        body["response_format"] = json.loads(request.response_format)
+    return body
+
+
 class OpenAIWire:
     """One aiohttp session for all requests to OpenAI-compatible endpoints of a run."""
 
@@ -105,44 +118,72 @@ class OpenAIWire:
         import aiohttp
 
         session = await self._get_session()
-        body: dict[str, Any] = {"model": spec.litellm_model.split("/", 1)[1], "messages": _messages(request),
-                                "temperature": request.temperature, "max_tokens": request.max_tokens}
-        if request.stop:
-            body["stop"] = list(request.stop)
-        if request.response_format:
-            body["response_format"] = json.loads(request.response_format)
+        body = chat_body(spec, request)
         headers = {}
         key = api_key_for(spec)
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        url = spec.api_base.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
+        url = _one_url(spec) + "/chat/completions"
         started = time.perf_counter()
+        bound = max_reply_bytes(request.max_tokens)
         try:
             async with session.post(url, json=body, headers=headers,
                                     timeout=aiohttp.ClientTimeout(total=timeout)) as response:
-                raw = await response.read()
+                raw = await _read_bounded(response, bound, request.max_tokens)
                 if response.status >= 400:
                     raise RequestFailed(_error_message(raw, response.status), response.status,
                                         _retry_after(response.headers), _retryable_status(response.status))
                 try:
                     data = json.loads(raw)
-                    text = data["choices"][0]["message"].get("content") or ""
-                except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                    message = data["choices"][0]["message"]
+                    content = message.get("content")
+                    finish_reason = data["choices"][0].get("finish_reason")
+                except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
                     raise RequestFailed(f"malformed response body: {raw[:200]!r}", response.status) from None
+                try:
+                    text = reply_text(content)
+                    usage = reply_usage(data.get("usage"))
+                except MalformedReply as exc:
+                    raise RequestFailed(exc.reason, response.status, retryable=False) from None
         except TimeoutError:  # before OSError: TimeoutError is one, and its message is empty
             raise RequestFailed(f"no answer within {timeout:g} s (--medhelm-timeout)") from None
         except (aiohttp.ClientError, OSError) as exc:
             raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
-        usage = data.get("usage") or {}
-        return Completion(text=text, tokens_in=int(usage.get("prompt_tokens") or 0),
-                          tokens_out=int(usage.get("completion_tokens") or 0),
+        return Completion(text=text, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out,
                           latency_s=time.perf_counter() - started, cost_usd=None,
-                          finish_reason=data["choices"][0].get("finish_reason"))
+                          finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+                          usage_known=usage.known)
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def _one_url(spec: ModelSpec) -> str:
+    """The URL a request to ``spec`` goes to. A replica group is never sent to as such: the scheduler picks one of
+    its replicas for each try (``ModelSpec.at``); anything else sending it would post to a list of URLs."""
+    if spec.is_replica_group:
+        raise ValueError(f"{spec.name}: a request goes to one of the replicas {', '.join(spec.urls)}, not to all")
+    return str(spec.api_base).rstrip("/")
+
+
+async def _read_bounded(response: Any, bound: int, max_tokens: int) -> bytes:
+    """The body, refused (a malformed reply, not retried) as soon as it passes ``bound`` bytes: a server that
+    ignores max_tokens cannot fill the memory or the cache."""
+    declared = response.content_length
+    if response.status < 400 and declared is not None and declared > bound:
+        raise RequestFailed(too_large(declared, max_tokens).reason, response.status, retryable=False)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > bound:
+            if response.status >= 400:  # an error page: its beginning says enough
+                break
+            raise RequestFailed(too_large(size, max_tokens).reason, response.status, retryable=False)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _error_message(raw: bytes, status: int) -> str:
@@ -170,7 +211,7 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
     if request.response_format:
         kwargs["response_format"] = json.loads(request.response_format)
     if spec.api_base:
-        kwargs["api_base"] = spec.api_base
+        kwargs["api_base"] = _one_url(spec)
     key = api_key_for(spec)
     if key:
         kwargs["api_key"] = key
@@ -185,14 +226,24 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
         raise RequestFailed(str(message), status if isinstance(status, int) else None, _retry_after(headers),
                             _retryable_status(status if isinstance(status, int) else None)) from None
     latency = time.perf_counter() - started
-    choice = response.choices[0]
-    usage = getattr(response, "usage", None)
+    try:
+        choice = response.choices[0]
+        text = reply_text(choice.message.content)
+        usage = reply_usage(getattr(response, "usage", None))
+    except MalformedReply as exc:
+        raise RequestFailed(exc.reason, 200, retryable=False) from None
+    except (AttributeError, IndexError, TypeError) as exc:
+        raise RequestFailed(f"malformed reply: {type(exc).__name__}: {exc}", 200) from None
+    size = len(text.encode("utf-8", "replace"))
+    if size > max_reply_bytes(request.max_tokens):
+        raise RequestFailed(too_large(size, request.max_tokens).reason, 200, retryable=False)
     cost = None
     try:
         cost = float(litellm.completion_cost(completion_response=response))
     except Exception:  # unknown price: reported as unknown, never as 0
         cost = None
-    return Completion(text=choice.message.content or "",
-                      tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-                      tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-                      latency_s=latency, cost_usd=cost, finish_reason=getattr(choice, "finish_reason", None))
+    if cost is not None and not (math.isfinite(cost) and cost >= 0):
+        cost = None  # a price computed from counts a server invented is no price
+    return Completion(text=text, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out,
+                      latency_s=latency, cost_usd=cost, finish_reason=getattr(choice, "finish_reason", None),
+                      usage_known=usage.known)

@@ -41,6 +41,9 @@ def status_text(sender: _Counts, waited: float) -> str:
     """``medhelm: waiting 35 s; answers 3/65, jury 0/25``."""
     parts = [f"{kind} {sender.done[kind]}/{sender.queued[kind]}" for kind in ("answers", "jury")
              if sender.queued[kind]]
+    batches = getattr(sender, "status", "")  # --medhelm-batch: the batches in flight and their counts
+    if batches:
+        parts.append(batches)
     return f"medhelm: waiting {waited:.0f} s; " + ", ".join(parts) if parts else f"medhelm: waiting {waited:.0f} s"
 
 

@@ -269,7 +269,14 @@ def _meta(results: Mapping[str, Any]) -> str:
              ("git commit", run.get("git_commit") or "n/a"),
              ("pytest-medhelm", run.get("plugin_version") or "?"),
              ("instances", f"{len(results.get('instances') or []):,}")]
-    return "<dl class=\"meta\">" + "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in items) + "</dl>"
+    cap = run.get("generation_cap")
+    if cap:
+        items.append(("answers capped at", f"{cap.get('max_tokens')} tokens (--medhelm-max-tokens)"))
+    meta = "<dl class=\"meta\">" + "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in items) + "</dl>"
+    from pytest_medhelm.report.generation_cap import cap_note
+
+    note = cap_note(cap)
+    return meta + (f"<p class=\"note\" id=\"generation-cap\"><strong>{_e(note)}</strong></p>" if note else "")
 
 
 def _leaderboard(results: Mapping[str, Any]) -> str:
@@ -770,7 +777,9 @@ def write_html(results: Mapping[str, Any], path: str | os.PathLike[str], **kwarg
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
+        from pytest_medhelm.report.texts import open_report
+
+        with open_report(tmp, results) as fh:  # (0600 when it holds instance texts: possibly patient data)
             fh.write(render_html(results, **kwargs))
         os.replace(tmp, path)
     finally:

@@ -260,7 +260,9 @@ def write_json(results: Mapping[str, Any], path: Path) -> None:
         text = json.dumps(results, indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
     except (ValueError, TypeError):  # a NaN or an odd number somewhere: null, and the instance says where
         text = json.dumps(json_safe(results), indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
-    with open(tmp, "w", encoding="utf-8") as fh:
+    from pytest_medhelm.report.texts import open_report
+
+    with open_report(tmp, results) as fh:  # (0600 when it holds instance texts: possibly patient data)
         fh.write(text + "\n")
     os.replace(tmp, path)  # never a half-written results file
 

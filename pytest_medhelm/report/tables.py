@@ -113,6 +113,11 @@ def markdown(results: Mapping[str, Any], extra_sections: Sequence[str] = ()) -> 
     failed = [g for g in gates if g.get("passed") is False]
     unevaluated = [g for g in gates if g.get("passed") is None]
     lines = ["## MedHELM results", ""]
+    from pytest_medhelm.report.generation_cap import cap_note
+
+    cap = cap_note(results["run"].get("generation_cap"))
+    if cap:  # (first: every score below is read under it)
+        lines += [f"**{cap}**", ""]
     if gates:
         verdict = "all gates pass" if not failed else f"{len(failed)} of {len(gates)} gates fail"
         if unevaluated:

@@ -110,11 +110,19 @@ class Collection:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
-    def pytest_report_header(self, config: pytest.Config) -> str | None:
-        shard = self.ctx.run_config.shard if self.ctx.configured else None
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        if not self.ctx.configured:
+            return []
+        lines = []
+        shard = self.ctx.run_config.shard
         if shard:
-            return f"medhelm shard: {shard[0]}/{shard[1]} (sha256 of each item's test id, modulo {shard[1]})"
-        return None
+            lines.append(f"medhelm shard: {shard[0]}/{shard[1]} (sha256 of each item's test id, modulo {shard[1]})")
+        from pytest_medhelm.report.generation_cap import header_line
+
+        cap = header_line(self.ctx.run_config.max_tokens)
+        if cap:
+            lines.append(cap)
+        return lines
 
     def selection(self, items: list[pytest.Item]) -> tuple[set[str], dict[str, int]]:
         """The benchmarks with collected items (after -k, -m, --lf, shards), and each one's planned instances per
@@ -153,7 +161,7 @@ class Collection:
         files: Any = {}
         try:
             files = resolve_files(bench, rc.data_dir, verification=self.ctx.data_verification)
-            loaded = bench.instance_builder(rc.compat)(files)
+            loaded = bench.instance_builder(rc.compat, rc.arguments_of(slug))(files)
             # a loader's filters never drop silently: what they removed is reported with the results
             self.removed[slug] = dict(getattr(loaded, "removed", {}) or {})
             cap = rc.max_instances if bench.max_instances is None else min(
@@ -162,8 +170,9 @@ class Collection:
                     for i in helm_sample_by_subset(loaded, cap)]
         except (DataMissing, DataError) as exc:
             return exc
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-            # a loader bug or a file we did not foresee: still a clear, per-benchmark error
+        except Exception as exc:  # noqa: BLE001 - e.g. RecursionError from a hostile file: this benchmark's only
+            # a loader bug or a file we did not foresee: still a clear, per-benchmark error, and the other
+            # benchmarks are collected
             where = ", ".join(str(p) for p in files.values()) or slug
             return DataError(where, "", f"cannot be read ({type(exc).__name__}: {exc})")
 

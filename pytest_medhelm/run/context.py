@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
@@ -31,6 +31,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.models.scheduler import Scheduler
 
 CENTRAL, CONTROLLER, WORKER = "central", "controller", "worker"
+
+
+def run_every_step(steps: "list[Callable[[], object]]") -> None:
+    """Call every step, whatever the earlier ones raise; then raise the first failure (the others added as its
+    notes), so that no cleanup is skipped and no failure is hidden."""
+    failures: list[BaseException] = []
+    for step in steps:
+        try:
+            step()
+        except BaseException as exc:  # noqa: BLE001 - even a KeyboardInterrupt: the next steps still run
+            failures.append(exc)
+    if failures:
+        first = failures[0]
+        for other in failures[1:]:
+            first.add_note(f"also, at the end of the run: {type(other).__name__}: {other}")
+        raise first
 
 
 def role_of(config: pytest.Config) -> str:
@@ -88,7 +104,7 @@ class RunContext:
         if self._run_config is None:
             from pytest_medhelm.config import from_pytest
 
-            self._run_config = from_pytest(self.config, set(self.registry.slugs()))
+            self._run_config = from_pytest(self.config, set(self.registry.slugs()), registry=self.registry)
         return self._run_config
 
     @property
@@ -150,20 +166,28 @@ class RunContext:
 
     def close(self) -> None:
         """End of the session: the run's error entries go (never served to a later run), the cache closes, the
-        budget's ledger file goes, a ``--medhelm-cache off`` directory is removed."""
-        if self._cache is not None:
+        budget's ledger file goes, a ``--medhelm-cache off`` directory is removed. Every step runs even when an
+        earlier one fails (a directory of prompts must not stay behind because the cache could not close); the
+        first failure is raised once all have run."""
+        steps = []
+        cache = self._cache
+        if cache is not None:
             if not self.is_worker:
-                self._cache.clear_errors()
-            self._cache.close()
-        if self.is_worker or self._cache_dir is None:
-            return
-        self._budget_made = True  # (a budget asked for after this would leave a ledger file behind)
-        if self._budget is not None:
-            self._budget.close()
-        if self._run_config is not None and self.run_config.cache == "off":
-            import shutil
+                steps.append(cache.clear_errors)
+            steps.append(cache.close)
+        if not self.is_worker and self._cache_dir is not None:
+            self._budget_made = True  # (a budget asked for after this would leave a ledger file behind)
+            if self._budget is not None:
+                steps.append(self._budget.close)
+            if self._run_config is not None and self.run_config.cache == "off":
+                steps.append(self._remove_run_cache_dir)
+        run_every_step(steps)
 
-            shutil.rmtree(self._cache_dir, ignore_errors=True)
+    def _remove_run_cache_dir(self) -> None:
+        import shutil
+
+        if self._cache_dir is not None and os.path.lexists(self._cache_dir):
+            shutil.rmtree(self._cache_dir)  # (a failure is raised: patient text left on disk is said out loud)
 
     # ------------------------------------------------------------------------------------------ sending
     def settings(self):
@@ -188,6 +212,11 @@ class RunContext:
             from pytest_medhelm.cost import Prices
 
             self._prices = Prices.load(self.run_config.prices)
+            if self.run_config.batch:  # the models sent as batches cost their batch price, in every process
+                from pytest_medhelm.models.batches import batch_rates
+
+                specs = [self.model_spec(m) for m in self.run_config.models] + self.judge_specs()
+                self._prices.batched = batch_rates(specs, self._prices)
         return self._prices
 
     def price_of(self, spec: "ModelSpec"):

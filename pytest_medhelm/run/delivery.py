@@ -53,6 +53,7 @@ class Delivery:
         self._delivered: dict[tuple[str, str], str] = {}  # (benchmark, instance id) -> the planned answer's text
         self._errors_served: set[str] = set()  # requests whose error an item was given once
         self.lines: list[Line] = []  # the sender's summary, for the terminal summary
+        self._sender_crash: str | None = None  # the sender died during the run: what its waiting items did
 
     # ------------------------------------------------------------------------------------------ sending
     def target(self, spec: "ModelSpec") -> Any:
@@ -138,14 +139,28 @@ class Delivery:
         from pytest_medhelm.models import background
 
         ctx = self.ctx
+        if ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.models.batches)
+            self._sender = self._batch_sender(follow_up, judged)
         # a budget is kept with prices and a token counter in this process: then a thread
-        if background.choose_sender(len(jobs), in_process_only=ctx.budget is not None) == "process":
+        elif background.choose_sender(len(jobs), in_process_only=ctx.budget is not None) == "process":
             self._sender = background.ProcessSender(
                 ctx.cache_dir(), ctx.cache_mode, ctx.run_id, ctx.settings(),
                 ctx.cache_dir() / "logs" / f"sender-{ctx.run_id}.log", follow_up, self._sender_finished)
         else:
             self._sender = background.ThreadSender(ctx.scheduler, follow_up, self._sender_finished)
         self._sender.start(jobs)
+
+    def _batch_sender(self, follow_up: Any, judged: bool) -> Any:
+        """The sender of ``--medhelm-batch`` (in this process: the controller under xdist, never a worker); the
+        models and judges without a Batch API are named once."""
+        from pytest_medhelm.models.batches import BatchSender, unbatchable_line
+
+        specs = [self.ctx.model_spec(m) for m in self.ctx.run_config.models]
+        line = unbatchable_line(specs + (self.ctx.judge_specs() if judged else []))
+        if line:
+            self.write_line(line, {"yellow": True})
+        announce = (lambda text: self.write_line(text, {})) if self.ctx.role == "controller" else None
+        return BatchSender(self.ctx.scheduler, self.ctx.cache_dir(), follow_up, self._sender_finished, announce)
 
     def _sender_finished(self) -> None:
         if self._on_sender_finished is not None:
@@ -177,6 +192,11 @@ class Delivery:
             self.lines.append((f"medhelm: {sender.summary}", {}))
         for model, message in sender.broken.items():
             self.lines.append((f"medhelm: every request to {model} fails: {message}", {"red": True, "bold": True}))
+        if self._sender_crash is None and sender.crash is not None:  # (xdist: the workers asked for themselves)
+            self._sender_crash = (f"pytest-medhelm: the background sender stopped: {sender.crash}; the items that "
+                                  "waited for it asked for their own answers")
+        if self._sender_crash is not None:
+            self.lines.append((self._sender_crash, {"yellow": True, "bold": True}))
 
     # ------------------------------------------------------------------------------------------ receiving
     def expect_from_controller(self, planned: list["PlannedAnswer"], controller_done: Callable[[], bool]) -> None:
@@ -194,10 +214,17 @@ class Delivery:
         if sender is not None and sender.expects(key):
             if sender.has(key):
                 return sender.wait(key)
+            from pytest_medhelm.models.background import SenderCrashed
             from pytest_medhelm.models.waiting import wait_for_answer
 
-            with self._timeout_paused():
-                return wait_for_answer(self.ctx.config, sender, key)  # with the sending's progress meanwhile
+            try:
+                with self._timeout_paused():
+                    return wait_for_answer(self.ctx.config, sender, key)  # with the sending's progress meanwhile
+            except SenderCrashed as exc:
+                # the sender died (its child killed, a bug): this item asks for its own answer, as every item
+                # waiting for it does, rather than all of them failing; said once
+                self._say_sender_crash(exc)
+                return None
         if key in self._from_controller:
             found = self._in_shared_cache(key)
             if found is not None or self._controller_done():
@@ -205,6 +232,10 @@ class Delivery:
             with self._timeout_paused():
                 return self._poll_shared_cache(key)
         return None
+
+    def _say_sender_crash(self, exc: Exception) -> None:
+        if self._sender_crash is None:  # (said in the terminal summary)
+            self._sender_crash = f"{exc}; the items that waited for it asked for their own answers"
 
     def _in_shared_cache(self, key: str) -> "Completion | ModelError | None":
         return self.ctx.cache.get(key) or self.ctx.cache.get_error(key)

@@ -48,13 +48,21 @@ class AnswerPlan:
         """The request of every (instance, model), in the order given (item order: the first items' answers are
         sent first)."""
         out = []
-        registry = self.ctx.registry
         for instance, model in pairs:
-            request = registry.get(instance.benchmark).request_for(self.ctx.model_spec(model), instance)
+            request = self.request_for(instance, model)
             self._planned[(instance.benchmark, instance.id, model)] = (instance, request)
             self._by_key.setdefault(request.cache_key(), []).append(instance)
             out.append(PlannedAnswer(model, instance, request))
         return out
+
+    def request_for(self, instance: "Instance", model: str) -> "ChatRequest":
+        """The benchmark's request for ``instance`` to ``model``: its exact prompt and generation settings, its
+        ``max_tokens`` under the run's ``--medhelm-max-tokens`` cap."""
+        from pytest_medhelm.report.generation_cap import capped
+
+        bench = self.ctx.registry.get(instance.benchmark)
+        return bench.request_for(self.ctx.model_spec(model), instance,
+                                 capped(bench.max_tokens, self.ctx.run_config.max_tokens))
 
     def keys_of(self, slug: str) -> list[tuple[str, list["Instance"]]]:
         """(answer key, its instances) of every planned answer of benchmark ``slug``."""
@@ -65,10 +73,10 @@ class AnswerPlan:
         """The instances a planned answer request asks about (several, when their prompts are the same)."""
         return self._by_key.get(answer_key, [])
 
-    def planned_request(self, instance: "Instance", model: str) -> "ChatRequest | None":
-        """The request planned for ``instance`` (that very object) and ``model``, if any."""
+    def answer_request(self, instance: "Instance", model: str) -> "ChatRequest":
+        """The request planned for ``instance`` (that very object) and ``model``, else one built the same way."""
         planned = self._planned.get((instance.benchmark, instance.id, model))
-        return planned[1] if planned is not None and planned[0] is instance else None
+        return planned[1] if planned is not None and planned[0] is instance else self.request_for(instance, model)
 
     def is_graded(self, slug: str) -> bool:
         """Whether the benchmark is graded per rubric criterion (HealthBench) rather than by the jury."""

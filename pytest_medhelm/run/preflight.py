@@ -76,6 +76,9 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
     litellm_models = {m: ctx.model_spec(m).litellm_model for m in ctx.run_config.models}
     litellm_models.update({j: ctx.judge_spec(j).litellm_model for j in judges})
     litellm_models.update({w.grader: ctx.judge_spec(w.grader).litellm_model for w in work})
+    if ctx.prices.batched:  # --medhelm-batch
+        write_line("medhelm dry run: --medhelm-batch: priced at the batch rate: " + ", ".join(
+            f"{name} ×{factor:g}" for name, factor in ctx.prices.batched.items()))
     rows = estimate(items, judges if judged else (), open_benchmarks=judged, prices=ctx.prices,
                     litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS, count_tokens=counter,
                     grader_work=work)

@@ -89,6 +89,10 @@ class Reporting:
                                              else self.data_unverified)
         if ctx.budget is not None:
             results["run"]["budget"] = ctx.budget.as_json()
+        from pytest_medhelm.report.generation_cap import cap_record
+
+        slugs = self.selected if self.selected is not None else {r["benchmark"] for r in self.records}
+        results["run"]["generation_cap"] = cap_record(rc.max_tokens, (catalogue[s] for s in slugs if s in catalogue))
         if rc.shard is None:
             benchmarks_of: dict[str, set[str]] = {}
             for bench in ctx.registry:
@@ -135,6 +139,10 @@ class Reporting:
                 lines.insert(0, (f"medhelm: the processes of this run asked the judges from different instruments "
                                  f"({name[len(MIXED):]}: each item's jury_instrument says which); its open-ended "
                                  "scores are not one measurement", {"red": True, "bold": True}))
+        if self.results is not None and self.results["run"].get("generation_cap"):
+            from pytest_medhelm.report.generation_cap import cap_note
+
+            lines.insert(0, (f"medhelm: {cap_note(self.results['run']['generation_cap'])}", {"yellow": True}))
         budget = self.ctx.budget if self.ctx.configured else None
         if budget is not None:
             lines.append((budget.summary(), {"yellow": True} if budget.not_sent else {}))

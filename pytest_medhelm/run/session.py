@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_medhelm.run.collection import Collection, has_medhelm_items, medhelm_items
-from pytest_medhelm.run.context import CENTRAL, CONTROLLER, WORKER, RunContext
+from pytest_medhelm.run.context import CENTRAL, CONTROLLER, WORKER, RunContext, run_every_step
 from pytest_medhelm.run.delivery import EVERY_MODEL_BROKEN, Delivery
 from pytest_medhelm.run.items import ItemHooks
 from pytest_medhelm.run.plan import AnswerPlan
@@ -84,8 +84,8 @@ class Run:
     def model_spec(self, name: str) -> "ModelSpec":
         return self.ctx.model_spec(name)
 
-    def planned_request(self, instance: "Instance", model: str) -> "ChatRequest | None":
-        return self.plan.planned_request(instance, model)
+    def answer_request(self, instance: "Instance", model: str) -> "ChatRequest":
+        return self.plan.answer_request(instance, model)
 
     def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
         return self.delivery.complete(spec, request)
@@ -182,13 +182,16 @@ class Run:
             self.reporting.terminal_summary(terminalreporter, config)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.ctx.role != WORKER and self.ctx.configured:
-            self.reporting.write_files(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED and not self._stopped_early)
-        self.ctx.close()
+        try:
+            if self.ctx.role != WORKER and self.ctx.configured:
+                self.reporting.write_files(
+                    interrupted=exitstatus == pytest.ExitCode.INTERRUPTED and not self._stopped_early)
+        finally:
+            self.ctx.close()  # (also when a report could not be written: the run's files still go)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self.delivery.finish()  # (normally done when the loop ended)
-        self.ctx.stop_local_servers()
+        # (the delivery normally finished when the loop ended; the servers stop even if it fails now)
+        run_every_step([self.delivery.finish, self.ctx.stop_local_servers])
 
     # ------------------------------------------------------------------------------------------ helpers
     def _write_line(self, text: str, markup: dict | None = None) -> None:

@@ -12,6 +12,8 @@ Endpoints
     The configured model ids (``models=``). The model of a chat request is echoed, never checked.
 ``GET /health``
     ``{"status": "ok"}``; never needs an API key.
+``/v1/files`` and ``/v1/batches``
+    OpenAI's Batch API (:mod:`pytest_medhelm.testing.batches`); its lines never count as chat requests.
 ``GET /_stats``, ``GET /_requests``, ``GET|POST /_config``, ``POST /_reset``, ``POST /_stop``
     The control plane, so that a process other than the one that started the server (a pytester run, an xdist
     worker) can read counters and reconfigure it. It never needs an API key.
@@ -43,6 +45,11 @@ nothing); once it is empty, requests are answered normally. Each fault is a tupl
     Close the connection without sending any response.
 ``("ok",)``
     Answer normally; a placeholder so that a plan can say "fail, succeed, fail".
+
+``reply_shape`` changes how every normal answer is sent (a server that bends the protocol): ``"standard"``
+(default); ``"content_parts"``, ``content`` as a list of text parts (one per word, joined they are the answer);
+``"no_usage"``, no ``usage`` object; ``"negative_usage"``, counts of -1000; ``"content_object"``, ``content`` as a
+JSON object (not an answer).
 
 ``fail_matching={"substring": fault}`` applies ``fault`` to every request whose last user message contains the
 substring, after the queue. ``stop_after=N`` serves N chat requests and, when request N+1 arrives, goes down like
@@ -128,8 +135,10 @@ _SHUTDOWN_GRACE_S = 0.01
 
 _CONFIG_KEYS = frozenset(
     {"answer", "rules", "script", "latency", "faults", "add_faults", "fail_matching", "api_key", "models",
-     "stop_after", "log_requests"}
+     "stop_after", "log_requests", "reply_shape"}
 )
+#: the values of ``reply_shape`` (see the module's docstring)
+REPLY_SHAPES = ("standard", "content_parts", "no_usage", "negative_usage", "content_object")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -160,6 +169,22 @@ def last_user_text(body: Mapping[str, Any]) -> str:
         if isinstance(message, dict) and message.get("role") == "user":
             return message_text(message.get("content"))
     return ""
+
+
+def _shaped(body: dict, shape: str) -> dict:
+    """``body`` bent as ``reply_shape`` says (see the module's docstring)."""
+    message = body["choices"][0]["message"]
+    if shape == "content_parts":
+        words = message["content"].split(" ")
+        message["content"] = [{"type": "text", "text": w if i == len(words) - 1 else w + " "}
+                              for i, w in enumerate(words)]
+    elif shape == "content_object":
+        message["content"] = {"text": message["content"]}
+    elif shape == "no_usage":
+        del body["usage"]
+    elif shape == "negative_usage":
+        body["usage"] = {"prompt_tokens": -1000, "completion_tokens": -1000, "total_tokens": -2000}
+    return body
 
 
 def completion_body(model: str, answer: str, messages: Sequence[Any] = ()) -> dict:
@@ -307,6 +332,7 @@ class _Answering:
     latency: float
     api_key: str | None
     stop_after: int | None
+    reply_shape: str = "standard"
 
 
 def _load_script(path: str) -> Script:
@@ -374,6 +400,9 @@ def _validate(config: Mapping[str, Any]) -> dict[str, Any]:
                 raise ValueError(f"stop_after must be an integer >= 0 or None, got {value!r}")
         elif key == "log_requests":
             value = bool(value)
+        elif key == "reply_shape":
+            if value not in REPLY_SHAPES:
+                raise ValueError(f"reply_shape must be one of {', '.join(REPLY_SHAPES)}, got {value!r}")
         out[key] = value
     return out
 
@@ -398,6 +427,7 @@ class _State:
         self._models: tuple[str, ...] = DEFAULT_MODELS
         self._stop_after: int | None = None
         self._log_requests = True
+        self._reply_shape = "standard"
         self.stopping = False
         self._reset_counters()
         self.configure(**config)
@@ -449,6 +479,7 @@ class _State:
                 "models": list(self._models),
                 "stop_after": self._stop_after,
                 "log_requests": self._log_requests,
+                "reply_shape": self._reply_shape,
             }
 
     @property
@@ -481,6 +512,14 @@ class _State:
                 self._log.append(record)
             self._arrived.notify_all()
             return self._count, _Answering(
+                self._answer, self._rules, self._script, self._latency, self._api_key, self._stop_after,
+                self._reply_shape,
+            )
+
+    def answering(self) -> _Answering:
+        """The answer policy now, without counting a chat request (the batch endpoints answer their lines so)."""
+        with self._lock:
+            return _Answering(
                 self._answer, self._rules, self._script, self._latency, self._api_key, self._stop_after
             )
 
@@ -606,6 +645,9 @@ class _ServerCore:
         app.router.add_post("/_config", self._post_config)
         app.router.add_post("/_reset", self._reset)
         app.router.add_post("/_stop", self._stop)
+        from pytest_medhelm.testing.batches import BatchService
+
+        BatchService(self, sys.modules[__name__]).install(app)  # OpenAI's Files and Batches (--medhelm-batch)
         return app
 
     async def start(self, port: int = 0) -> int:
@@ -718,7 +760,7 @@ class _ServerCore:
         if delay:
             await asyncio.sleep(delay)
         state.finish(record, 200, answered=True)
-        return web.json_response(completion_body(model, answer, messages))
+        return web.json_response(_shaped(completion_body(model, answer, messages), cfg.reply_shape))
 
     async def _answer(self, cfg: _Answering, body: dict, text: str) -> str:
         if cfg.script is not None:
@@ -1212,12 +1254,13 @@ def _parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, dict]:
     parser.add_argument("--api-key", help="require this bearer token")
     parser.add_argument("--model", action="append", dest="models", help="a model id for /v1/models (repeatable)")
     parser.add_argument("--stop-after", type=int, help="serve N chat requests, then go down")
+    parser.add_argument("--reply-shape", choices=REPLY_SHAPES, help="bend every answer (content parts, no usage, ...)")
     args = parser.parse_args(argv)
     if not isinstance(args.config, dict):
         parser.error("--config must be a JSON object")
     config = dict(args.config)
     for key in ("answer", "latency", "rules", "faults", "fail_matching", "script", "api_key", "models",
-                "stop_after"):
+                "stop_after", "reply_shape"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value

@@ -7,7 +7,8 @@
 ``hard_2025-05-08-21-00-10.jsonl`` (1,000) and the consensus subset ``consensus_2025-05-09-20-00-46.jsonl``
 (3,671, graded on the physician-consensus criteria). The dated names are the only pin upstream gives, and no
 sha256 is known offline: a run downloads the file once into the data cache (or reads
-``<--medhelm-data-dir>/healthbench/<file name>``); nothing pins its content. ``--medhelm-healthbench-subset
+``<--medhelm-data-dir>/healthbench/<file name>``) and records the sha256 it read under ``run.data_unverified``
+(``expected`` null). ``--medhelm-healthbench-subset
 full|hard|consensus`` (ini ``medhelm_healthbench_subset``, default ``full``) chooses the file; the slug stays
 ``healthbench``.
 

@@ -2,7 +2,7 @@
 physician's answer (medhelm 0.8.0 ``HealthBenchProfessionalScenario``, run spec ``health_bench_professional``).
 
 **Source.** OpenAI's archive ``openaipublic.blob.core.windows.net/simple-evals/healthbench_professional/assets.zip``
-(unpinned upstream; no sha256 is known offline, so nothing pins its content). The
+(unpinned upstream; no sha256 is known offline: the run records the one it read under ``run.data_unverified``). The
 file read is the member ``healthbench_professional_eval.jsonl`` (at the archive's root or in one folder). Put the
 archive at ``<--medhelm-data-dir>/healthbench_professional/assets.zip``, or the member itself beside it (then the
 archive is not needed). medhelm 0.8.0's own unpacking fails on an archive whose only member is the file (it renames

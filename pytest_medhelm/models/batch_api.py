@@ -1,0 +1,332 @@
+"""OpenAI's Batch API, as a client: the input file, the batch, its status, its results; and the record of the
+batches a run submitted, kept in the cache directory so that a later run collects them instead of paying twice.
+
+The protocol (OpenAI's Files and Batches endpoints, which vLLM and several gateways speak too):
+
+* ``POST {base}/files`` (multipart: ``purpose=batch``, ``file`` = a JSONL file, one request per line:
+  ``{"custom_id", "method": "POST", "url": "/v1/chat/completions", "body": <the chat request's JSON>}``);
+* ``POST {base}/batches`` ``{"input_file_id", "endpoint": "/v1/chat/completions", "completion_window": "24h"}``;
+* ``GET {base}/batches/{id}``: ``status`` (validating, in_progress, finalizing, completed, failed, expired,
+  cancelling, cancelled), ``request_counts`` ``{total, completed, failed}``, ``output_file_id``, ``error_file_id``,
+  and for a failed batch ``errors.data[].message``;
+* ``GET {base}/files/{id}/content``: the results as JSONL, one per request, in any order:
+  ``{"custom_id", "response": {"status_code", "body"}, "error": null | {"code", "message"}}``.
+
+The ``custom_id`` of a line is the request's cache key, so a batch's answers land in the cache exactly where a
+direct run puts them (and a direct run and a batch run share answers). Everything a server sends is untrusted: a
+line that cannot be read, or names a request the batch did not hold, is that line's error, never the run's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from pytest_medhelm.models.replies import max_reply_bytes, reply_text, reply_usage, too_large
+from pytest_medhelm.models.transport import RequestFailed, _error_message, _retry_after, _retryable_status
+from pytest_medhelm.values import Completion
+
+CHAT_URL = "/v1/chat/completions"
+#: OpenAI's limits per batch: 50,000 requests, an input file of 200 MB (kept under, with room for the multipart)
+MAX_LINES = 50_000
+MAX_BYTES = 190 * 1024 * 1024
+#: bytes of a result line beyond its response body (ids, custom_id, status)
+LINE_ENVELOPE_BYTES = 4096
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+KNOWN_STATUSES = TERMINAL | {"validating", "in_progress", "finalizing", "cancelling"}
+#: statuses of ``POST /files`` that mean the server has no Batch API (its requests are then sent directly)
+NO_BATCH_API = (404, 405, 501)
+
+
+def batch_line(key: str, body: dict[str, Any]) -> bytes:
+    """One line of a batch input file: the chat request ``body`` under its cache key."""
+    return json.dumps({"custom_id": key, "method": "POST", "url": CHAT_URL, "body": body},
+                      ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def chunks(lines: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
+    """(key, line) pairs cut into batches within OpenAI's limits (requests and bytes per input file)."""
+    out: list[list[tuple[str, bytes]]] = []
+    size = 0
+    for pair in lines:
+        if not out or len(out[-1]) >= MAX_LINES or size + len(pair[1]) > MAX_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(pair)
+        size += len(pair[1])
+    return out
+
+
+class BadLine(ValueError):
+    """A result line that cannot be read; the message says what was wrong (the key, when it could be read)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _choice(body: Any) -> dict:
+    if not isinstance(body, dict):
+        raise ValueError(f"the response body is {type(body).__name__}, not a chat completion object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("the response body has no choices")
+    if not isinstance(choices[0].get("message"), dict):
+        raise ValueError("the response body's first choice has no message")
+    return choices[0]
+
+
+@dataclass(frozen=True)
+class LineError:
+    """A request the batch did not answer: the provider's message, and the HTTP status it gave (if any)."""
+
+    message: str
+    status: int | None = None
+
+
+def parse_result_line(raw: bytes | str, expected: Iterable[str] | set[str]) -> tuple[str, "Completion | LineError"]:
+    """A line of a batch's output or error file: (its request's key, the answer or the provider's error).
+
+    Raises :class:`BadLine` for a line that is not such a result or that names a request the batch did not hold
+    (``expected``: the keys it held)."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise BadLine(f"a result line is not JSON: {bytes(raw[:120]) if isinstance(raw, bytes) else raw[:120]!r}") \
+            from None
+    if not isinstance(data, dict):
+        raise BadLine(f"a result line is {type(data).__name__}, not an object")
+    key = data.get("custom_id")
+    if not isinstance(key, str) or key not in expected:
+        raise BadLine(f"a result line names a request this batch did not hold: custom_id {str(key)[:80]!r}")
+    error, response = data.get("error"), data.get("response")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        return key, LineError(str(message or code or error)[:2000])
+    if not isinstance(response, dict):
+        raise BadLine("the result line has neither a response nor an error", key)
+    status, body = response.get("status_code"), response.get("body")
+    if not isinstance(status, int) or isinstance(status, bool):
+        raise BadLine(f"the result line's status_code is {status!r}, not a number", key)
+    if status >= 400:
+        err = body.get("error") if isinstance(body, dict) else None
+        message = err.get("message") if isinstance(err, dict) else None
+        return key, LineError(str(message or body or f"HTTP {status}")[:2000], status)
+    try:  # the checks of a direct reply (pytest_medhelm.models.replies): a batch's answer is no less untrusted
+        choice = _choice(body)
+        text, usage = reply_text(choice["message"].get("content")), reply_usage(body.get("usage"))
+    except ValueError as exc:  # (MalformedReply is one)
+        raise BadLine(f"the result line's response is not a chat completion: {exc}", key) from None
+    finish = choice.get("finish_reason")
+    return key, Completion(text=text, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cost_usd=None,
+                           finish_reason=finish if isinstance(finish, str) else None, usage_known=usage.known)
+
+
+def _count(counts: dict, name: str) -> int:
+    value = counts.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """What ``GET /batches/{id}`` said, validated."""
+
+    id: str
+    status: str
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    errors: tuple[str, ...] = ()
+    #: seconds from its creation to its completion, as the server counts them (None: not said)
+    took_s: float | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    @staticmethod
+    def of(data: Any) -> "BatchState":
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not data["id"]:
+            raise RequestFailed(f"the batch object has no id: {str(data)[:200]!r}", retryable=False)
+        status = data.get("status")
+        if status not in KNOWN_STATUSES:
+            raise RequestFailed(f"batch {data['id']}: unknown status {str(status)[:40]!r}")
+        counts = data.get("request_counts") if isinstance(data.get("request_counts"), dict) else {}
+        errors = data.get("errors") if isinstance(data.get("errors"), dict) else {}
+        messages = tuple(str(e.get("message") or e.get("code"))[:500] for e in errors.get("data") or ()
+                         if isinstance(e, dict))
+        created, finished = data.get("created_at"), data.get("completed_at")
+        took = (float(finished - created) if all(isinstance(t, (int, float)) and not isinstance(t, bool)
+                                                 and math.isfinite(t) for t in (created, finished))
+                and finished >= created else None)
+
+        def file_id(name: str) -> str | None:
+            value = data.get(name)
+            return value if isinstance(value, str) and value and "/" not in value else None
+
+        return BatchState(id=data["id"], status=status, total=_count(counts, "total"),
+                          completed=_count(counts, "completed"), failed=_count(counts, "failed"),
+                          output_file_id=file_id("output_file_id"), error_file_id=file_id("error_file_id"),
+                          errors=messages, took_s=took)
+
+
+class OpenAIBatches:
+    """The four calls, on one aiohttp session; each raises :class:`RequestFailed` (status, Retry-After)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._session: Any = None
+
+    async def _request(self, method: str, url: str, key: str | None, limit: int | None = None,
+                       **kwargs: Any) -> bytes:
+        import aiohttp
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            async with self._session.request(method, url, headers=headers,
+                                             timeout=aiohttp.ClientTimeout(total=self.timeout), **kwargs) as response:
+                raw = await _read(response, limit)
+                if response.status >= 400:
+                    raise RequestFailed(_error_message(raw, response.status), response.status,
+                                        _retry_after(response.headers), _retryable_status(response.status))
+                return raw
+        except TimeoutError:
+            raise RequestFailed(f"no answer within {self.timeout:g} s (--medhelm-timeout)") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
+
+    async def _json(self, method: str, url: str, key: str | None, **kwargs: Any) -> Any:
+        raw = await self._request(method, url, key, **kwargs)
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise RequestFailed(f"malformed response body from {url}: {raw[:200]!r}") from None
+
+    async def upload(self, base: str, key: str | None, content: bytes) -> str:
+        import aiohttp
+
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", content, filename="medhelm-batch.jsonl", content_type="application/jsonl")
+        data = await self._json("POST", f"{base}/files", key, data=form)
+        file_id = data.get("id") if isinstance(data, dict) else None
+        if not isinstance(file_id, str) or not file_id:
+            raise RequestFailed(f"the uploaded file has no id: {str(data)[:200]!r}", retryable=False)
+        return file_id
+
+    async def create(self, base: str, key: str | None, input_file_id: str) -> BatchState:
+        body = {"input_file_id": input_file_id, "endpoint": CHAT_URL, "completion_window": "24h",
+                "metadata": {"description": "pytest-medhelm"}}
+        return BatchState.of(await self._json("POST", f"{base}/batches", key, json=body))
+
+    async def get(self, base: str, key: str | None, batch_id: str) -> BatchState:
+        return BatchState.of(await self._json("GET", f"{base}/batches/{batch_id}", key))
+
+    async def content(self, base: str, key: str | None, file_id: str, limit: int) -> bytes:
+        """A results file, refused once past ``limit`` bytes (:func:`results_limit`)."""
+        return await self._request("GET", f"{base}/files/{file_id}/content", key, limit=limit)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def line_limit(max_tokens: int) -> int:
+    """The longest result line accepted for a request of ``max_tokens``: a direct reply's bound
+    (:func:`~pytest_medhelm.models.replies.max_reply_bytes`) plus the line's own envelope."""
+    return max_reply_bytes(max_tokens) + LINE_ENVELOPE_BYTES
+
+
+def results_limit(max_tokens: Iterable[int]) -> int:
+    """The largest results file accepted for a batch of requests of these ``max_tokens``: every line at its bound."""
+    return sum(line_limit(n) for n in max_tokens) + LINE_ENVELOPE_BYTES
+
+
+async def _read(response: Any, limit: int | None) -> bytes:
+    if limit is None or response.status >= 400:
+        return await response.read() if limit is None else (await response.content.read(64 * 1024))
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(256 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise RequestFailed(f"the results file is over {limit:,} bytes, the most its requests' max_tokens allow: "
+                                "not read", response.status, retryable=False)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the batches a run submitted, kept until their results are in the cache
+
+
+@dataclass
+class BatchRecord:
+    batch_id: str
+    #: where it was submitted (the endpoint's base URL) and for which model (a batch holds one model's requests)
+    base: str
+    model: str
+    #: the cache keys of its requests (its lines' custom_id)
+    keys: list[str] = field(default_factory=list)
+    submitted: float = field(default_factory=time.time)
+
+
+class BatchRecords:
+    """One small JSON file per submitted batch under ``<cache dir>/batches/`` (0600 in a 0700 folder; no prompt
+    text, only cache keys and ids): written as soon as the batch exists, removed once its results are stored.
+    A file that cannot be read is skipped and named once (``problems``): a cache directory never stops a run."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.folder = Path(cache_dir) / "batches"
+        self.problems: list[str] = []
+
+    def _path(self, batch_id: str) -> Path:
+        import hashlib
+
+        return self.folder / f"{hashlib.sha256(batch_id.encode('utf-8')).hexdigest()[:24]}.json"
+
+    def save(self, record: BatchRecord) -> None:
+        from pytest_medhelm.models.cache import make_private_dir
+
+        make_private_dir(self.folder)
+        path = self._path(record.batch_id)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+            json.dump(asdict(record), fh)
+        os.replace(tmp, path)
+
+    def remove(self, batch_id: str) -> None:
+        self._path(batch_id).unlink(missing_ok=True)
+
+    def pending(self, base: str, model: str) -> list[BatchRecord]:
+        """The recorded batches submitted to ``base`` for ``model`` whose results were not stored yet."""
+        out = []
+        if not self.folder.is_dir():
+            return out
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                record = BatchRecord(batch_id=data["batch_id"], base=data["base"], model=data["model"],
+                                     keys=list(data["keys"]), submitted=float(data["submitted"]))
+                if not (isinstance(record.batch_id, str) and all(isinstance(k, str) for k in record.keys)):
+                    raise TypeError("batch_id and keys must be strings")
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                problem = f"{path}: not a batch record ({type(exc).__name__}: {exc}); ignored"
+                if problem not in self.problems:
+                    self.problems.append(problem)
+                continue
+            if record.base == base and record.model == model:
+                out.append(record)
+        return out

@@ -1,0 +1,445 @@
+"""``--medhelm-batch``: the run's requests to an endpoint with a Batch API go as batches, at the batch price.
+
+:class:`BatchSender` keeps the contract of the other senders (:mod:`pytest_medhelm.models.background`:
+``start``, ``wait``, ``ask``, ``stop``), so the run chooses it once (:class:`~pytest_medhelm.run.delivery.Delivery`)
+and nothing else changes: the items wait for their answers as they do for a direct run's, from memory or, under
+xdist, from the shared cache (the controller submits; workers never do).
+
+* **Rounds.** The planned requests of every batchable model (:func:`batchable`: an OpenAI-compatible endpoint we
+  reach by URL, or OpenAI's public API) go as one batch per endpoint and model (cut at OpenAI's 50,000 requests or
+  200 MB), submitted at once and polled until they end. The judges' requests for the answers of a batch are the
+  next round: a second batch once those answers are in. Requests to models without a Batch API (``local/...``,
+  litellm's other providers) are sent directly, as in a run without the option, and said once; so is an item's own
+  question (it waits now), and every request to a server that answers ``POST /files`` with 404, 405 or 501 (no
+  Batch API there).
+* **Results.** Each answer goes to the cache under the key a direct run uses (a batch run and a direct run share
+  answers). A line the provider failed (``error`` or a ``status_code`` >= 400), a request a failed, expired or
+  cancelled batch never answered, and a line that cannot be read are errors of their own items, with the
+  provider's message, never cached.
+* **Resuming.** A batch's id is written to the cache directory (:class:`~.batch_api.BatchRecords`) as soon as it
+  exists and removed once its results are stored: a run stopped by Ctrl-C or a timeout leaves it there, and the
+  same command collects that batch (its requests are not submitted again) instead of paying twice.
+* **Polling** every :data:`POLL_FIRST_S` s, growing to :data:`POLL_MAX_S` (``MEDHELM_BATCH_POLL_S`` fixes the
+  interval), as long as the batch takes (24 h at most, the completion window); each change of a batch's status or
+  counts is shown (the waiting item's status line; a line of its own in xdist's controller).
+* **Budget.** ``--medhelm-budget`` reserves each request's upper bound (at the batch price) before its batch is
+  submitted; a request it refuses is not in the batch. A batch collected from an earlier run was paid then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from typing import Any, Callable, Iterable
+
+from pytest_medhelm.models.background import FollowUp, Result, ThreadSender
+from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
+                                             OpenAIBatches, BadLine, batch_line, chunks, line_limit,
+                                             parse_result_line, results_limit)
+from pytest_medhelm.models.endpoints import is_local_model
+from pytest_medhelm.models.scheduler import Job, Scheduler, redact
+from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
+from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
+
+OPENAI_PUBLIC = "https://api.openai.com/v1"
+POLL_ENV = "MEDHELM_BATCH_POLL_S"
+POLL_FIRST_S = 5.0
+POLL_MAX_S = 60.0
+#: polls in a row that may fail (the connection, a 5xx) before the batch's requests are given up for this run (its
+#: record stays: the same command collects it later)
+POLL_FAILURES_MAX = 10
+
+
+def batchable(spec: ModelSpec) -> bool:
+    """Whether ``spec``'s requests can go through OpenAI's Batch API protocol: an OpenAI-compatible endpoint we
+    reach by URL (vLLM, a gateway; one without a Batch API is found out at the first upload) or OpenAI's own."""
+    if is_local_model(spec.name) or spec.is_replica_group:  # (a replica group's requests go to the least busy)
+        return False
+    return uses_openai_wire(spec) or (spec.api_base is None and spec.litellm_model.startswith("openai/"))
+
+
+def batch_rates(specs: Iterable[ModelSpec], prices: Any) -> dict[str, float]:
+    """Model name -> the factor of its price in a batch run (:meth:`pytest_medhelm.cost.Prices.batch_factor`), for
+    the models whose requests go as batches."""
+    return {spec.name: prices.batch_factor(spec.name, spec.litellm_model, public_api=spec.api_base is None)
+            for spec in specs if batchable(spec)}
+
+
+def unbatchable_line(specs: Iterable[ModelSpec]) -> str | None:
+    """The one line naming the models of the run whose requests are sent directly although ``--medhelm-batch``."""
+    names = list(dict.fromkeys(spec.name for spec in specs if not batchable(spec)))
+    if not names:
+        return None
+    return (f"medhelm: --medhelm-batch: {', '.join(names)} ha{'s' if len(names) == 1 else 've'} no Batch API "
+            "(local models, models served by several replicas, and litellm's other providers): "
+            f"{'its' if len(names) == 1 else 'their'} requests are sent directly")
+
+
+def _base(spec: ModelSpec) -> str:
+    return (spec.api_base or OPENAI_PUBLIC).rstrip("/")
+
+
+def _key(spec: ModelSpec) -> str | None:
+    key = api_key_for(spec)
+    if key is None and spec.api_base is None:
+        key = os.environ.get("OPENAI_API_KEY") or None
+    return key
+
+
+def _poll_intervals() -> Iterable[float]:
+    fixed = os.environ.get(POLL_ENV, "").strip()
+    try:
+        interval = float(fixed) if fixed else None
+    except ValueError:
+        interval = None
+    if interval is not None and interval > 0:
+        while True:
+            yield interval
+    delay = POLL_FIRST_S
+    while True:
+        yield delay
+        delay = min(POLL_MAX_S, delay * 1.5)
+
+
+class BatchSender(ThreadSender):
+    """The thread sender's loop (its start, stop, ask: an item's own question goes directly), with batches: the
+    planned requests of batchable models wait in ``_pending`` for the next round instead of the direct queue."""
+
+    def __init__(self, scheduler: Scheduler, cache_dir: Any, follow_up: FollowUp | None = None,
+                 on_finished: Callable[[], None] | None = None,
+                 announce: Callable[[str], None] | None = None) -> None:
+        super().__init__(scheduler, follow_up, on_finished)
+        self.cache = scheduler.cache
+        self.budget = scheduler.budget
+        self.records = BatchRecords(cache_dir)
+        self.announce = announce  # a line now (xdist's controller runs no item: its terminal is free)
+        self.notes: list[str] = []  # what the summary says about the batches
+        self.batches: dict[str, str] = {}  # batch id -> its current status, for the waiting item's line
+        self._no_batch_api: set[str] = set()  # endpoints that answered POST /files with 404/405/501
+        self._pending: list[Job] = []
+        self._pending_ready = False  # planned requests or a batch's follow-ups: submit them without waiting
+        self._direct: set[str] = set()  # keys of the jobs this sender sent directly, in flight (not the asks)
+        self._client: OpenAIBatches | None = None
+        self._wake: Any = None
+
+    @property
+    def status(self) -> str:
+        """The batches in flight, for the line of an item that waits: ``batch batch_1 in_progress 3/12``."""
+        return "; ".join(f"batch {bid} {text}" for bid, text in list(self.batches.items()) if text)
+
+    def summary_lines(self) -> list[str]:
+        return super().summary_lines() + self.notes + [f"medhelm: {p}" for p in self.records.problems]
+
+    # ------------------------------------------------------------------ the loop
+    def _drop_queued(self) -> None:  # on the loop: stop(drain=...), the run stopped early
+        self._pending.clear()
+        super()._drop_queued()
+        self._wake.set()
+
+    async def _serve(self, jobs: list[Job], ready: threading.Event) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._queue = asyncio.Queue()
+        self._wake = asyncio.Event()
+        self._client = OpenAIBatches(self.scheduler.settings.timeout)
+        for job in self._claim(jobs):
+            self._route(job)
+        self._pending_ready = True
+        ready.set()
+        direct = asyncio.ensure_future(self.scheduler.serve(self._queue, self._on_done))
+        self._end_if_done()
+        try:
+            while not self._draining:
+                if self._pending and (self._pending_ready or not self._direct):
+                    round_jobs, self._pending, self._pending_ready = self._pending, [], False
+                    await self._round(round_jobs)
+                    continue
+                if self._outstanding == 0:
+                    break
+                self._wake.clear()
+                await self._wake.wait()
+            await direct
+        finally:
+            direct.cancel()
+            await self._client.close()
+
+    def _route(self, job: Job, from_batch: bool = True) -> None:
+        """A claimed job: into the next batch, or sent directly (a model without a Batch API, an item's own
+        question)."""
+        if batchable(job.spec) and not job.urgent and _base(job.spec) not in self._no_batch_api:
+            self._pending.append(job)
+            self._pending_ready = self._pending_ready or from_batch
+            self._wake.set()
+        else:
+            self._direct.add(job.key)
+            self._queue.put_nowait(job)
+
+    def _on_done(self, job: Job, result: Result) -> None:  # on the loop: a request sent directly
+        self._direct.discard(job.key)
+        self._finished_one(job, result, from_batch=False)
+
+    def _finished_one(self, job: Job, result: Result, from_batch: bool) -> None:
+        for follow in self._finish_job(job, result):
+            self._route(follow, from_batch=from_batch)
+        self._wake.set()
+        self._end_if_done()
+
+    def _end_if_done(self) -> None:
+        if self._outstanding == 0 and not self._ended:
+            self._ended = True
+            self._queue.put_nowait(None)
+            self._wake.set()
+
+    # ------------------------------------------------------------------ batches
+    async def _round(self, jobs: list[Job]) -> None:
+        groups: dict[tuple[str, str, str | None], list[Job]] = {}
+        for job in jobs:
+            groups.setdefault((_base(job.spec), job.spec.litellm_model, job.spec.api_key_env), []).append(job)
+        await asyncio.gather(*(self._guarded(group) for group in groups.values()))
+
+    async def _guarded(self, jobs: list[Job]) -> None:
+        """A group's batches; an unexpected exception (a bug, an odd server) is the error of its requests that have
+        no result yet, not the run's."""
+        try:
+            await self._group(jobs)
+        except Exception as exc:  # noqa: BLE001
+            text = str(exc).strip()
+            for job in jobs:
+                if not self.has(job.key):
+                    self._store_error(job, ModelError(job.spec.name, redact(
+                        f"batch: {type(exc).__name__}{': ' + text if text else ''}", job.spec)))
+
+    async def _group(self, jobs: list[Job]) -> None:
+        """One endpoint and model: collect the batches an earlier run submitted for these requests, submit the
+        rest, and store every result."""
+        spec = jobs[0].spec
+        base, key = _base(spec), _key(spec)
+        by_key = {job.key: job for job in jobs}
+        collecting = []
+        # (--medhelm-cache refresh asks again: an earlier run's batch is not this run's answer)
+        earlier = self.records.pending(base, spec.litellm_model) if getattr(self.cache, "mode", "on") != "refresh" \
+            else []
+        for record in earlier:
+            mine = {k: by_key.pop(k) for k in record.keys if k in by_key}
+            if not mine:
+                continue
+            try:
+                state = await self._client.get(base, key, record.batch_id)
+            except RequestFailed as exc:
+                if exc.retryable:
+                    collecting.append(self._collect(record, mine, None, spec, base, key))
+                else:  # the server does not know it (another account, a restarted test server): ask anew
+                    self.records.remove(record.batch_id)
+                    self.notes.append(f"medhelm batch {record.batch_id} of an earlier run is unknown to {base} "
+                                      f"({redact(exc.message, spec)}): its requests are submitted anew")
+                    by_key.update(mine)
+                continue
+            self.notes.append(f"medhelm batch {record.batch_id}: submitted by an earlier run, collected "
+                              f"({len(mine)} request(s), not submitted again)")
+            collecting.append(self._collect(record, mine, state, spec, base, key))
+        new = [job for job in jobs if job.key in by_key]
+        reservations = self._reserve(new)
+        new = [job for job in new if job.key in reservations or self.budget is None]
+        for chunk in chunks([(job.key, batch_line(job.key, chat_body(job.spec, job.request))) for job in new]):
+            collecting.append(self._submit(chunk, {k: by_key[k] for k, _line in chunk}, spec, base, key,
+                                           reservations))
+        await asyncio.gather(*collecting)
+
+    def _reserve(self, jobs: list[Job]) -> dict[str, Any]:
+        """The budget's reservation of each request to submit; a request it refuses is not submitted (its item is
+        skipped, as in a direct run)."""
+        if self.budget is None:
+            return {}
+        held = {}
+        for job in jobs:
+            reservation = self.budget.reserve(job.spec, job.request)
+            if reservation is None:
+                self.scheduler.stats["not_sent_budget"] += 1
+                self._store_error(job, self.budget.refusal(job.spec))
+            else:
+                held[job.key] = reservation
+        return held
+
+    async def _submit(self, chunk: list[tuple[str, bytes]], mine: dict[str, Job], spec: ModelSpec, base: str,
+                      key: str | None, reservations: dict[str, Any]) -> None:
+        content = b"".join(line for _key, line in chunk)
+        try:
+            file_id = await self._retrying(lambda: self._client.upload(base, key, content))
+            state = await self._retrying(lambda: self._client.create(base, key, file_id))
+        except RequestFailed as exc:
+            self._release(reservations, mine)
+            if exc.status in NO_BATCH_API:  # no Batch API there: these requests (and the later ones) go directly
+                if base not in self._no_batch_api:
+                    self._no_batch_api.add(base)
+                    self.notes.append(f"medhelm: --medhelm-batch: {base} has no Batch API (POST /files: HTTP "
+                                      f"{exc.status}); its requests were sent directly")
+                for job in mine.values():
+                    self._route(job)
+                return
+            self._fail_all(mine, f"the batch could not be submitted: {redact(exc.message, spec)}", exc.status)
+            return
+        record = BatchRecord(batch_id=state.id, base=base, model=spec.litellm_model, keys=list(mine))
+        self.records.save(record)  # at once: from here on, a stopped run leaves it for the next to collect
+        self._say(f"medhelm batch {state.id}: submitted {len(mine)} request(s) ({_kind(mine)}) to {spec.name} "
+                  f"at {base}")
+        await self._collect(record, mine, state, spec, base, key, reservations)
+
+    async def _retrying(self, call: Callable[[], Any]) -> Any:
+        settings = self.scheduler.settings
+        for attempt in range(settings.retries + 1):
+            try:
+                return await call()
+            except RequestFailed as exc:
+                if not exc.retryable or attempt == settings.retries:
+                    raise
+                delay = exc.retry_after if exc.retry_after is not None else settings.backoff_base * 2 ** attempt
+                await asyncio.sleep(min(delay, settings.retry_after_max))
+
+    async def _collect(self, record: BatchRecord, mine: dict[str, Job], state: BatchState | None, spec: ModelSpec,
+                       base: str, key: str | None, reservations: dict[str, Any] | None = None) -> None:
+        started = time.monotonic()
+        intervals = _poll_intervals()
+        failures = 0
+        shown = None
+        while state is None or not state.done:
+            if state is not None:
+                await asyncio.sleep(next(intervals))
+            try:
+                state = await self._client.get(base, key, record.batch_id)
+                failures = 0
+            except RequestFailed as exc:
+                failures += 1
+                if failures >= POLL_FAILURES_MAX or not exc.retryable:
+                    self.batches.pop(record.batch_id, None)
+                    self._release(reservations or {}, mine)
+                    self._fail_all(mine, f"batch {record.batch_id}: its status could not be read "
+                                         f"({redact(exc.message, spec)}); its id is kept in the cache directory: "
+                                         "the same command collects it later", exc.status)
+                    return
+                await asyncio.sleep(next(intervals))
+                continue
+            seen = (state.status, state.completed, state.failed)
+            if seen != shown:
+                shown = seen
+                counts = f"{state.completed}/{state.total or len(record.keys)}" + (
+                    f", {state.failed} failed" if state.failed else "")
+                self.batches[record.batch_id] = f"{state.status} {counts}"
+                self._say(f"medhelm batch {record.batch_id}: {state.status} {counts}")
+        self.batches.pop(record.batch_id, None)
+        # from the submission (or from when this run began to collect it) to its end, or the server's count if longer
+        took = max(state.took_s or 0.0, time.monotonic() - started)
+        limits = {k: line_limit(job.request.max_tokens) for k, job in mine.items()}
+        results = await self._read_results(state, set(record.keys), limits, spec, base, key)
+        for k, result in results.items():  # lines of an earlier run's batch that no item of this run asks for
+            if k not in mine and isinstance(result, Completion):
+                self._store(k, result, None)
+        answered = sum(isinstance(results.get(k), Completion) for k in mine)
+        self.notes.append(f"medhelm batch {state.id} ({_kind(mine)}, {spec.name} at {base}): {state.status}; "
+                          f"{answered}/{len(mine)} answered" + (f", {len(mine) - answered} failed"
+                                                                if answered < len(mine) else ""))
+        for k, job in mine.items():
+            result = results.get(k)
+            held = (reservations or {}).get(k)
+            if isinstance(result, Completion):
+                result.latency_s = took
+                result.extra = {**result.extra, "batch_id": state.id}
+                if held is not None:
+                    self.budget.settle(held, result.tokens_in, result.tokens_out, None,
+                                       usage_known=result.usage_known)
+                if self._store(k, result, job):
+                    self._finished_one(job, result, from_batch=True)
+                continue
+            if held is not None:  # a malformed line may have been charged: its upper bound (as a direct reply)
+                if isinstance(result, BadLine):
+                    self.budget.settle(held, 0, 0, None, usage_known=False)
+                else:
+                    self.budget.release(held)
+            if isinstance(result, LineError):
+                error = ModelError(spec.name, redact(result.message, spec), result.status)
+            elif isinstance(result, BadLine):
+                error = ModelError(spec.name, f"batch {state.id}: {result}")
+            else:
+                why = "; ".join(state.errors) or "no result line for this request"
+                error = ModelError(spec.name, redact(f"batch {state.id} {state.status}: {why}", spec))
+            self._store_error(job, error)
+        self.records.remove(record.batch_id)
+
+    async def _read_results(self, state: BatchState, expected: set[str], limits: dict[str, int], spec: ModelSpec,
+                            base: str, key: str | None) -> dict[str, Completion | LineError | BadLine]:
+        """Every result line of the batch's output and error files, by request key. A line longer than its request's
+        ``max_tokens`` allows is not an answer (as a direct reply); a file longer than all of them is not read.
+        (A request of an earlier run's batch that this run does not ask for is allowed the largest bound.)"""
+        largest = max(limits.values(), default=line_limit(0))
+        whole = results_limit([]) + sum(limits.get(k, largest) for k in expected)
+        out: dict[str, Completion | LineError | BadLine] = {}
+        for file_id in (state.output_file_id, state.error_file_id):
+            if file_id is None:
+                continue
+            try:
+                content = await self._retrying(lambda: self._client.content(base, key, file_id, whole))
+            except RequestFailed as exc:
+                self.notes.append(f"medhelm batch {state.id}: its results file {file_id} could not be read: "
+                                  f"{redact(exc.message, spec)}")
+                continue
+            for raw in content.splitlines():
+                if not raw.strip():
+                    continue
+                try:
+                    k, result = parse_result_line(raw, expected)
+                except BadLine as exc:
+                    if exc.key is not None:
+                        out.setdefault(exc.key, exc)
+                    else:
+                        self.notes.append(f"medhelm batch {state.id}: {exc}")
+                    continue
+                if len(raw) > limits.get(k, largest):  # (the bound of a direct reply, pytest_medhelm.models.replies)
+                    result = BadLine(f"malformed reply: the result line is {len(raw):,} bytes, over the "
+                                     f"{limits.get(k, largest):,} its request's max_tokens allow: not an answer", k)
+                if not isinstance(out.get(k), Completion):  # (an answer wins over an error line for the same key)
+                    out[k] = result
+        return out
+
+    # ------------------------------------------------------------------ results
+    def _store(self, key: str, completion: Completion, job: Job | None) -> bool:
+        """The answer into the cache, under the key a direct run uses; False (and the job's error) if it cannot."""
+        try:
+            self.cache.put(key, completion, job.request.to_json() if job is not None else None)
+        except Exception as exc:  # noqa: BLE001 - e.g. the cache's lock timed out: this answer's error, not the run's
+            if job is not None:
+                self._store_error(job, ModelError(job.spec.name, "the answer came but could not be stored in the "
+                                                                 f"cache: {type(exc).__name__}: {exc}"))
+            return False
+        self.scheduler.stats["answers"] += 1
+        return True
+
+    def _store_error(self, job: Job, error: ModelError) -> None:
+        if not isinstance(error, BudgetExhausted):
+            self.scheduler.stats["failed"] += 1
+        try:
+            self.cache.put_error(job.key, error)  # (this run's only: an error is never served to a later run)
+        except Exception:  # noqa: BLE001 - the error still reaches the item through the sender
+            pass
+        self._finished_one(job, error, from_batch=True)
+
+    def _fail_all(self, mine: dict[str, Job], message: str, status: int | None) -> None:
+        for job in mine.values():
+            self._store_error(job, ModelError(job.spec.name, message, status))
+
+    def _release(self, reservations: dict[str, Any], mine: dict[str, Job]) -> None:
+        for k in mine:
+            held = reservations.pop(k, None)
+            if held is not None:
+                self.budget.release(held)
+
+    def _say(self, line: str) -> None:  # (on the loop)
+        if self.announce is not None:
+            try:
+                self.announce(line)
+            except Exception:  # noqa: BLE001 - a terminal that cannot be written to does not stop the batches
+                pass
+
+
+def _kind(jobs: dict[str, Job]) -> str:
+    return "answers" if all(job.request.purpose == "answer" for job in jobs.values()) else "jury"

@@ -1,0 +1,114 @@
+"""A server's reply is untrusted input: what makes one a :class:`~pytest_medhelm.values.Completion`.
+
+Checked before anything is cached (a reply that fails a check is a malformed reply: its request fails with the
+reason, is never cached, and a run with a budget counts it at its reserved upper bound, since the provider may
+have charged for it):
+
+* **Size.** The body may be at most :func:`max_reply_bytes` of the request's ``max_tokens``:
+  ``REPLY_OVERHEAD_BYTES`` (64 KiB: the JSON envelope, ids, usage, logprobs a server adds unasked) plus
+  ``MAX_BYTES_PER_TOKEN`` (32) bytes per token asked for. A token is about 4 characters of English, so 32 bytes
+  leaves room for long tokens and JSON escapes; only a server that ignores
+  ``max_tokens`` exceeds it. ``max_tokens=5``: 64 KiB + 160 bytes; 4,096 (HELM's judges): 192 KiB. The body is
+  read in chunks and dropped as soon as it passes the bound: a 50 MB reply is never held in memory.
+* **Content.** ``choices[0].message.content`` is a string, or a list of text parts (``{"type": "text", "text":
+  "..."}``, some servers send that) joined in order; ``null`` is an empty answer. Any other value (a number, a
+  dict, a part that is not text) is malformed.
+* **Usage.** ``usage.prompt_tokens`` and ``usage.completion_tokens`` are integers >= 0 when present; a negative,
+  fractional, boolean or textual count, or a ``usage`` that is not an object, is malformed. Absent usage (or an
+  absent count) is allowed but unknown: ``Completion.usage_known`` is False, its counts are 0, and a budget then
+  counts the request at its reserved upper bound (never at $0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MAX_BYTES_PER_TOKEN", "REPLY_OVERHEAD_BYTES", "MalformedReply", "Usage", "max_reply_bytes",
+           "reply_text", "reply_usage"]
+
+#: bytes of reply body allowed per token of ``max_tokens`` (see the module's docstring for why 32)
+MAX_BYTES_PER_TOKEN = 32
+#: bytes allowed whatever ``max_tokens`` (the JSON envelope, ids, usage, extras a server adds)
+REPLY_OVERHEAD_BYTES = 64 * 1024
+
+
+class MalformedReply(ValueError):
+    """A reply that cannot be an answer; ``reason`` says what was wrong (it becomes the item's error)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def max_reply_bytes(max_tokens: int | None) -> int:
+    """The largest reply body accepted for a request of ``max_tokens`` tokens."""
+    tokens = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0 else 0
+    return REPLY_OVERHEAD_BYTES + MAX_BYTES_PER_TOKEN * tokens
+
+
+def too_large(size: int, max_tokens: int | None) -> MalformedReply:
+    return MalformedReply(f"malformed reply: body over {max_reply_bytes(max_tokens):,} bytes (the bound for "
+                          f"max_tokens={max_tokens}; got {size:,} so far): not an answer")
+
+
+def reply_text(content: Any) -> str:
+    """The answer's text from a message's ``content``: a string, text parts joined, or "" for null."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts: list[str] = []
+        for index, part in enumerate(content):
+            if isinstance(part, str):
+                texts.append(part)
+                continue
+            kind = part.get("type") if isinstance(part, dict) else None
+            text = part.get("text") if isinstance(part, dict) else None
+            if kind not in (None, "text", "output_text") or not isinstance(text, str):
+                raise MalformedReply(f"malformed reply: content part {index} is not text "
+                                     f"({_short(part)}); expected a string or text parts")
+            texts.append(text)
+        return "".join(texts)
+    raise MalformedReply(f"malformed reply: content is {type(content).__name__} ({_short(content)}); "
+                         "expected a string or a list of text parts")
+
+
+@dataclass(frozen=True)
+class Usage:
+    tokens_in: int
+    tokens_out: int
+    #: False when the server did not say (the counts are then 0 and mean nothing)
+    known: bool
+
+
+def _count(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MalformedReply(f"malformed reply: usage.{name} is {_short(value)}; expected an integer >= 0")
+    if isinstance(value, float) and not value.is_integer():
+        raise MalformedReply(f"malformed reply: usage.{name} is {value!r}; expected an integer >= 0")
+    if value < 0:
+        raise MalformedReply(f"malformed reply: usage.{name} is {value:g}; expected an integer >= 0")
+    return int(value)
+
+
+def reply_usage(usage: Any) -> Usage:
+    """Token counts from a reply's ``usage`` (a dict or an object with the attributes)."""
+    if usage is None:
+        return Usage(0, 0, known=False)
+    if isinstance(usage, dict):
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    elif isinstance(usage, (str, bytes, int, float, list, tuple)):
+        raise MalformedReply(f"malformed reply: usage is {_short(usage)}; expected an object")
+    else:  # litellm's Usage
+        prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+    tokens_in, tokens_out = _count(prompt, "prompt_tokens"), _count(completion, "completion_tokens")
+    return Usage(tokens_in or 0, tokens_out or 0, known=tokens_in is not None and tokens_out is not None)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,316 @@
+"""OpenAI's Files and Batches endpoints on the test server, as OpenAI documents them.
+
+``POST /v1/files``
+    multipart ``purpose=batch`` and ``file`` (JSONL); returns a File object (``id``, ``bytes``, ``purpose``...).
+``GET /v1/files/{id}/content``
+    the file's bytes (an input file, or a batch's output or error file).
+``POST /v1/batches``
+    ``{"input_file_id", "endpoint": "/v1/chat/completions", "completion_window": "24h"}``; returns a Batch object
+    in ``validating``. A malformed input file (a line that is not JSON, a ``custom_id`` twice, a ``url`` other
+    than the endpoint, a body without ``model`` or ``messages``) makes the batch ``failed`` with ``errors.data``.
+``GET /v1/batches/{id}``
+    the Batch object. Each GET is a poll: ``validating``, then ``in_progress`` with its ``request_counts``, and
+    after ``polls`` polls (configurable) the batch ends: ``completed`` (an ``output_file_id``; an
+    ``error_file_id`` when some lines failed), or, as configured, ``failed`` or ``expired`` (half of the lines
+    answered, the rest in the error file with ``batch_expired``).
+``POST /v1/batches/{id}/cancel``
+    ``cancelled`` at once (the lines not answered are in the error file, code ``batch_cancelled``).
+
+Lines are answered by the server's own answer policy (``answer``, ``rules``, ``script``) without counting as chat
+requests: a batch run leaves ``/_stats``' ``count`` at 0. A line whose last user message contains a substring of
+``fail_lines`` (``{substring: message}``) gets a 400 in the error file with that message, as a provider rejects one
+request of a batch. With the server's ``api_key`` set, every call needs it.
+
+Control plane (no key): ``GET /_batches`` (files uploaded, batches created, their ids, polls, every line's
+``custom_id`` and body) and ``POST /_batches`` (``polls``, ``outcome``, ``fail_lines``, ``available``: false makes
+``POST /v1/files`` a 404 like a server without a Batch API; ``reset``: forget every file and batch).
+:func:`batch_stats` and :func:`configure_batches` call them from any process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+CHAT_URL = "/v1/chat/completions"
+OUTCOMES = ("completed", "failed", "expired")
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:24]}"
+
+
+class BatchService:
+    def __init__(self, core: Any, server: Any) -> None:
+        self.core = core  # the chat server's core: its state (answer policy, key) and its _answer
+        # the server module's helpers (error bodies, completions, the bearer token), passed in rather than imported:
+        # the server imports this module
+        self.server = server
+        self._lock = threading.Lock()
+        self.config: dict[str, Any] = {"polls": 2, "outcome": "completed", "fail_lines": {}, "available": True}
+        self._reset()
+
+    def _reset(self) -> None:
+        self.files: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.created: list[str] = []
+        self.polls = 0
+        self.lines: list[dict[str, Any]] = []
+
+    def install(self, app: web.Application) -> None:
+        app.router.add_post("/v1/files", self._upload)
+        app.router.add_get("/v1/files/{file_id}/content", self._content)
+        app.router.add_post("/v1/batches", self._create)
+        app.router.add_get("/v1/batches/{batch_id}", self._get)
+        app.router.add_post("/v1/batches/{batch_id}/cancel", self._cancel)
+        app.router.add_get("/_batches", self._stats)
+        app.router.add_post("/_batches", self._configure)
+
+    # ------------------------------------------------------------------ helpers
+    def _denied(self, request: web.Request) -> web.Response | None:
+        key = self.core.state.api_key
+        if key is not None and self.server._bearer(request) != key:
+            return self.server._error_response(401)
+        return None
+
+    def _error(self, status: int, message: str) -> web.Response:
+        return self.server._error_response(status, message)
+
+    def _file(self, content: bytes, purpose: str, filename: str) -> dict[str, Any]:
+        entry = {"id": _id("file"), "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                 "filename": filename, "purpose": purpose, "content": content}
+        self.files[entry["id"]] = entry
+        return entry
+
+    @staticmethod
+    def _public(entry: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in entry.items() if k not in ("content", "_lines", "_polls")}
+
+    # ------------------------------------------------------------------ files
+    async def _upload(self, request: web.Request) -> web.Response:
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        if not self.config["available"]:
+            return self._error(404, "Invalid URL (POST /v1/files)")
+        try:
+            form = await request.post()
+        except Exception:  # noqa: BLE001 - not a multipart body: the client's error
+            return self._error(400, "expected a multipart/form-data body with purpose and file")
+        purpose, upload = form.get("purpose"), form.get("file")
+        if purpose != "batch" or upload is None or not hasattr(upload, "file"):
+            return self._error(400, "expected purpose=batch and a file")
+        content = upload.file.read()
+        with self._lock:
+            entry = self._file(content, "batch", getattr(upload, "filename", "batch.jsonl") or "batch.jsonl")
+        return web.json_response(self._public(entry))
+
+    async def _content(self, request: web.Request) -> web.Response:
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        entry = self.files.get(request.match_info["file_id"])
+        if entry is None:
+            return self._error(404, "No such File object")
+        return web.Response(body=entry["content"], content_type="application/octet-stream")
+
+    # ------------------------------------------------------------------ batches
+    async def _create(self, request: web.Request) -> web.Response:
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        try:
+            body = await request.json()
+        except ValueError:
+            return self._error(400, "We could not parse the JSON body of your request.")
+        if not isinstance(body, dict):
+            return self._error(400, "expected a JSON object")
+        if body.get("endpoint") != CHAT_URL:
+            return self._error(400, f"endpoint must be {CHAT_URL}")
+        if body.get("completion_window") != "24h":
+            return self._error(400, "completion_window must be 24h")
+        source = self.files.get(body.get("input_file_id"))
+        if source is None:
+            return self._error(400, f"No such File object: {body.get('input_file_id')}")
+        lines, errors = self._read_input(source["content"])
+        now = int(time.time())
+        batch = {"id": _id("batch"), "object": "batch", "endpoint": CHAT_URL, "errors": None,
+                 "input_file_id": source["id"], "completion_window": "24h", "status": "validating",
+                 "output_file_id": None, "error_file_id": None, "created_at": now, "in_progress_at": None,
+                 "expires_at": now + 86400, "completed_at": None, "failed_at": None, "expired_at": None,
+                 "cancelled_at": None, "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                 "metadata": body.get("metadata"), "_lines": lines, "_polls": 0}
+        if errors:
+            batch.update(status="failed", failed_at=now, errors={"object": "list", "data": errors})
+        with self._lock:
+            self.batches[batch["id"]] = batch
+            self.created.append(batch["id"])
+            self.lines.extend({"batch": batch["id"], "custom_id": line["custom_id"], "body": line["body"]}
+                              for line in lines)
+        return web.json_response(self._public(batch))
+
+    @staticmethod
+    def _read_input(content: bytes) -> tuple[list[dict], list[dict]]:
+        lines: list[dict] = []
+        errors: list[dict] = []
+        seen: set[str] = set()
+        for number, raw in enumerate(content.splitlines(), 1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                errors.append({"code": "invalid_json_line", "message": "This line is not parseable as valid JSON.",
+                               "line": number, "param": None})
+                continue
+            body = line.get("body") if isinstance(line, dict) else None
+            custom_id = line.get("custom_id") if isinstance(line, dict) else None
+            if not isinstance(custom_id, str) or custom_id in seen:
+                errors.append({"code": "duplicate_custom_id" if custom_id in seen else "missing_required_parameter",
+                               "message": "custom_id must be a string unique within the batch", "line": number,
+                               "param": "custom_id"})
+            elif line.get("method") != "POST" or line.get("url") != CHAT_URL:
+                errors.append({"code": "invalid_url", "message": f"method must be POST and url {CHAT_URL}",
+                               "line": number, "param": "url"})
+            elif not isinstance(body, dict) or not body.get("model") or not isinstance(body.get("messages"), list):
+                errors.append({"code": "invalid_request", "message": "body must hold model and messages",
+                               "line": number, "param": "body"})
+            else:
+                seen.add(custom_id)
+                lines.append(line)
+        return lines, errors
+
+    async def _get(self, request: web.Request) -> web.Response:
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None:
+            return self._error(404, "No such Batch object")
+        with self._lock:
+            self.polls += 1
+        if batch["status"] in ("validating", "in_progress"):
+            batch["_polls"] += 1
+            now = int(time.time())
+            if batch["_polls"] >= self.config["polls"]:
+                await self._finish(batch, self.config["outcome"])
+            elif batch["status"] == "validating":
+                batch.update(status="in_progress", in_progress_at=now)
+        return web.json_response(self._public(batch))
+
+    async def _cancel(self, request: web.Request) -> web.Response:
+        denied = self._denied(request)
+        if denied is not None:
+            return denied
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None:
+            return self._error(404, "No such Batch object")
+        if batch["status"] in ("validating", "in_progress"):
+            await self._finish(batch, "cancelled")
+        return web.json_response(self._public(batch))
+
+    async def _finish(self, batch: dict[str, Any], outcome: str) -> None:
+        """End ``batch``: answer its lines (all of them, half for expired, none for failed or cancelled)."""
+        completion_body, error_body, last_user_text = (self.server.completion_body, self.server.error_body,
+                                                       self.server.last_user_text)
+        now = int(time.time())
+        lines = batch["_lines"]
+        if outcome == "failed":
+            batch.update(status="failed", failed_at=now, errors={"object": "list", "data": [
+                {"code": "server_error", "message": "The batch failed: the test server was told to fail it.",
+                 "line": None, "param": None}]})
+            return
+        answered = {"completed": len(lines), "expired": len(lines) // 2, "cancelled": 0}[outcome]
+        cfg = self.core.state.answering()
+        output, failed = [], []
+        for index, line in enumerate(lines):
+            body = line["body"]
+            entry: dict[str, Any] = {"id": _id("batch_req"), "custom_id": line["custom_id"]}
+            if index >= answered:
+                code = "batch_expired" if outcome == "expired" else "batch_cancelled"
+                failed.append({**entry, "response": None, "error": {
+                    "code": code, "message": "This request could not be executed before the completion window "
+                                             "expired." if outcome == "expired" else "The batch was cancelled."}})
+                continue
+            text = last_user_text(body)
+            rejected = next((message for sub, message in self.config["fail_lines"].items() if sub in text), None)
+            if rejected is not None:
+                failed.append({**entry, "response": {"status_code": 400, "request_id": _id("req"),
+                                                      "body": error_body(400, rejected)}, "error": None})
+                continue
+            answer = await self.core._answer(cfg, body, text)
+            output.append({**entry, "response": {"status_code": 200, "request_id": _id("req"),
+                                                 "body": completion_body(body["model"], answer, body["messages"])},
+                           "error": None})
+        with self._lock:
+            if output:
+                batch["output_file_id"] = self._file(_jsonl(output), "batch_output", "output.jsonl")["id"]
+            if failed:
+                batch["error_file_id"] = self._file(_jsonl(failed), "batch_output", "errors.jsonl")["id"]
+        batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(failed)}
+        batch.update(status=outcome, **{f"{outcome}_at": now})
+
+    # ------------------------------------------------------------------ control plane
+    async def _stats(self, request: web.Request) -> web.Response:
+        with self._lock:
+            return web.json_response({
+                "files_uploaded": sum(1 for f in self.files.values() if f["purpose"] == "batch"),
+                "batches_created": len(self.created), "batch_ids": list(self.created), "polls": self.polls,
+                "statuses": {bid: b["status"] for bid, b in self.batches.items()},
+                "lines": list(self.lines)})
+
+    async def _configure(self, request: web.Request) -> web.Response:
+        try:
+            changes = await request.json()
+            if not isinstance(changes, dict):
+                raise ValueError("POST /_batches takes a JSON object")
+            config = dict(self.config)
+            for key, value in changes.items():
+                if key == "reset":
+                    continue
+                if key not in config:
+                    raise ValueError(f"unknown batch option {key!r}; known: {sorted(config)}, reset")
+                if key == "polls" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                    raise ValueError(f"polls must be an integer >= 1, got {value!r}")
+                if key == "outcome" and value not in OUTCOMES:
+                    raise ValueError(f"outcome must be one of {OUTCOMES}, got {value!r}")
+                if key == "fail_lines" and not (isinstance(value, dict) and all(
+                        isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+                    raise ValueError(f"fail_lines maps substrings to messages, got {value!r}")
+                config[key] = bool(value) if key == "available" else value
+        except ValueError as exc:
+            return self._error(400, f"bad batch configuration: {exc}")
+        with self._lock:
+            self.config = config
+            if changes.get("reset"):
+                self._reset()
+        return web.json_response({k: v for k, v in config.items()})
+
+
+def _jsonl(records: list[dict]) -> bytes:
+    return b"".join(json.dumps(r).encode("utf-8") + b"\n" for r in records)
+
+
+def _control(base_url: str, method: str, payload: Any = None) -> Any:
+    root = base_url.rstrip("/").removesuffix("/v1")
+    data = None if payload is None else json.dumps(payload).encode("utf-8")
+    request = urllib.request.Request(f"{root}/_batches", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def batch_stats(base_url: str) -> dict[str, Any]:
+    """The batch endpoints' counters of the test server at ``base_url`` (its ``.../v1`` URL or its root)."""
+    return _control(base_url, "GET")
+
+
+def configure_batches(base_url: str, **config: Any) -> dict[str, Any]:
+    """Set ``polls``, ``outcome``, ``fail_lines``, ``available`` (or ``reset=True``) on the server at ``base_url``."""
+    return _control(base_url, "POST", config)

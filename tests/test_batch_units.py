@@ -1,0 +1,183 @@
+"""The parts of ``--medhelm-batch`` that need no run: the batch price, which models go as batches, the batch
+protocol's result lines and status objects (fuzzed: a server's reply is untrusted), the records of submitted
+batches."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_medhelm.cost import Prices, PricesError
+from pytest_medhelm.models import batch_api
+from pytest_medhelm.models.batch_api import (BadLine, BatchRecord, BatchRecords, BatchState, LineError, batch_line,
+                                             chunks, parse_result_line)
+from pytest_medhelm.models.batches import batch_rates, batchable, unbatchable_line
+from pytest_medhelm.models.transport import RequestFailed
+from pytest_medhelm.values import Completion, ModelSpec
+
+KEY = "k" * 64
+
+
+def spec(name: str, api_base: str | None = None, litellm_model: str | None = None) -> ModelSpec:
+    return ModelSpec(name=name, litellm_model=litellm_model or name, api_base=api_base)
+
+
+# ---------------------------------------------------------------------------------------------------- prices
+def test_a_prices_file_gives_a_models_batch_factor_and_the_run_prices_it_at_that_rate(tmp_path):
+    path = tmp_path / "prices.toml"
+    path.write_text('["openai/ft"]\ninput_per_million = 2.0\noutput_per_million = 8.0\nbatch = 0.25\n')
+    prices = Prices.load(path)
+    ft = spec("openai/ft", "http://10.0.0.5:8000/v1")
+    assert prices.price_for("openai/ft") == (2e-6, 8e-6)  # a direct run: the list price
+    prices.batched = batch_rates([ft], prices)
+    assert prices.batched == {"openai/ft": 0.25}
+    assert prices.price_for("openai/ft") == (0.5e-6, 2e-6)
+    assert prices.cost("openai/ft", None, 1000, 100) == 1000 * 0.5e-6 + 100 * 2e-6
+    assert prices.completion_cost("openai/ft", None, 1000, 100, reported=99.0) == 1000 * 0.5e-6 + 100 * 2e-6
+
+
+def test_openai_and_anthropic_public_apis_are_half_price_and_a_server_of_ones_own_is_not_unless_the_file_says():
+    prices = Prices(use_litellm=False)
+    assert prices.batch_factor("openai/gpt-4o", "openai/gpt-4o", public_api=True) == 0.5
+    assert prices.batch_factor("anthropic/claude", "anthropic/claude", public_api=True) == 0.5
+    assert prices.batch_factor("openai/ft", "openai/ft", public_api=False) == 1.0
+    assert prices.batch_factor("hosted_vllm/x", "hosted_vllm/x", public_api=False) == 1.0
+    assert prices.batch_factor("together_ai/x", "together_ai/x", public_api=True) == 1.0
+    # a reported cost (litellm's) is scaled as well
+    prices.batched = {"openai/gpt-4o": 0.5}
+    assert prices.completion_cost("openai/gpt-4o", "openai/gpt-4o", 10, 10, reported=0.02) == 0.01
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "-0.5", '"half"', "true", "nan"])
+def test_a_batch_factor_outside_0_to_1_is_refused_naming_the_file_the_table_and_the_key(tmp_path, value):
+    path = tmp_path / "prices.toml"
+    path.write_text(f'["openai/x"]\ninput_per_million = 1\noutput_per_million = 1\nbatch = {value}\n')
+    with pytest.raises(PricesError) as info:
+        Prices.load(path)
+    message = str(info.value)
+    assert str(path) in message and '["openai/x"]' in message and "key batch" in message and "(0, 1]" in message
+
+
+# ---------------------------------------------------------------------------------------------------- which models
+def test_which_models_go_as_batches():
+    assert batchable(spec("openai/gpt-4o"))  # OpenAI's own Batch API
+    assert batchable(spec("openai/ft", "http://10.0.0.5:8000/v1"))  # a vLLM or a gateway
+    assert batchable(spec("hosted_vllm/llama", "http://10.0.0.7:8000/v1"))
+    local = ModelSpec(name="local/smollm2", litellm_model="openai/smollm2", api_base="http://127.0.0.1:5000/v1")
+    assert not batchable(local)  # a llama.cpp server we start answers one request at a time: no Batch API
+    assert not batchable(spec("anthropic/claude-3-7-sonnet-20250219"))  # (Message Batches: not implemented)
+    assert not batchable(spec("together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo"))
+    line = unbatchable_line([spec("openai/gpt-4o"), local, spec("anthropic/claude")])
+    assert line == ("medhelm: --medhelm-batch: local/smollm2, anthropic/claude have no Batch API (local models and "
+                    "litellm's other providers): their requests are sent directly")
+    assert unbatchable_line([spec("openai/gpt-4o")]) is None
+
+
+def test_batches_are_cut_at_the_providers_limits(monkeypatch):
+    monkeypatch.setattr(batch_api, "MAX_LINES", 3)
+    monkeypatch.setattr(batch_api, "MAX_BYTES", 100)
+    lines = [(f"k{i}", b"x" * 30) for i in range(7)]
+    assert [len(c) for c in chunks(lines)] == [3, 3, 1]
+    big = [("a", b"x" * 60), ("b", b"x" * 60), ("c", b"x" * 10)]
+    assert [[k for k, _ in c] for c in chunks(big)] == [["a"], ["b", "c"]]
+    line = json.loads(batch_line(KEY, {"model": "m", "messages": []}))
+    assert line == {"custom_id": KEY, "method": "POST", "url": "/v1/chat/completions",
+                    "body": {"model": "m", "messages": []}}
+
+
+# ---------------------------------------------------------------------------------------------------- result lines
+def ok_line(key: str = KEY, content: object = "B", usage: object = None) -> bytes:
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": usage if usage is not None else {"prompt_tokens": 12, "completion_tokens": 1}}
+    return json.dumps({"id": "r", "custom_id": key, "response": {"status_code": 200, "body": body},
+                       "error": None}).encode()
+
+
+def test_a_result_line_gives_the_answer_or_the_providers_error():
+    key, answer = parse_result_line(ok_line(), {KEY})
+    assert key == KEY and isinstance(answer, Completion)
+    assert (answer.text, answer.tokens_in, answer.tokens_out, answer.finish_reason) == ("B", 12, 1, "stop")
+    rejected = json.dumps({"custom_id": KEY, "response": {"status_code": 400, "body": {
+        "error": {"message": "max_tokens is too large"}}}, "error": None})
+    assert parse_result_line(rejected, {KEY}) == (KEY, LineError("max_tokens is too large", 400))
+    expired = json.dumps({"custom_id": KEY, "response": None,
+                          "error": {"code": "batch_expired", "message": "not executed in time"}})
+    assert parse_result_line(expired, {KEY}) == (KEY, LineError("not executed in time"))
+
+
+@pytest.mark.parametrize("raw, why", [
+    (b"{not json", "not JSON"),
+    (b"[1, 2]", "not an object"),
+    (ok_line(key="someone else's"), "did not hold"),
+    (json.dumps({"custom_id": KEY}).encode(), "neither a response nor an error"),
+    (ok_line(content=[{"type": "image_url", "image_url": "x"}]), "not text"),
+    (ok_line(usage={"prompt_tokens": -5, "completion_tokens": 1}), "expected an integer >= 0"),
+    (json.dumps({"custom_id": KEY, "response": {"status_code": "200", "body": {}}}).encode(), "not a number"),
+])
+def test_a_line_that_is_not_a_result_is_named_and_never_an_answer(raw, why):
+    with pytest.raises(BadLine, match=why):
+        parse_result_line(raw, {KEY})
+
+
+def test_text_parts_are_joined_and_absent_usage_is_unknown_as_for_a_direct_reply():
+    _key, answer = parse_result_line(ok_line(content=[{"type": "text", "text": "B"}, "!"], usage={}), {KEY})
+    assert (answer.text, answer.tokens_in, answer.tokens_out, answer.usage_known) == ("B!", 0, 0, False)
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                                    max_size=5), max_leaves=20)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(
+    st.binary(max_size=200),
+    JSON.map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries({"custom_id": st.sampled_from([KEY, "other"]), "response": JSON, "error": JSON})
+    .map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries({"custom_id": st.just(KEY), "error": st.none(), "response": st.fixed_dictionaries(
+        {"status_code": st.integers(100, 599) | JSON, "body": JSON})}).map(lambda v: json.dumps(v).encode()),
+))
+def test_fuzz_any_line_a_server_sends_is_a_result_or_a_bad_line(raw):
+    try:
+        key, result = parse_result_line(raw, {KEY})
+    except BadLine:
+        return
+    assert key == KEY and isinstance(result, (Completion, LineError))
+    if isinstance(result, Completion):
+        assert isinstance(result.text, str) and result.tokens_in >= 0 and result.tokens_out >= 0
+
+
+@settings(max_examples=400, deadline=None)
+@given(JSON | st.fixed_dictionaries({"id": st.text(max_size=8), "status": st.sampled_from(
+    ["validating", "in_progress", "completed", "failed", "expired", "bogus"]), "request_counts": JSON,
+    "output_file_id": JSON, "error_file_id": JSON, "errors": JSON, "created_at": JSON, "completed_at": JSON}))
+def test_fuzz_any_batch_object_is_read_or_refused_with_a_request_failure(data):
+    try:
+        state = BatchState.of(data)
+    except RequestFailed as exc:
+        assert exc.message
+        return
+    assert state.id and state.status in batch_api.KNOWN_STATUSES
+    assert min(state.total, state.completed, state.failed) >= 0
+    assert state.output_file_id is None or "/" not in state.output_file_id
+
+
+# ---------------------------------------------------------------------------------------------------- records
+def test_a_submitted_batch_is_recorded_privately_until_collected_and_a_bad_record_is_skipped(tmp_path):
+    records = BatchRecords(tmp_path)
+    records.save(BatchRecord(batch_id="batch-1", base="http://s/v1", model="openai/m", keys=[KEY]))
+    records.save(BatchRecord(batch_id="batch-2", base="http://other/v1", model="openai/m", keys=["x"]))
+    (records.folder / "broken.json").write_text("{")
+    [mine] = records.pending("http://s/v1", "openai/m")
+    assert (mine.batch_id, mine.keys) == ("batch-1", [KEY])
+    assert len(records.problems) == 1 and "broken.json: not a batch record" in records.problems[0]
+    assert stat.S_IMODE(os.stat(records.folder).st_mode) == 0o700
+    assert all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in records.folder.glob("*.json") if p.name != "broken.json")
+    records.remove("batch-1")
+    assert records.pending("http://s/v1", "openai/m") == []

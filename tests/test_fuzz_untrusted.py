@@ -1,0 +1,190 @@
+"""Property tests (Hypothesis) of every parser of untrusted input (issue 20): judge replies, the answer extraction
+of every closed-ended metric, data files, and server replies. Each property: nothing escapes but the documented
+error, and (for the judges) no valid verdict is lost. ``EXAMPLES`` says how many inputs each target is tried with;
+the module prints the total it tried (``-s``), and stays under about a minute on a loaded 2-core machine."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from pytest_medhelm.catalogue.clinical_decision_support.ehrshot import EHRSHOT_EXACT_MATCH
+from pytest_medhelm.data.errors import DataError
+from pytest_medhelm.data.readers import read_csv_rows, read_json, read_jsonl, text_lines
+from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
+from pytest_medhelm.metrics.ehrsql import extract_sql
+from pytest_medhelm.metrics.exact_match import GenerationExactMatch, MultipleChoiceExactMatch
+from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract
+from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
+from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
+from pytest_medhelm.models.replies import MalformedReply, reply_text, reply_usage
+from pytest_medhelm.values import Instance
+
+#: inputs tried per target
+EXAMPLES = {"judge": 400, "judge_helm": 300, "verdict_after_text": 300, "metric": 150, "reader": 150, "reply": 300}
+TRIED: Counter[str] = Counter()
+C3 = ("accuracy", "completeness", "clarity")
+def fuzz(examples: int) -> settings:
+    """Settings of a property: ``examples`` inputs, no deadline (a loaded machine), no example database on disk."""
+    return settings(max_examples=examples, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts():
+    yield
+    print("\ninputs tried per target: " + ", ".join(f"{k} {v}" for k, v in sorted(TRIED.items())))
+
+
+# text that looks like judge replies: braces, quotes, fences, digits and the criteria's words
+replyish = st.lists(st.sampled_from(list('{}[]":,\'` \n>*-/0123456789.') + ["accuracy", "score", "explanation",
+                                                                             "clarity", "completeness", "```json",
+                                                                             "<think>", "</think>", "5", "null"]),
+                   max_size=60).map("".join) | st.text(max_size=300)
+
+
+# ------------------------------------------------------------------------------------------------- judges
+@fuzz(EXAMPLES["judge"])
+@given(replyish)
+@example('{"accuracy": ' + "[" * 50_000)
+@example("*\n" * 5_000)
+def test_our_judge_parser_raises_only_judgement_errors(text: str) -> None:
+    TRIED["judge parser (default)"] += 1
+    try:
+        parsed = parse_judgement(text, C3)
+    except JudgementError:
+        return
+    assert set(parsed) == set(C3)
+    assert all(1.0 <= s <= 5.0 and isinstance(e, str) for s, e in parsed.values())
+
+
+@fuzz(EXAMPLES["judge_helm"])
+@given(replyish)
+@example("[" * 50_000)
+def test_helms_judge_parser_raises_only_judgement_errors(text: str) -> None:
+    TRIED["judge parser (helm)"] += 1
+    try:
+        parsed = parse_judgement_helm(text, C3)
+    except JudgementError:
+        return
+    assert set(C3) <= set(parsed) and all(math.isfinite(s) for s, _e in parsed.values())
+
+
+verdicts = st.fixed_dictionaries({c: st.fixed_dictionaries({"score": st.integers(1, 5),
+                                                             "explanation": st.text(max_size=40)}) for c in C3})
+
+
+@fuzz(EXAMPLES["verdict_after_text"])
+@given(prefix=replyish, verdict=verdicts, fenced=st.booleans())
+def test_a_valid_verdict_after_arbitrary_text_is_found(prefix: str, verdict: dict, fenced: bool) -> None:
+    TRIED["verdict after arbitrary text"] += 1
+    body = json.dumps(verdict)
+    reply = prefix + "\n" + (f"```json\n{body}\n```" if fenced else body)
+    parsed = parse_judgement(reply, C3)
+    assert {c: s for c, (s, _e) in parsed.items()} == {c: float(verdict[c]["score"]) for c in C3}
+    assert {c: e for c, (_s, e) in parsed.items()} == {c: verdict[c]["explanation"].strip() for c in C3}
+    helm = parse_judgement_helm(body, C3)  # HELM's parser reads a verdict alone
+    assert {c: helm[c][0] for c in C3} == {c: float(verdict[c]["score"]) for c in C3}
+
+
+# ------------------------------------------------------------------------------------------------- metrics
+MC = Instance(id="1", input="q", choices=("yes", "no", "maybe", "unsure"), correct=2, references=("maybe",))
+METRICS = {
+    "multiple choice": (MultipleChoiceExactMatch(), [MC]),
+    "ehrshot": (EHRSHOT_EXACT_MATCH, [MC, Instance(id="2", input="q", choices=("yes", "no"), correct=0,
+                                                   references=("yes",), extra={"helm_correct": 1})]),
+    "generation exact match": (GenerationExactMatch(), [Instance(id="3", input="q", references=("Yes", "y"))]),
+    "medcalc": (MedCalcAccuracy(), [
+        Instance(id="4", input="q", references=("12.5",),
+                 extra={"category": "lab", "lower_limit": "12", "upper_limit": "13"}),
+        Instance(id="5", input="q", references=("('4 weeks', '2 days')",),
+                 extra={"category": "date", "lower_limit": "('4 weeks', '1 days')",
+                        "upper_limit": "('4 weeks', '3 days')"}),
+        Instance(id="6", input="q", references=("03/14/2021",),
+                 extra={"category": "date", "lower_limit": "03/13/2021", "upper_limit": "03/15/2021"}),
+        Instance(id="7", input="q", references=("3",), extra={"category": "severity", "lower_limit": "3",
+                                                              "upper_limit": "3"}),
+        Instance(id="8", input="q", references=("3",), extra={"category": "risk", "lower_limit": "2",
+                                                              "upper_limit": "4"})]),
+    "medec": (MedecErrorFlagAccuracy(), [Instance(id="9", input="q", references=("CORRECT",)),
+                                         Instance(id="10", input="q", references=("3",),
+                                                  extra={"error_sentence_id": 3})]),
+    "icd10": (MimicBillingCodeF1(), [Instance(id="11", input="q", references=("E11.9, I10, S72.001A",))]),
+}
+answers = st.text(max_size=200) | st.lists(st.sampled_from(list("ABCDabcd .,()'0123456789/\n*-") + [
+    "weeks", "days", "CORRECT", "E11.9", "I10", "yes", "Answer:", "maybe"]), max_size=40).map("".join)
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_every_closed_metric_scores_any_answer(name: str) -> None:
+    metric, instances = METRICS[name]
+
+    @fuzz(EXAMPLES["metric"])
+    @given(answer=answers, compat=st.sampled_from(["default", "helm"]))
+    @example(answer="9" * 5000 + " is the sentence", compat="default")
+    @example(answer="('" + "9" * 5000 + " weeks', '1 days')", compat="default")
+    def check(answer: str, compat: str) -> None:
+        TRIED[f"metric {name}"] += 1
+        for instance in instances:
+            score = metric.score(answer, instance, compat)
+            assert math.isfinite(score.value) and 0.0 <= score.value <= 1.0 and isinstance(score.detail, str)
+    check()
+
+
+@fuzz(EXAMPLES["metric"])
+@given(answers)
+def test_sql_and_code_extraction_take_any_answer(answer: str) -> None:
+    TRIED["extraction ehrsql + icd10"] += 1
+    assert isinstance(extract_sql(answer), str)
+    assert all(isinstance(code, str) for code in extract(answer) + helm_extract(answer))
+
+
+# ------------------------------------------------------------------------------------------------- data files
+READERS = {"json": read_json, "jsonl": read_jsonl, "csv": lambda p: read_csv_rows(p, ["id"]), "lines": text_lines}
+contents = st.binary(max_size=300) | st.lists(st.sampled_from(list('{}[]",:\n\r\\ab1é\ufeff') + ["id,q\n"]),
+                                             max_size=80).map(lambda t: "".join(t).encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_a_data_file_of_any_bytes_reads_or_is_a_data_error_naming_it(tmp_path, name: str) -> None:
+    path = tmp_path / f"data.{name}"
+
+    @fuzz(EXAMPLES["reader"])
+    @given(contents)
+    @example(b"[" * 100_000)
+    @example(b'{"a": ' * 50_000)
+    def check(raw: bytes) -> None:
+        TRIED[f"reader {name}"] += 1
+        path.write_bytes(raw)
+        try:
+            READERS[name](path)
+        except DataError as exc:
+            assert str(exc).startswith(str(path)) and exc.path == str(path)
+    check()
+
+
+# ------------------------------------------------------------------------------------------------- replies
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                               st.sampled_from(["type", "text", "prompt_tokens", "completion_tokens", "x"]), inner,
+                               max_size=4), max_leaves=12)
+
+
+@fuzz(EXAMPLES["reply"])
+@given(content=json_values, usage=json_values)
+def test_reply_content_and_usage_are_read_or_malformed(content, usage) -> None:
+    TRIED["reply validation"] += 1
+    try:
+        assert isinstance(reply_text(content), str)
+    except MalformedReply as exc:
+        assert exc.reason.startswith("malformed reply: ")
+    try:
+        counts = reply_usage(usage)
+        assert counts.tokens_in >= 0 and counts.tokens_out >= 0
+    except MalformedReply as exc:
+        assert exc.reason.startswith("malformed reply: ")

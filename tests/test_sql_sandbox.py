@@ -1,0 +1,187 @@
+"""A model's SQL cannot reach the run (issue 20, point 1): every attack scores its own item as a miss with the reason,
+and the items after it, of EHRSQL and of a benchmark beside it, are unaffected; the sandbox's limits hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import SHARED_DATA, SUITE
+from test_catalogue_closed import entry, write_ehrsql
+
+from pytest_medhelm.metrics.ehrsql import normalize_gold_sql
+from pytest_medhelm.metrics.sql_sandbox import SandboxError, SqlSandbox
+
+FORTY_ROWS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40)"
+#: question (a substring of the prompt the test server matches) -> the attack the "model" answers, the reason shown
+ATTACKS = {
+    "attack heap limit": ("PRAGMA hard_heap_limit=100000", "PRAGMA hard_heap_limit"),
+    "attack temp store": ("PRAGMA temp_store_directory='{tmp}'", "PRAGMA temp_store_directory"),
+    "attack zeroblob": (f"{FORTY_ROWS} SELECT zeroblob(20000000) FROM c", "the function zeroblob()"),
+    "attack pointer": ("SELECT fts3_tokenizer('simple')", "the function fts3_tokenizer()"),
+}
+COUNT = "SELECT COUNT(*) FROM patient"
+PUBMEDQA = {str(1000 + i): {"QUESTION": f"Does treatment {i} help?", "CONTEXTS": ["We studied it."],
+                            "LABELS": ["RESULTS"], "final_decision": "yes", "YEAR": "2001"} for i in range(6)}
+
+
+def _write_data(data: Path) -> None:
+    attacks = [entry(f"att{i}", question + "?", COUNT, {}) for i, question in enumerate(ATTACKS)]
+    counts = [entry(f"cnt{i}", f"how many patients are there, asked {i} times?", COUNT, {}) for i in range(6)]
+    write_ehrsql(data, valid=attacks, test=counts)
+    (data / "pubmedqa").mkdir()
+    (data / "pubmedqa" / "ori_pqal.json").write_text(json.dumps(PUBMEDQA), encoding="utf-8")
+
+
+@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+def test_sql_attacks_miss_their_own_items_and_nothing_else(pytester: pytest.Pytester, xdist: list[str]) -> None:
+    from pytest_medhelm.testing.server import running_server
+
+    data = pytester.path / "data"
+    _write_data(data)
+    moved_temp = pytester.path / "moved-temp"
+    moved_temp.mkdir()
+    rules = {question: sql.format(tmp=moved_temp) for question, (sql, _) in ATTACKS.items()}
+    rules.update({"how many patients": COUNT, "Does treatment": "A"})
+    out = pytester.path / "results.json"
+    with running_server(rules=rules) as server:
+        run = pytester.runpytest(str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
+                                 "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
+                                 "--medhelm-data-dir", str(data), "--medhelm-data-unverified", "ehrsql",
+                                 "--medhelm-data-unverified", "pubmedqa",
+                                 "--medhelm-benchmark", "ehrsql", "--medhelm-benchmark", "pubmedqa",
+                                 "--medhelm-cache", "off", "--medhelm-json", str(out), *xdist)
+    text = run.stdout.str()
+    assert run.ret == 0, text[-4000:]  # misses are measurements: no error, no traceback
+    assert "MemoryError" not in text and "INTERNALERROR" not in text
+    by_id = {(r["benchmark"], r["instance_id"]): r for r in json.loads(out.read_text())["instances"]}
+    for i, (question, (_, reason)) in enumerate(ATTACKS.items()):
+        record = by_id[("ehrsql", f"att{i}")]
+        assert (record["score"], record["error"]) == (0.0, None), record
+        assert record["metrics"]["ehr_sql_query_validity"] == 0.0
+        assert f"query error: not allowed in the EHRSQL sandbox: {reason}" in text, reason
+    for i in range(6):  # the items after the attacks, in this process or beside it
+        assert by_id[("ehrsql", f"cnt{i}")]["score"] == 1.0, by_id[("ehrsql", f"cnt{i}")]
+        assert by_id[("pubmedqa", str(1000 + i))]["score"] == 1.0, by_id[("pubmedqa", str(1000 + i))]
+    assert list(moved_temp.iterdir()) == []
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    write_ehrsql(tmp_path, [], [])
+    return tmp_path / "ehrsql" / "eicu.sqlite"
+
+
+def test_the_sandbox_keeps_sqlite_settings_to_its_child(db: Path) -> None:
+    sandbox = SqlSandbox()
+    try:
+        with pytest.raises(SandboxError, match="not allowed in the EHRSQL sandbox: PRAGMA hard_heap_limit"):
+            sandbox.run(str(db), "PRAGMA hard_heap_limit=100000", 5, 100)
+        assert sandbox.run(str(db), COUNT, 5, 100) == [(2,)]
+        here = sqlite3.connect(":memory:")
+        assert here.execute("PRAGMA hard_heap_limit").fetchone() == (0,)  # this process: untouched
+        for refused in ("ATTACH DATABASE 'x.sqlite' AS x", "DELETE FROM patient", "SELECT load_extension('x')",
+                        "SELECT randomblob(10)", "SELECT * FROM pragma_table_info('patient')",
+                        "SELECT * FROM json_each('[1]')", "BEGIN", f"VACUUM INTO '{db.parent / 'copy.sqlite'}'"):
+            with pytest.raises(SandboxError, match="not allowed in the EHRSQL sandbox"):
+                sandbox.run(str(db), refused, 5, 100)
+        assert not (db.parent / "copy.sqlite").exists()
+    finally:
+        sandbox.close()
+
+
+def test_sql_text_sqlite_cannot_take_is_an_error_of_its_own(db: Path) -> None:
+    sandbox = SqlSandbox()
+    try:
+        for text in ("SELECT 1\x00", "SELECT '\ud800'"):
+            with pytest.raises(SandboxError, match="null character|surrogate"):
+                sandbox.run(str(db), text, 5, 100)
+        assert sandbox.run(str(db), COUNT, 5, 100) == [(2,)] and sandbox.started == 1
+    finally:
+        sandbox.close()
+
+
+def test_value_length_and_result_bytes_are_capped(db: Path) -> None:
+    sandbox = SqlSandbox()
+    try:
+        with pytest.raises(SandboxError, match="string or blob too big"):
+            sandbox.run(str(db), f"{FORTY_ROWS} SELECT group_concat(printf('%.*c', 100000, 'x')) FROM c", 5, 100)
+        many = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200)"
+        with pytest.raises(SandboxError, match="a result larger than 10 MB"):
+            sandbox.run(str(db), f"{many} SELECT printf('%.*c', 900000, 'x') FROM c", 5, 1000, max_bytes=10_000_000)
+        assert sandbox.run(str(db), COUNT, 5, 100) == [(2,)]
+    finally:
+        sandbox.close()
+
+
+def test_a_query_over_the_memory_limit_fails_alone_and_the_next_gets_a_fresh_child(db: Path) -> None:
+    sandbox = SqlSandbox(memory_limit=300_000_000)
+    rows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 600)"
+    try:  # 600 values of 900 KB: 540 MB, over the child's 300 MB (the bytes cap lifted for the test)
+        with pytest.raises(SandboxError, match="memory limit of 300 MB"):
+            sandbox.run(str(db), f"{rows} SELECT printf('%.*c', 900000, 'x') FROM c", 20, 1000, max_bytes=10**10)
+        assert sandbox.run(str(db), COUNT, 5, 100) == [(2,)]
+        assert sandbox.started == 2
+    finally:
+        sandbox.close()
+
+
+def test_the_child_is_killed_at_its_deadline_and_replaced(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pytest_medhelm.metrics.sql_sandbox as module
+
+    monkeypatch.setattr(module, "GRACE_S", -0.9)  # the wall-clock deadline before SQLite's own interruption
+    sandbox = SqlSandbox()
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    try:
+        sandbox.run(str(db), COUNT, 5, 100)
+        child = sandbox._proc
+        with pytest.raises(SandboxError, match="time limit of 1 s exceeded .the query's process was killed"):
+            sandbox.run(str(db), endless, 1, 100)
+        assert child is not None and child.poll() is not None  # gone, not left running
+        monkeypatch.setattr(module, "GRACE_S", 5.0)
+        assert sandbox.run(str(db), COUNT, 5, 100) == [(2,)] and sandbox.started == 2
+    finally:
+        sandbox.close()
+
+
+def test_the_child_ends_with_the_process_that_started_it(pytester: pytest.Pytester, db: Path) -> None:
+    pytester.makepyfile(test_uses=f"""
+        from pytest_medhelm.metrics.sql_sandbox import sandbox
+
+        def test_query():
+            assert sandbox().run({str(db)!r}, "SELECT 1", 5, 10) == [(1,)]
+            print("CHILD", sandbox()._proc.pid)
+    """)
+    run = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
+    run.assert_outcomes(passed=1)
+    pid = int(re.search(r"CHILD (\d+)", run.stdout.str()).group(1))
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "ehrsql" / "eicu.sqlite").is_file(), reason="../shared/data/ehrsql absent")
+def test_every_gold_query_of_the_real_data_runs_in_the_sandbox_as_it_runs_outside() -> None:
+    db = SHARED_DATA / "ehrsql" / "eicu.sqlite"
+    gold = [normalize_gold_sql(e["query"]) for e in json.loads((SHARED_DATA / "ehrsql" / "test.json").read_text())
+            if e["query"] and e["query"] != "null"]
+    outside = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    sandbox = SqlSandbox()
+    try:
+        for sql in gold:
+            try:
+                expected: object = outside.execute(sql).fetchall()
+            except sqlite3.Error as exc:
+                expected = str(exc)
+            try:
+                got: object = sandbox.run(str(db), sql, 10, 200_000)
+            except SandboxError as exc:
+                got = str(exc)
+            if "current_time" not in sql:  # (the clock moves between the two)
+                assert got == expected, sql
+    finally:
+        sandbox.close()
+    assert len(gold) > 1000
