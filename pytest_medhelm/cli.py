@@ -4,6 +4,8 @@
     pytest-medhelm list [--rootdir DIR]
     pytest-medhelm compare BASELINE CURRENT [--compare-fail NAME:DROP ...] [--json OUT] [--markdown OUT]
     pytest-medhelm agreement ...          (clinician agreement of the jury; see its own --help)
+    pytest-medhelm agreement --healthbench-meta META.jsonl --grader-labels LABELS.jsonl
+                                          (a HealthBench grader against physicians, as simple-evals' meta-eval)
 
 BASELINE, CURRENT: a saved run of ``DIR/.medhelm/runs`` (a name, a number, ``latest``) or the path of any results
 JSON. Exit status: 0 when done; 1 when a gate fails (``merge``: a threshold on the merged run; ``compare``: a
@@ -162,7 +164,9 @@ def cmd_agreement(argv: Sequence[str]) -> int:
     import importlib
     import importlib.util
 
-    name = "pytest_medhelm.jury.clinician_agreement"
+    # HealthBench's meta-evaluation (a rubric grader against physicians) or the jury against clinicians
+    healthbench = any(a == "--healthbench-meta" or a.startswith("--healthbench-meta=") for a in argv)
+    name = "pytest_medhelm.jury.healthbench_meta" if healthbench else "pytest_medhelm.jury.clinician_agreement"
     try:
         found = importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:

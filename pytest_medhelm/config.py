@@ -71,6 +71,8 @@ class RunConfig(BaseModel):
     batch: bool = False
     #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
     data_unverified: tuple[str, ...] = ()
+    #: HELM run-entry arguments per benchmark (--medhelm-benchmark-args SLUG:NAME=VALUE,...): (slug, ((name, value),))
+    benchmark_args: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     report_text: bool = False
 
     @field_validator("jury_api_base")
@@ -99,6 +101,10 @@ class RunConfig(BaseModel):
     def endpoint_map(self) -> dict[str, str]:
         return dict(self.endpoints)
 
+    def arguments_of(self, slug: str) -> tuple[tuple[str, str], ...]:
+        """The --medhelm-benchmark-args pairs given for ``slug``, in order (a later value of a name wins)."""
+        return tuple(pair for name, pairs in self.benchmark_args if name == slug for pair in pairs)
+
     def public_options(self) -> dict[str, Any]:
         """The options for the results JSON (no secrets are ever in here: keys come from the environment)."""
         from pytest_medhelm.values import redact_url
@@ -116,7 +122,8 @@ def _usage(message: str) -> pytest.UsageError:
     return pytest.UsageError(f"pytest-medhelm: {message}")
 
 
-def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
+def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any = None) -> RunConfig:
+    """``registry`` (the run's benchmarks) checks --medhelm-benchmark-args; without it, the built-in ones."""
     values: dict[str, Any] = {}
     for opt in OPTIONS:
         try:
@@ -148,6 +155,9 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
         if slug not in known_benchmarks:
             raise _usage(f"--medhelm-data-unverified {slug!r} (ini key medhelm_data_unverified): unknown benchmark; "
                          f"known: {', '.join(sorted(known_benchmarks))}")
+
+    benchmark_args = tuple(values["medhelm_benchmark_args"] or ())
+    _check_benchmark_args(config, benchmark_args, known_benchmarks, values["medhelm_compat"], registry)
 
     rootdir = Path(str(config.rootpath))
     for name, _drop in values["medhelm_compare_fail"] or []:
@@ -214,6 +224,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
             local_only=bool(values["medhelm_local_only"]),
             data_unverified=tuple(values["medhelm_data_unverified"] or ()),
             report_text=bool(values["medhelm_report_text"]),
+            benchmark_args=benchmark_args,
             batch=bool(values["medhelm_batch"]),
         )
     except ValidationError as exc:
@@ -221,6 +232,33 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str]) -> RunConfig:
         raise _usage(problems) from None
     check_endpoints(rc, endpoints_cli, endpoints_ini, config, sending=getattr(config, "workerinput", None) is None)
     return rc
+
+
+def _check_benchmark_args(config: pytest.Config, given: tuple, known_benchmarks: set[str], compat: str,
+                          registry: Any) -> None:
+    """Each --medhelm-benchmark-args names a known benchmark that takes arguments, and its values read (a usage
+    error otherwise, before anything is collected)."""
+    where = _where(config, OPTION["medhelm_benchmark_args"])
+    for slug, pairs in given:
+        if slug not in known_benchmarks:
+            raise _usage(f"{where} {slug!r}: unknown benchmark; known: {', '.join(sorted(known_benchmarks))}")
+    if not given:
+        return
+    if registry is None:
+        from pytest_medhelm.catalogue import builtin_benchmarks
+
+        registry = builtin_benchmarks()
+    by_slug = {bench.slug: bench for bench in registry}
+    for slug in dict(given):
+        bench = by_slug.get(slug)
+        pairs = tuple(pair for name, p in given if name == slug for pair in p)
+        if bench is None or bench.read_arguments is None:
+            raise _usage(f"{where} {slug}: this benchmark takes no arguments")
+        try:
+            bench.read_arguments(pairs, compat)
+        except ValueError as exc:
+            accepted = "; ".join(f"{name}: {meaning}" for name, meaning in bench.arguments)
+            raise _usage(f"{where}: {exc} ({slug} takes {accepted})") from None
 
 
 def _source(config: pytest.Config, option: str) -> str:

@@ -142,6 +142,18 @@ def parse_env_name(text: str) -> str:
     return name
 
 
+def parse_benchmark_args(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """``SLUG:NAME=VALUE[,NAME=VALUE]`` (a HELM run entry's arguments) → (SLUG, ((NAME, VALUE), ...)); values are
+    kept as written (the benchmark reads them)."""
+    slug, sep, rest = text.partition(":")
+    pairs = [part.partition("=") for part in rest.split(",")] if rest.strip() else []
+    if not sep or not slug.strip() or not pairs or any(not eq or not name.strip() for name, eq, _ in pairs):
+        raise argparse.ArgumentTypeError(
+            f"--medhelm-benchmark-args {text!r}: expected SLUG:NAME=VALUE[,NAME=VALUE], as in HELM's run entries "
+            "(e.g. sct_bench:reason=true,few_shot=true)")
+    return slug.strip(), tuple((name.strip(), value.strip()) for name, _, value in pairs)
+
+
 def _non_negative_float(what: str) -> Callable[[str], float]:
     return _number(what, float, 0)
 
@@ -181,6 +193,9 @@ OPTIONS: tuple[Option, ...] = (
            "OpenAI's key to a server of someone else's",
            parse=parse_env_name, metavar="NAME"),
     Option("benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG"),
+    Option("benchmark-args", "a benchmark's arguments as in HELM's run entries, SLUG:NAME=VALUE[,NAME=VALUE] "
+           "(sct_bench: reason, few_shot); repeatable; ini key one per line", repeat=True,
+           parse=parse_benchmark_args, metavar="SLUG:ARGS"),
     Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
            parse=_positive_int("--medhelm-max-instances"), metavar="N"),
     Option("max-tokens", "cap every benchmark's answer at N tokens: a departure from MedHELM's generation settings "

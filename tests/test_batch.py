@@ -228,3 +228,13 @@ def test_a_budget_holds_for_a_batch_and_counts_its_answers_at_the_batch_price(py
     report = results(pytester, "out.json")
     assert report["run"]["budget"]["spent_usd"] == pytest.approx(report["models"][0]["cost_usd"], rel=1e-12)
     assert report["run"]["budget"]["not_sent"] == 0
+
+
+def test_a_result_line_longer_than_its_max_tokens_allows_is_its_items_error_as_a_direct_reply_would_be(
+        pytester, server, project):
+    server.set_answer({"question 4?": "word " * 20_000})  # 100 kB for a request of max_tokens=1
+    run = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-batch"))
+    assert run.ret == 1, run.stdout.str()[-3000:]
+    errors = {i["instance_id"]: i["error"] for i in results(pytester, "out.json")["instances"] if i["error"]}
+    assert list(errors) == ["q004"] and "malformed reply: the result line is 100," in errors["q004"]
+    assert "its request's max_tokens allow: not an answer" in errors["q004"]

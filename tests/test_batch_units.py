@@ -116,7 +116,8 @@ def test_a_result_line_gives_the_answer_or_the_providers_error():
     (b"[1, 2]", "not an object"),
     (ok_line(key="someone else's"), "did not hold"),
     (json.dumps({"custom_id": KEY}).encode(), "neither a response nor an error"),
-    (ok_line(content=["parts"]), "not text"),
+    (ok_line(content=[{"type": "image_url", "image_url": "x"}]), "not text"),
+    (ok_line(usage={"prompt_tokens": -5, "completion_tokens": 1}), "expected an integer >= 0"),
     (json.dumps({"custom_id": KEY, "response": {"status_code": "200", "body": {}}}).encode(), "not a number"),
 ])
 def test_a_line_that_is_not_a_result_is_named_and_never_an_answer(raw, why):
@@ -124,9 +125,9 @@ def test_a_line_that_is_not_a_result_is_named_and_never_an_answer(raw, why):
         parse_result_line(raw, {KEY})
 
 
-def test_negative_or_odd_token_counts_are_not_believed():
-    _key, answer = parse_result_line(ok_line(usage={"prompt_tokens": -5, "completion_tokens": "many"}), {KEY})
-    assert (answer.tokens_in, answer.tokens_out) == (0, 0)
+def test_text_parts_are_joined_and_absent_usage_is_unknown_as_for_a_direct_reply():
+    _key, answer = parse_result_line(ok_line(content=[{"type": "text", "text": "B"}, "!"], usage={}), {KEY})
+    assert (answer.text, answer.tokens_in, answer.tokens_out, answer.usage_known) == ("B!", 0, 0, False)
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

@@ -68,6 +68,12 @@ class Benchmark:
     #: the loader under ``--medhelm-compat helm`` when HELM's instances differ from ours (MTSamples Procedures:
     #: HELM cannot download the files with a '#' in their name); None: ``build_instances`` in both modes
     build_instances_helm: InstanceBuilder | None = None
+    #: HELM run-entry arguments the benchmark takes (``--medhelm-benchmark-args SLUG:NAME=VALUE,...``; SCT-Bench's
+    #: ``reason`` and ``few_shot``): (name, meaning) pairs. Empty: the benchmark takes none
+    arguments: tuple[tuple[str, str], ...] = ()
+    #: ``read_arguments(given (name, value) pairs, compat)`` -> the value the loader gets as ``arguments=``; raises
+    #: ValueError naming the argument and what was expected (a usage error). Set with ``arguments``
+    read_arguments: Callable[[tuple[tuple[str, str], ...], str], object] | None = None
 
     def __post_init__(self) -> None:
         from pytest_medhelm.catalogue.taxonomy import CATEGORIES, category_named
@@ -84,10 +90,17 @@ class Benchmark:
         if self.kind not in KINDS:
             raise ValueError(f"{self.slug}: kind must be one of {KINDS}, got {self.kind!r}")
 
-    def instance_builder(self, compat: str = "default") -> InstanceBuilder:
-        """The loader of this benchmark under ``compat`` (``"default"`` or ``"helm"``)."""
+    def instance_builder(self, compat: str = "default", arguments: tuple[tuple[str, str], ...] = ()
+                         ) -> InstanceBuilder:
+        """The loader of this benchmark under ``compat`` (``"default"``, ``"helm"`` or ``"medhelm"``), given the
+        run's ``--medhelm-benchmark-args`` for it (a benchmark with :attr:`read_arguments` always gets them read,
+        its defaults when none were given)."""
         if compat == "helm" and self.build_instances_helm is not None:
             return self.build_instances_helm
+        if self.read_arguments is not None:
+            import functools
+
+            return functools.partial(self.build_instances, arguments=self.read_arguments(arguments, compat))
         return self.build_instances
 
     def render_prompt(self, instance: Instance) -> str:

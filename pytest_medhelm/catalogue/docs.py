@@ -99,7 +99,7 @@ def _file_line(bench: "Benchmark", group: list["DataFile"]) -> str:
     notes = []
     if file.optional:
         notes.append(f"optional: stands in for `{file.stands_in_for}`" if file.stands_in_for else "optional")
-    names = ", ".join(f"`{bench.slug}/{f.name}`" for f in group)
+    names = ", ".join(f"`{f.folder_of(bench)}/{f.name}`" for f in group)
     line = f"- {names} ({kind}{'; ' + '; '.join(notes) if notes else ''})"
     if file.description:
         line += f": {_one_line(file.description)}"
@@ -140,6 +140,8 @@ def _section(bench: "Benchmark") -> list[str]:
         lines += [f"Instances on the pinned public data: {bench.instance_count:,}.", ""]
     elif bench.access != "public":
         lines += ["Instances: as many as your files give (there is no public copy).", ""]
+    else:
+        lines += ["Instances on the public data: not known to this project (its copy is not pinned).", ""]
     filters = _one_line(bench.filters).rstrip(".") + "." if bench.filters else "none (every record is an instance)."
     lines += [f"Filters (removed and counted): {filters}", ""]
     return lines

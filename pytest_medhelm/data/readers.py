@@ -178,6 +178,7 @@ def read_csv_rows(
     delimiter: str = ",",
     gz: bool = False,
     universal_newlines: bool = True,
+    drop_undecodable: bool = False,
 ) -> list[Row]:
     """The data rows of a delimited file with a header line, each a :class:`Row` of column → string.
 
@@ -186,9 +187,16 @@ def read_csv_rows(
     file is gzip-compressed.
 
     Errors: a required column absent from the header, a row with more or fewer fields than the header, broken
-    quoting, an empty file, or a header with no data rows.
+    quoting, an empty file, or a header with no data rows. ``drop_undecodable``: bytes that are not UTF-8 vanish
+    instead of being an error, as in a file opened with ``errors="ignore"`` (medhelm's SCT-Bench loader).
     """
-    text = read_text(path, gz)
+    if drop_undecodable:
+        raw = read_bytes(path, gz)
+        if not raw.strip():
+            raise DataError(path, "", "the file is empty")
+        text = raw.decode("utf-8", errors="ignore")
+    else:
+        text = read_text(path, gz)
     if universal_newlines:
         text = _universal_newlines(text)
     csv.field_size_limit(_CSV_FIELD_LIMIT)
@@ -237,3 +245,51 @@ def require(record: Mapping[str, Any] | Row, key: str, path: Path | str, where: 
     except KeyError:
         found = ", ".join(map(repr, list(values)[:20]))
         raise DataError(path, where, f"missing key {key!r} (found: {found or 'no keys'})") from None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Parquet and pinned Python modules
+
+
+def read_parquet_rows(path: Path | str) -> list[Row]:
+    """The rows of a parquet file (a Hugging Face dataset's own file) as :class:`Row` objects numbered from 1.
+    Needs pyarrow; without it the benchmark's data count as missing, with a message saying what to install."""
+    try:
+        import pyarrow
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataMissing(f"reading {path} needs pyarrow (pip install pyarrow)") from None
+    try:
+        table = pq.read_table(path)
+    except (OSError, pyarrow.ArrowException) as exc:
+        raise DataError(path, "", f"not a readable parquet file ({exc})") from None
+    return [Row(k, k, values) for k, values in enumerate(table.to_pylist(), start=1)]
+
+
+def read_python_strings(path: Path | str, names: Iterable[str]) -> dict[str, str]:
+    """The module-level string constants ``names`` of a Python file, read as literals with :mod:`ast`: the file is
+    data (a pinned upstream module holding prompt templates), never imported or executed. A name that is absent
+    or not a plain string literal is a :class:`DataError` naming the file."""
+    import ast
+
+    wanted = set(names)
+    try:
+        tree = ast.parse(read_bytes(path), filename=str(path))
+    except (SyntaxError, ValueError) as exc:
+        raise DataError(path, "", f"cannot be read as a Python module ({exc})") from None
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in wanted:
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    value = None
+                if not isinstance(value, str):
+                    raise DataError(path, f"line {node.lineno}", f"{name} is not a string literal")
+                found[name] = value
+    missing = sorted(wanted - set(found))
+    if missing:
+        raise DataError(path, "", f"no module-level string constant(s) {', '.join(missing)}")
+    return found

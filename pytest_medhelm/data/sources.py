@@ -62,6 +62,13 @@ class DataFile:
     #: an optional file that, when found, stands in for the file of this name (which is then not needed); list it
     #: before that file in ``Benchmark.files``
     stands_in_for: str = ""
+    #: the folder the file lives in under the data directory and the data cache, when it is not the benchmark's
+    #: slug: pinned files several benchmarks share (medhelm 0.8.0's templates: ``DIR/medhelm08_templates/``)
+    folder: str = ""
+
+    def folder_of(self, benchmark: "FileSet") -> str:
+        """``<folder>`` of ``DIR/<folder>/<name>``: :attr:`folder`, else the benchmark's slug."""
+        return self.folder or benchmark.slug
 
 
 def user_data_home() -> Path:
@@ -81,7 +88,8 @@ def sha256_of(path: Path) -> str:
 
 
 def _missing_message(benchmark: FileSet, file: DataFile, data_dir: Path | None, why: str = "") -> str:
-    where = (data_dir / benchmark.slug / file.name) if data_dir else Path("<DIR>") / benchmark.slug / file.name
+    folder = file.folder_of(benchmark)
+    where = (data_dir / folder / file.name) if data_dir else Path("<DIR>") / folder / file.name
     parts = [f"{benchmark.slug}: data file {file.name!r} not found" + (f" ({why})" if why else "")]
     own_dir = getattr(benchmark, "data_dir", None)
     own = f"{Path(own_dir) / file.name} (the benchmark's data_dir)" if own_dir else ""
@@ -142,14 +150,14 @@ def _resolve_one(benchmark: FileSet, file: DataFile, data_dir: Path | None, down
     own_dir = getattr(benchmark, "data_dir", None)
     own = Path(own_dir) / file.name if own_dir else None
     if data_dir is not None or own is not None:
-        for path in (data_dir / benchmark.slug / file.name if data_dir is not None else None, own):
+        for path in (data_dir / file.folder_of(benchmark) / file.name if data_dir is not None else None, own):
             if path is not None and path.exists():
                 return path
         if file.optional:
             return None
         raise DataMissing(_missing_message(benchmark, file, data_dir))
 
-    path = user_data_home() / benchmark.slug / file.name
+    path = user_data_home() / file.folder_of(benchmark) / file.name
     verified = path.with_name(path.name + ".sha256-ok")
     if path.exists():
         if not file.sha256 or verified.exists():

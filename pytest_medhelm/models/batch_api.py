@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from pytest_medhelm.models.replies import max_reply_bytes, reply_text, reply_usage, too_large
 from pytest_medhelm.models.transport import RequestFailed, _error_message, _retry_after, _retryable_status
 from pytest_medhelm.values import Completion
 
@@ -34,6 +35,8 @@ CHAT_URL = "/v1/chat/completions"
 #: OpenAI's limits per batch: 50,000 requests, an input file of 200 MB (kept under, with room for the multipart)
 MAX_LINES = 50_000
 MAX_BYTES = 190 * 1024 * 1024
+#: bytes of a result line beyond its response body (ids, custom_id, status)
+LINE_ENVELOPE_BYTES = 4096
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 KNOWN_STATUSES = TERMINAL | {"validating", "in_progress", "finalizing", "cancelling"}
 #: statuses of ``POST /files`` that mean the server has no Batch API (its requests are then sent directly)
@@ -67,29 +70,15 @@ class BadLine(ValueError):
         self.key = key
 
 
-def _text_of(body: Any) -> tuple[str, dict, Any]:
+def _choice(body: Any) -> dict:
     if not isinstance(body, dict):
         raise ValueError(f"the response body is {type(body).__name__}, not a chat completion object")
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ValueError("the response body has no choices")
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
+    if not isinstance(choices[0].get("message"), dict):
         raise ValueError("the response body's first choice has no message")
-    text = message.get("content")
-    if text is None:
-        text = ""
-    if not isinstance(text, str):
-        raise ValueError(f"the answer's content is {type(text).__name__}, not text")
-    usage = body.get("usage")
-    return text, usage if isinstance(usage, dict) else {}, choices[0].get("finish_reason")
-
-
-def _count(usage: dict, name: str) -> int:
-    value = usage.get(name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return 0
-    return value
+    return choices[0]
 
 
 @dataclass(frozen=True)
@@ -129,13 +118,21 @@ def parse_result_line(raw: bytes | str, expected: Iterable[str] | set[str]) -> t
         err = body.get("error") if isinstance(body, dict) else None
         message = err.get("message") if isinstance(err, dict) else None
         return key, LineError(str(message or body or f"HTTP {status}")[:2000], status)
-    try:
-        text, usage, finish = _text_of(body)
-    except ValueError as exc:
+    try:  # the checks of a direct reply (pytest_medhelm.models.replies): a batch's answer is no less untrusted
+        choice = _choice(body)
+        text, usage = reply_text(choice["message"].get("content")), reply_usage(body.get("usage"))
+    except ValueError as exc:  # (MalformedReply is one)
         raise BadLine(f"the result line's response is not a chat completion: {exc}", key) from None
-    return key, Completion(text=text, tokens_in=_count(usage, "prompt_tokens"),
-                           tokens_out=_count(usage, "completion_tokens"), cost_usd=None,
-                           finish_reason=finish if isinstance(finish, str) else None)
+    finish = choice.get("finish_reason")
+    return key, Completion(text=text, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cost_usd=None,
+                           finish_reason=finish if isinstance(finish, str) else None, usage_known=usage.known)
+
+
+def _count(counts: dict, name: str) -> int:
+    value = counts.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
 
 
 @dataclass(frozen=True)
@@ -190,7 +187,8 @@ class OpenAIBatches:
         self.timeout = timeout
         self._session: Any = None
 
-    async def _request(self, method: str, url: str, key: str | None, **kwargs: Any) -> bytes:
+    async def _request(self, method: str, url: str, key: str | None, limit: int | None = None,
+                       **kwargs: Any) -> bytes:
         import aiohttp
 
         if self._session is None:
@@ -199,7 +197,7 @@ class OpenAIBatches:
         try:
             async with self._session.request(method, url, headers=headers,
                                              timeout=aiohttp.ClientTimeout(total=self.timeout), **kwargs) as response:
-                raw = await response.read()
+                raw = await _read(response, limit)
                 if response.status >= 400:
                     raise RequestFailed(_error_message(raw, response.status), response.status,
                                         _retry_after(response.headers), _retryable_status(response.status))
@@ -236,13 +234,38 @@ class OpenAIBatches:
     async def get(self, base: str, key: str | None, batch_id: str) -> BatchState:
         return BatchState.of(await self._json("GET", f"{base}/batches/{batch_id}", key))
 
-    async def content(self, base: str, key: str | None, file_id: str) -> bytes:
-        return await self._request("GET", f"{base}/files/{file_id}/content", key)
+    async def content(self, base: str, key: str | None, file_id: str, limit: int) -> bytes:
+        """A results file, refused once past ``limit`` bytes (:func:`results_limit`)."""
+        return await self._request("GET", f"{base}/files/{file_id}/content", key, limit=limit)
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def line_limit(max_tokens: int) -> int:
+    """The longest result line accepted for a request of ``max_tokens``: a direct reply's bound
+    (:func:`~pytest_medhelm.models.replies.max_reply_bytes`) plus the line's own envelope."""
+    return max_reply_bytes(max_tokens) + LINE_ENVELOPE_BYTES
+
+
+def results_limit(max_tokens: Iterable[int]) -> int:
+    """The largest results file accepted for a batch of requests of these ``max_tokens``: every line at its bound."""
+    return sum(line_limit(n) for n in max_tokens) + LINE_ENVELOPE_BYTES
+
+
+async def _read(response: Any, limit: int | None) -> bytes:
+    if limit is None or response.status >= 400:
+        return await response.read() if limit is None else (await response.content.read(64 * 1024))
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(256 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise RequestFailed(f"the results file is over {limit:,} bytes, the most its requests' max_tokens allow: "
+                                "not read", response.status, retryable=False)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 # ----------------------------------------------------------------------------------------------------------------

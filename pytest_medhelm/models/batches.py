@@ -34,9 +34,10 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
-from pytest_medhelm.models.background import FollowUp, Result, Sender
+from pytest_medhelm.models.background import FollowUp, Result, ThreadSender
 from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
-                                             OpenAIBatches, BadLine, batch_line, chunks, parse_result_line)
+                                             OpenAIBatches, BadLine, batch_line, chunks, line_limit,
+                                             parse_result_line, results_limit)
 from pytest_medhelm.models.endpoints import is_local_model
 from pytest_medhelm.models.scheduler import Job, Scheduler, redact
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
@@ -102,12 +103,14 @@ def _poll_intervals() -> Iterable[float]:
         delay = min(POLL_MAX_S, delay * 1.5)
 
 
-class BatchSender(Sender):
+class BatchSender(ThreadSender):
+    """The thread sender's loop (its start, stop, ask: an item's own question goes directly), with batches: the
+    planned requests of batchable models wait in ``_pending`` for the next round instead of the direct queue."""
+
     def __init__(self, scheduler: Scheduler, cache_dir: Any, follow_up: FollowUp | None = None,
                  on_finished: Callable[[], None] | None = None,
                  announce: Callable[[str], None] | None = None) -> None:
-        super().__init__(follow_up, on_finished)
-        self.scheduler = scheduler
+        super().__init__(scheduler, follow_up, on_finished)
         self.cache = scheduler.cache
         self.budget = scheduler.budget
         self.records = BatchRecords(cache_dir)
@@ -117,101 +120,23 @@ class BatchSender(Sender):
         self._no_batch_api: set[str] = set()  # endpoints that answered POST /files with 404/405/501
         self._pending: list[Job] = []
         self._pending_ready = False  # planned requests or a batch's follow-ups: submit them without waiting
-        self._direct_out = 0
+        self._direct: set[str] = set()  # keys of the jobs this sender sent directly, in flight (not the asks)
         self._client: OpenAIBatches | None = None
-        self._loop: Any = None
-        self._queue: Any = None
         self._wake: Any = None
-        self._task: Any = None
-        self._thread: threading.Thread | None = None
-        self._ended = False
-
-    # ------------------------------------------------------------------ the contract
-    @property
-    def summary(self) -> str:
-        return self.scheduler.summary()
-
-    @property
-    def broken(self) -> dict[str, str]:
-        return self.scheduler.broken
 
     @property
     def status(self) -> str:
         """The batches in flight, for the line of an item that waits: ``batch batch_1 in_progress 3/12``."""
         return "; ".join(f"batch {bid} {text}" for bid, text in list(self.batches.items()) if text)
 
-    def start(self, jobs: list[Job]) -> None:
-        self._started = time.perf_counter()
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, args=(jobs, ready), name="medhelm-batches", daemon=True)
-        self._thread.start()
-        ready.wait()
-
-    def stop(self, timeout: float = 10.0, drain: float | None = None) -> None:
-        """Ctrl-C: cancel polling at once (the batches' records stay: the next run collects them). ``drain``: send
-        nothing new, but wait that long for the batches submitted and the requests in flight."""
-        if drain and self._thread is not None:
-            self._draining = True
-            self._call_on_loop(self._drop_queued)
-            self._thread.join(drain)
-        if self._task is not None:
-            self._call_on_loop(self._task.cancel)
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def ask(self, job: Job) -> Result | None:
-        taken = threading.Event()
-        accepted: list[bool] = []
-
-        def take() -> None:  # on the loop, where the end is decided
-            try:
-                if not self._ended and not self._draining:
-                    for new in self._take(job):
-                        self._route(new)
-                    accepted.append(True)
-            finally:
-                taken.set()
-
-        if not self._call_on_loop(take):
-            return None
-        while not taken.wait(0.05):
-            if self._finished.is_set():
-                break
-        return self.wait(job.key) if accepted else None
-
     def summary_lines(self) -> list[str]:
         return super().summary_lines() + self.notes + [f"medhelm: {p}" for p in self.records.problems]
 
     # ------------------------------------------------------------------ the loop
-    def _call_on_loop(self, fn: Callable[[], Any]) -> bool:
-        loop = self._loop
-        if loop is None or self._finished.is_set():
-            return False
-        try:
-            loop.call_soon_threadsafe(fn)
-        except RuntimeError:
-            return False
-        return True
-
-    def _drop_queued(self) -> None:  # on the loop
+    def _drop_queued(self) -> None:  # on the loop: stop(drain=...), the run stopped early
         self._pending.clear()
-        while not self._queue.empty():
-            self._queue.get_nowait()
-        self.scheduler.drain()
-        self._queue.put_nowait(None)
+        super()._drop_queued()
         self._wake.set()
-
-    def _main(self, jobs: list[Job], ready: threading.Event) -> None:
-        crash: BaseException | None = None
-        try:
-            asyncio.run(self._serve(jobs, ready))
-        except asyncio.CancelledError:
-            pass
-        except BaseException as exc:  # a bug: the waiting items report it rather than hang
-            crash = exc
-        finally:
-            ready.set()
-            self._mark_finished(repr(crash) if crash is not None else None)
 
     async def _serve(self, jobs: list[Job], ready: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
@@ -223,11 +148,11 @@ class BatchSender(Sender):
             self._route(job)
         self._pending_ready = True
         ready.set()
-        direct = asyncio.ensure_future(self.scheduler.serve(self._queue, self._on_direct_done))
+        direct = asyncio.ensure_future(self.scheduler.serve(self._queue, self._on_done))
         self._end_if_done()
         try:
             while not self._draining:
-                if self._pending and (self._pending_ready or self._direct_out == 0):
+                if self._pending and (self._pending_ready or not self._direct):
                     round_jobs, self._pending, self._pending_ready = self._pending, [], False
                     await self._round(round_jobs)
                     continue
@@ -248,11 +173,11 @@ class BatchSender(Sender):
             self._pending_ready = self._pending_ready or from_batch
             self._wake.set()
         else:
-            self._direct_out += 1
+            self._direct.add(job.key)
             self._queue.put_nowait(job)
 
-    def _on_direct_done(self, job: Job, result: Result) -> None:  # on the loop
-        self._direct_out -= 1
+    def _on_done(self, job: Job, result: Result) -> None:  # on the loop: a request sent directly
+        self._direct.discard(job.key)
         self._finished_one(job, result, from_batch=False)
 
     def _finished_one(self, job: Job, result: Result, from_batch: bool) -> None:
@@ -293,7 +218,10 @@ class BatchSender(Sender):
         base, key = _base(spec), _key(spec)
         by_key = {job.key: job for job in jobs}
         collecting = []
-        for record in self.records.pending(base, spec.litellm_model):
+        # (--medhelm-cache refresh asks again: an earlier run's batch is not this run's answer)
+        earlier = self.records.pending(base, spec.litellm_model) if getattr(self.cache, "mode", "on") != "refresh" \
+            else []
+        for record in earlier:
             mine = {k: by_key.pop(k) for k in record.keys if k in by_key}
             if not mine:
                 continue
@@ -402,7 +330,8 @@ class BatchSender(Sender):
         self.batches.pop(record.batch_id, None)
         # from the submission (or from when this run began to collect it) to its end, or the server's count if longer
         took = max(state.took_s or 0.0, time.monotonic() - started)
-        results = await self._read_results(state, set(record.keys), spec, base, key)
+        limits = {k: line_limit(job.request.max_tokens) for k, job in mine.items()}
+        results = await self._read_results(state, set(record.keys), limits, spec, base, key)
         for k, result in results.items():  # lines of an earlier run's batch that no item of this run asks for
             if k not in mine and isinstance(result, Completion):
                 self._store(k, result, None)
@@ -417,12 +346,16 @@ class BatchSender(Sender):
                 result.latency_s = took
                 result.extra = {**result.extra, "batch_id": state.id}
                 if held is not None:
-                    self.budget.settle(held, result.tokens_in, result.tokens_out, None)
+                    self.budget.settle(held, result.tokens_in, result.tokens_out, None,
+                                       usage_known=result.usage_known)
                 if self._store(k, result, job):
                     self._finished_one(job, result, from_batch=True)
                 continue
-            if held is not None:
-                self.budget.release(held)
+            if held is not None:  # a malformed line may have been charged: its upper bound (as a direct reply)
+                if isinstance(result, BadLine):
+                    self.budget.settle(held, 0, 0, None, usage_known=False)
+                else:
+                    self.budget.release(held)
             if isinstance(result, LineError):
                 error = ModelError(spec.name, redact(result.message, spec), result.status)
             elif isinstance(result, BadLine):
@@ -433,15 +366,19 @@ class BatchSender(Sender):
             self._store_error(job, error)
         self.records.remove(record.batch_id)
 
-    async def _read_results(self, state: BatchState, expected: set[str], spec: ModelSpec, base: str,
-                       key: str | None) -> dict[str, Completion | LineError | BadLine]:
-        """Every result line of the batch's output and error files, by request key."""
+    async def _read_results(self, state: BatchState, expected: set[str], limits: dict[str, int], spec: ModelSpec,
+                            base: str, key: str | None) -> dict[str, Completion | LineError | BadLine]:
+        """Every result line of the batch's output and error files, by request key. A line longer than its request's
+        ``max_tokens`` allows is not an answer (as a direct reply); a file longer than all of them is not read.
+        (A request of an earlier run's batch that this run does not ask for is allowed the largest bound.)"""
+        largest = max(limits.values(), default=line_limit(0))
+        whole = results_limit([]) + sum(limits.get(k, largest) for k in expected)
         out: dict[str, Completion | LineError | BadLine] = {}
         for file_id in (state.output_file_id, state.error_file_id):
             if file_id is None:
                 continue
             try:
-                content = await self._retrying(lambda: self._client.content(base, key, file_id))
+                content = await self._retrying(lambda: self._client.content(base, key, file_id, whole))
             except RequestFailed as exc:
                 self.notes.append(f"medhelm batch {state.id}: its results file {file_id} could not be read: "
                                   f"{redact(exc.message, spec)}")
@@ -457,6 +394,9 @@ class BatchSender(Sender):
                     else:
                         self.notes.append(f"medhelm batch {state.id}: {exc}")
                     continue
+                if len(raw) > limits.get(k, largest):  # (the bound of a direct reply, pytest_medhelm.models.replies)
+                    result = BadLine(f"malformed reply: the result line is {len(raw):,} bytes, over the "
+                                     f"{limits.get(k, largest):,} its request's max_tokens allow: not an answer", k)
                 if not isinstance(out.get(k), Completion):  # (an answer wins over an error line for the same key)
                     out[k] = result
         return out

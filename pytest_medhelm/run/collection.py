@@ -161,7 +161,7 @@ class Collection:
         files: Any = {}
         try:
             files = resolve_files(bench, rc.data_dir, verification=self.ctx.data_verification)
-            loaded = bench.instance_builder(rc.compat)(files)
+            loaded = bench.instance_builder(rc.compat, rc.arguments_of(slug))(files)
             # a loader's filters never drop silently: what they removed is reported with the results
             self.removed[slug] = dict(getattr(loaded, "removed", {}) or {})
             cap = rc.max_instances if bench.max_instances is None else min(

@@ -34,7 +34,7 @@ CENTRAL, CONTROLLER, WORKER = "central", "controller", "worker"
 
 
 def run_every_step(steps: "list[Callable[[], object]]") -> None:
-    """Call every step, whatever the earlier ones raise; then raise the first failure (the others chained as its
+    """Call every step, whatever the earlier ones raise; then raise the first failure (the others added as its
     notes), so that no cleanup is skipped and no failure is hidden."""
     failures: list[BaseException] = []
     for step in steps:
@@ -103,7 +103,7 @@ class RunContext:
         if self._run_config is None:
             from pytest_medhelm.config import from_pytest
 
-            self._run_config = from_pytest(self.config, set(self.registry.slugs()))
+            self._run_config = from_pytest(self.config, set(self.registry.slugs()), registry=self.registry)
         return self._run_config
 
     @property

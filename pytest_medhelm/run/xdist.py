@@ -51,7 +51,8 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set[str],
-                 counts: dict[str, int], data_unverified: dict[str, Any]) -> str:
+                 counts: dict[str, int], data_unverified: dict[str, Any],
+                 filtered: dict[str, dict[str, int]] | None = None) -> str:
     """The worker's plan: each answer to send, the benchmarks selected and their planned instances per model, and
     the data files it accepted although they differ from their pins (the controller reads no data itself)."""
     entries = []
@@ -62,8 +63,15 @@ def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set
             entry["input"] = p.instance.input
             entry["references"] = list(p.instance.references)
         entries.append(entry)
+    # (and what the loaders' filters removed: the controller builds no instances, yet reports run.filtered)
     return json.dumps({"answers": entries, "selected": sorted(selected), "planned": counts,
-                       "data_unverified": data_unverified}, ensure_ascii=False)
+                       "data_unverified": data_unverified, "filtered": filtered or {}}, ensure_ascii=False)
+
+
+def filtered_of(text: str) -> dict[str, dict[str, int]]:
+    """What a worker's plan says the loaders' filters removed (benchmark -> reason -> count)."""
+    return {str(slug): {str(k): int(v) for k, v in reasons.items()}
+            for slug, reasons in (json.loads(text).get("filtered") or {}).items()}
 
 
 def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str, int], dict[str, Any]]:
@@ -96,7 +104,9 @@ class WorkerHooks:
         selected, counts = self.collection.selection(session.items)
         cache_dir = self.ctx.cache_dir()
         _write_private(plans_dir(cache_dir) / f"{self.ctx.run_id}-{self.ctx.config.workerinput['workerid']}.json",
-                       plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record()))
+                       plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record(),
+                                    {slug: self.collection.removed[slug] for slug in selected
+                                     if self.collection.removed.get(slug)}))
         marker = sent_marker(cache_dir, self.ctx.run_id)
         self.delivery.expect_from_controller(planned, marker.exists)
 
@@ -117,8 +127,10 @@ class ControllerHooks:
         self._started = True
         path = plans_dir(self.ctx.cache_dir()) / f"{self.ctx.run_id}-{node.gateway.id}.json"
         try:
+            text = path.read_text(encoding="utf-8")
             planned, self.reporting.selected, self.reporting.planned, self.reporting.data_unverified = plan_from_json(
-                path.read_text(encoding="utf-8"))
+                text)
+            self.reporting.removed.update(filtered_of(text))
         except FileNotFoundError:
             planned = []  # the worker collected nothing of ours
         except (OSError, ValueError, KeyError) as exc:
