@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pytest_medhelm.values import Instance
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.data.sources import DataFile
     from pytest_medhelm.metrics.base import Metric
     from pytest_medhelm.prompting import PromptTemplate
+    from pytest_medhelm.values import ChatRequest, ModelSpec
 
 ACCESS_LEVELS = ("public", "gated", "private")
 KINDS = ("closed", "open")
@@ -68,6 +69,9 @@ class Benchmark:
     #: the loader under ``--medhelm-compat helm`` when HELM's instances differ from ours (MTSamples Procedures:
     #: HELM cannot download the files with a '#' in their name); None: ``build_instances`` in both modes
     build_instances_helm: InstanceBuilder | None = None
+    #: run configuration -> the Benchmark a run uses, for a benchmark whose files depend on a run option
+    #: (HealthBench's ``--medhelm-healthbench-subset``); None: this one
+    select: "Callable[[Any], Benchmark] | None" = None
     #: HELM run-entry arguments the benchmark takes (``--medhelm-benchmark-args SLUG:NAME=VALUE,...``; SCT-Bench's
     #: ``reason`` and ``few_shot``): (name, meaning) pairs. Empty: the benchmark takes none
     arguments: tuple[tuple[str, str], ...] = ()
@@ -105,6 +109,33 @@ class Benchmark:
 
     def render_prompt(self, instance: Instance) -> str:
         return self.prompt.render(instance)
+
+    def request_for(self, model: "ModelSpec", instance: Instance, max_tokens: int | None = None) -> "ChatRequest":
+        """The model's request for ``instance``: the rendered prompt as one user message (HELM), or a chat
+        benchmark's messages as they are (its prompt's ``messages(instance)``); ``max_tokens`` (default the
+        benchmark's) as the run caps it."""
+        from pytest_medhelm.values import ChatRequest
+
+        limit = self.max_tokens if max_tokens is None else max_tokens
+        messages = getattr(self.prompt, "messages", None)
+        if messages is None:
+            return ChatRequest.for_prompt(model, self.render_prompt(instance), limit, self.stop)
+        return ChatRequest(model=model.cache_identity, messages=tuple(messages(instance)), max_tokens=limit,
+                           stop=tuple(self.stop))
+
+    def prompt_text(self, request: "ChatRequest") -> str:
+        """The text whose sha256 is the answer's ``prompt_sha256``: the one user message, or a chat benchmark's
+        messages as compact JSON."""
+        if getattr(self.prompt, "chat", False):
+            from pytest_medhelm.prompting import messages_json
+
+            return messages_json(request.messages)
+        return request.prompt_text
+
+    def for_run(self, run_config: Any) -> "Benchmark":
+        """The benchmark as a run uses it: a benchmark whose files depend on a run option (HealthBench's subset)
+        gives ``select``'s; every other benchmark is itself."""
+        return self if self.select is None else self.select(run_config)
 
     @property
     def is_judged(self) -> bool:

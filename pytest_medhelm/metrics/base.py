@@ -75,6 +75,9 @@ class ScoringContext:
     #: called with a benchmark's slug before its first secondary metrics: the run scores the BERTScore of every
     #: answer it has at hand in one batch (then each item's score comes from the memo)
     prime_secondary: Callable[[str], None] | None = None
+    #: (instance, answer text) -> the rubric grader's replies (a
+    #: :class:`~pytest_medhelm.metrics.healthbench.GraderReplies`): HealthBench's one call per rubric criterion
+    grader_completions: Callable[["Instance", str], Any] | None = None
 
 
 def score_in_context(metric: Metric, answer: str, instance: "Instance", context: ScoringContext) -> Score:
