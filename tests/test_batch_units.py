@@ -76,6 +76,8 @@ def test_which_models_go_as_batches():
     assert line == ("medhelm: --medhelm-batch: local/smollm2, anthropic/claude have no Batch API (local models, "
                     "models served by several replicas, and litellm's other providers): their requests are sent "
                     "directly")
+    # replicas: each request goes to the least busy one, which a batch (submitted to one server) cannot do
+    assert not batchable(spec("openai/ft", "http://10.0.0.5:8000/v1,http://10.0.0.6:8000/v1"))
     assert unbatchable_line([spec("openai/gpt-4o")]) is None
 
 
