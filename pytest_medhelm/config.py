@@ -76,6 +76,9 @@ class RunConfig(BaseModel):
     #: HELM run-entry arguments per benchmark (--medhelm-benchmark-args SLUG:NAME=VALUE,...): (slug, ((name, value),))
     benchmark_args: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     report_text: bool = False
+    #: HealthBench's rubric grader (--medhelm-grader) and examples (--medhelm-healthbench-subset)
+    grader: str = "openai/gpt-4.1-2025-04-14"
+    healthbench_subset: Literal["full", "hard", "consensus"] = "full"
 
     @field_validator("cache_url")
     @classmethod
@@ -107,6 +110,13 @@ class RunConfig(BaseModel):
                 raise ValueError(f"expected a litellm model string like 'openai/gpt-4o', got {name!r}")
         if len(set(value)) != len(value):
             raise ValueError(f"a model is given twice: {list(value)}")
+        return value
+
+    @field_validator("grader")
+    @classmethod
+    def _grader(cls, value: str) -> str:
+        if not value.strip() or value != value.strip():
+            raise ValueError(f"expected a litellm model string like 'openai/gpt-4.1-2025-04-14', got {value!r}")
         return value
 
     @property
@@ -237,6 +247,8 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
             local_only=bool(values["medhelm_local_only"]),
             data_unverified=tuple(values["medhelm_data_unverified"] or ()),
             report_text=bool(values["medhelm_report_text"]),
+            grader=values["medhelm_grader"] or "openai/gpt-4.1-2025-04-14",
+            healthbench_subset=values["medhelm_healthbench_subset"] or "full",
             benchmark_args=benchmark_args,
             batch=bool(values["medhelm_batch"]),
         )
@@ -289,7 +301,7 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
     from pytest_medhelm.jury import DEFAULT_JUDGES
     from pytest_medhelm.models import endpoints as ep
 
-    judges = rc.judges or DEFAULT_JUDGES
+    judges = (*(rc.judges or DEFAULT_JUDGES), rc.grader)  # the rubric grader is reached as a judge is
     problems = ep.endpoint_problems(endpoints_cli, source="--medhelm-endpoint", models=rc.models, judges=judges,
                                     strict_names=True)
     problems += ep.endpoint_problems(endpoints_ini, source=f"ini key {INI_ENDPOINTS}", models=rc.models,
@@ -308,12 +320,16 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         problem = ep.route_problem(spec, _source(config, "--medhelm-model"))
         if problem:
             raise _usage(problem)
-    for spec in judge_specs if rc.judges else ():  # the paper's judges are routable by construction
+    for spec in judge_specs[:-1] if rc.judges else ():  # the paper's judges are routable by construction
         problem = ep.route_problem(spec, _source(config, "--medhelm-jury"))
         if problem:
             raise _usage(problem)
+    if config.getoption("medhelm_grader") is not None or config.getini("medhelm_grader"):  # given: checked too
+        problem = ep.route_problem(judge_specs[-1], _source(config, "--medhelm-grader"))
+        if problem:
+            raise _usage(problem)
     if not config.getoption("medhelm_dry_run", False):  # (a dry run starts no model)
-        _check_local_models(models, judge_specs if rc.judges else [], config)
+        _check_local_models(models, judge_specs[:-1] if rc.judges else [], config)
 
 
 def _check_local_models(models: list, judges: list, config: pytest.Config) -> None:

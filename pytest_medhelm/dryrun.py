@@ -59,15 +59,22 @@ class EstimateRow:
     unknown_prices: list[str] = field(default_factory=list)
     #: how the prompt tokens were counted: "litellm" or "chars/4"
     counting: str = "litellm"
+    #: HealthBench's rubric grader: one call per criterion (and grader), their prompt tokens, their maximum output
+    grader_calls: int = 0
+    grader_prompt_tokens: int = 0
+    grader_max_output_tokens: int = 0
+    #: None when some grader's price is unknown (and grader_calls > 0)
+    grader_cost: float | None = 0.0
+    grader_known_cost: float = 0.0
 
     @property
     def total_cost(self) -> float | None:
-        return add_costs([self.model_cost, self.jury_cost])
+        return add_costs([self.model_cost, self.jury_cost, self.grader_cost])
 
     @property
     def known_cost(self) -> float:
         """The part of the total whose prices are known."""
-        return (self.model_cost or 0.0) + self.jury_known_cost
+        return (self.model_cost or 0.0) + self.jury_known_cost + self.grader_known_cost
 
     def to_json(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "model": self.model, "requests": self.requests,
@@ -75,7 +82,22 @@ class EstimateRow:
                 "model_cost_usd": self.model_cost, "jury_calls": self.jury_calls,
                 "jury_prompt_tokens": self.jury_prompt_tokens, "jury_max_output_tokens": self.jury_max_output_tokens,
                 "jury_cost_usd": self.jury_cost, "total_cost_usd": self.total_cost,
-                "unknown_prices": list(self.unknown_prices), "counting": self.counting}
+                "unknown_prices": list(self.unknown_prices), "counting": self.counting,
+                "grader_calls": self.grader_calls, "grader_prompt_tokens": self.grader_prompt_tokens,
+                "grader_max_output_tokens": self.grader_max_output_tokens, "grader_cost_usd": self.grader_cost}
+
+
+@dataclass(frozen=True)
+class GraderWork:
+    """A rubric grader's calls for one answer (HealthBench): ``calls`` requests to ``grader``, with
+    ``prompt_tokens`` in all (the answer counted at its longest) and at most ``max_tokens`` out each."""
+
+    benchmark: str
+    model: str
+    grader: str
+    calls: int
+    prompt_tokens: int
+    max_tokens: int
 
 
 
@@ -84,7 +106,8 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
              judge_prompt_tokens_estimate: int = JUDGE_PROMPT_TOKENS_ESTIMATE, *,
              open_benchmarks: Iterable[str] = (), prices: Prices | None = None,
              litellm_models: Mapping[str, str] | None = None, judge_max_tokens: int = JUDGE_MAX_TOKENS,
-             count_tokens: Callable[[str, str], int] | None = None) -> list[EstimateRow]:
+             count_tokens: Callable[[str, str], int] | None = None,
+             grader_work: Iterable[GraderWork] = ()) -> list[EstimateRow]:
     """One :class:`EstimateRow` per benchmark × model, in the order first seen.
 
     ``open_benchmarks``: the slugs whose answers the jury grades (``judges`` each grade every answer once).
@@ -115,7 +138,27 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
                 row.jury_prompt_tokens += judge_tokens
                 row.jury_max_output_tokens += judge_max_tokens
                 judge_prompt[(slug, model, judge)] = judge_prompt.get((slug, model, judge), 0) + judge_tokens
+    grader_tokens: dict[tuple[str, str, str], list[int]] = {}  # (benchmark, model, grader) -> [calls, in, out]
+    for work in grader_work:
+        row = rows.get((work.benchmark, work.model))
+        if row is None:
+            row = rows[(work.benchmark, work.model)] = EstimateRow(work.benchmark, work.model)
+        row.grader_calls += work.calls
+        row.grader_prompt_tokens += work.prompt_tokens
+        row.grader_max_output_tokens += work.calls * work.max_tokens
+        acc = grader_tokens.setdefault((work.benchmark, work.model, work.grader), [0, 0, 0])
+        acc[0] += work.calls
+        acc[1] += work.prompt_tokens
+        acc[2] += work.calls * work.max_tokens
     method = getattr(counter, "method", "custom")
+    for (slug, model, grader), (_calls, tokens_in, tokens_out) in grader_tokens.items():
+        row = rows[(slug, model)]
+        grader_price = prices.price_for(grader, names.get(grader, grader))
+        if grader_price is None and grader not in row.unknown_prices:
+            row.unknown_prices.append(grader)
+        part = cost(tokens_in, tokens_out, grader_price)
+        row.grader_cost = add_costs([row.grader_cost, part])
+        row.grader_known_cost += part or 0.0
     for (slug, model), row in rows.items():
         row.counting = method
         price = prices.price_for(model, names.get(model, model))
@@ -148,6 +191,9 @@ def totals(rows: Sequence[EstimateRow]) -> dict[str, Any]:
         "jury_prompt_tokens": sum(r.jury_prompt_tokens for r in rows),
         "jury_max_output_tokens": sum(r.jury_max_output_tokens for r in rows),
         "jury_cost": add_costs(r.jury_cost for r in rows),
+        "grader_calls": sum(r.grader_calls for r in rows),
+        "grader_prompt_tokens": sum(r.grader_prompt_tokens for r in rows),
+        "grader_cost": add_costs(r.grader_cost for r in rows),
         "total_cost": add_costs(r.total_cost for r in rows),
         "known_cost": math.fsum(r.known_cost for r in rows),
         "unknown_prices": sorted({n for r in rows for n in r.unknown_prices}),
@@ -167,17 +213,24 @@ def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_to
     """The estimate as a terminal table: one line per benchmark × model, a subtotal per model, the total."""
     from tabulate import tabulate
 
+    graded = any(r.grader_calls for r in rows)  # HealthBench's rubric grader: its columns beside the jury's
     header = ["benchmark", "model", "requests", "prompt tok", "max out tok", "model USD", "jury calls",
-              "jury prompt tok", "jury max out tok", "jury USD", "total USD"]
+              "jury prompt tok", "jury max out tok", "jury USD"]
+    header += ["grader calls", "grader prompt tok", "grader USD"] if graded else []
+    header += ["total USD"]
 
     def line(label: str, model: str, group: Sequence[EstimateRow]) -> list[str]:
         t = totals(group)
         jury_known = math.fsum(r.jury_known_cost for r in group)
         model_known = math.fsum(r.model_cost or 0.0 for r in group)
-        return [label, model, f"{t['requests']:,}", f"{t['prompt_tokens']:,}", f"{t['max_output_tokens']:,}",
-                usd(t["model_cost"], model_known), f"{t['jury_calls']:,}", f"{t['jury_prompt_tokens']:,}",
-                f"{t['jury_max_output_tokens']:,}", usd(t["jury_cost"], jury_known) if t["jury_calls"] else "-",
-                usd(t["total_cost"], t["known_cost"])]
+        cells = [label, model, f"{t['requests']:,}", f"{t['prompt_tokens']:,}", f"{t['max_output_tokens']:,}",
+                 usd(t["model_cost"], model_known), f"{t['jury_calls']:,}", f"{t['jury_prompt_tokens']:,}",
+                 f"{t['jury_max_output_tokens']:,}", usd(t["jury_cost"], jury_known) if t["jury_calls"] else "-"]
+        if graded:
+            grader_known = math.fsum(r.grader_known_cost for r in group)
+            cells += [f"{t['grader_calls']:,}", f"{t['grader_prompt_tokens']:,}",
+                      usd(t["grader_cost"], grader_known) if t["grader_calls"] else "-"]
+        return cells + [usd(t["total_cost"], t["known_cost"])]
 
     table = [line(r.benchmark, r.model, [r]) for r in rows]
     models = list(dict.fromkeys(r.model for r in rows))
@@ -188,12 +241,13 @@ def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_to
                 table.append(line("subtotal", model, group))
         table.append(line("TOTAL", f"{len(models)} model(s)", rows))
     text = tabulate(table, headers=header, tablefmt="simple", disable_numparse=True,
-                    colalign=("left", "left") + ("right",) * 9)
+                    colalign=("left", "left") + ("right",) * (len(header) - 2))
     t = totals(rows)
     counting = {r.counting for r in rows}
     notes = [
         f"dry run: nothing was sent. Estimated upper bound: {usd(t['total_cost'], t['known_cost'])} "
-        f"for {t['requests']:,} requests and {t['jury_calls']:,} jury calls.",
+        f"for {t['requests']:,} requests and {t['jury_calls']:,} jury calls"
+        + (f" and {t['grader_calls']:,} rubric grader calls (one per criterion)." if t["grader_calls"] else "."),
         "Upper bound: every answer is assumed as long as its benchmark's max_tokens, every judgement "
         f"{judge_max_tokens:,} tokens" + (f" ({len(judges)} judge(s): {', '.join(judges)})." if judges else "."),
     ]

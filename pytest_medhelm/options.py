@@ -244,6 +244,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("jury-api-base", "OpenAI-compatible endpoint for the judges", metavar="URL"),
     Option("jury-api-key-env", "the NAME of the environment variable holding the API key of the judges' "
            "endpoints (not the key)", parse=parse_env_name, metavar="NAME"),
+    # HealthBench's rubric grader and subsets
+    Option("grader", "the rubric grader of HealthBench (one call per rubric criterion; a judge for endpoints and "
+           "keys; default the reference's, openai/gpt-4.1-2025-04-14)", metavar="MODEL",
+           default="openai/gpt-4.1-2025-04-14"),
+    Option("healthbench-subset", "HealthBench's examples: full (5,000), hard (1,000) or consensus (3,671)",
+           parse=_choice("--medhelm-healthbench-subset", ("full", "hard", "consensus")),
+           metavar="full|hard|consensus", default="full"),
     Option("bertscore-model", "BERTScore model name or local folder (needs the [bertscore] extra)", metavar="NAME"),
     # saved runs, comparisons, shards
     Option("save", "save this run's results under .medhelm/runs/ with this name", metavar="NAME"),

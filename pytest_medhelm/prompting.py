@@ -15,8 +15,9 @@ depends on the instance (CLEAR: instructions naming each condition) defines its 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from pytest_medhelm.values import Instance
 
@@ -84,3 +85,30 @@ class MultipleChoicePrompt:
         )
         return _join(self.instructions, block)
 
+
+
+def messages_json(messages: Sequence[tuple[str, str]]) -> str:
+    """A chat request's messages as compact JSON, ``[{"role": ..., "content": ...}, ...]`` (UTF-8, not escaped):
+    the prompt text whose sha256 is a chat benchmark's ``prompt_sha256``."""
+    return json.dumps([{"role": role, "content": content} for role, content in messages], ensure_ascii=False,
+                      separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """medhelm 0.8.0's chat adapter (HealthBench): the conversation's messages exactly as in the data file, in
+    order, with no system message (the run spec's ``instructions`` are not sent). The instance carries them as
+    ``extra[key]["messages"]`` (a list of ``{"role", "content"}``). :meth:`render` is their compact JSON
+    (:func:`messages_json`), what ``prompt_sha256`` hashes."""
+
+    #: the instance's ``extra`` key holding the conversation
+    key: str = "grading"
+    #: a chat benchmark: the request is these messages, not one user message
+    chat = True
+
+    def messages(self, instance: Instance) -> tuple[tuple[str, str], ...]:
+        turns: Sequence[Mapping[str, Any]] = instance.extra[self.key]["messages"]
+        return tuple((str(m["role"]), str(m["content"])) for m in turns)
+
+    def render(self, instance: Instance) -> str:
+        return messages_json(self.messages(instance))

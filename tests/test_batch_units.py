@@ -73,8 +73,11 @@ def test_which_models_go_as_batches():
     assert not batchable(spec("anthropic/claude-3-7-sonnet-20250219"))  # (Message Batches: not implemented)
     assert not batchable(spec("together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo"))
     line = unbatchable_line([spec("openai/gpt-4o"), local, spec("anthropic/claude")])
-    assert line == ("medhelm: --medhelm-batch: local/smollm2, anthropic/claude have no Batch API (local models and "
-                    "litellm's other providers): their requests are sent directly")
+    assert line == ("medhelm: --medhelm-batch: local/smollm2, anthropic/claude have no Batch API (local models, "
+                    "models served by several replicas, and litellm's other providers): their requests are sent "
+                    "directly")
+    # replicas: each request goes to the least busy one, which a batch (submitted to one server) cannot do
+    assert not batchable(spec("openai/ft", "http://10.0.0.5:8000/v1,http://10.0.0.6:8000/v1"))
     assert unbatchable_line([spec("openai/gpt-4o")]) is None
 
 

@@ -62,4 +62,4 @@ def test_every_prompt_is_a_prompt_template() -> None:
     for bench in BENCHMARKS.values():
         assert isinstance(bench.prompt, PromptTemplate), bench.slug
         kinds.add(type(bench.prompt).__name__)
-    assert {GenerationPrompt.__name__, MultipleChoicePrompt.__name__, "ClearPrompt"} == kinds
+    assert {GenerationPrompt.__name__, MultipleChoicePrompt.__name__, "ClearPrompt", "ChatPrompt"} == kinds

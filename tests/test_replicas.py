@@ -179,3 +179,12 @@ def test_a_judge_served_by_replicas(pytester, shared_data, monkeypatch):
     assert models["j1"] and models["j2"] and set(models["j1"] + models["j2"]) == {"judge-a"}, models
     assert len(models["j1"]) + len(models["j2"]) == 4, models
     assert all(i["score"] == 0.75 for i in json.loads(out.read_text())["instances"])  # (4 - 1) / 4
+
+
+def test_a_replica_group_is_sent_directly_under_batch():
+    """A Batch API job goes to one server; a group's requests go each to the least busy replica instead."""
+    from pytest_medhelm.models.batches import batchable
+
+    group = ModelSpec("openai/ft", "openai/ft", replica_group(["http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1"]))
+    assert not batchable(group)
+    assert batchable(group.at("http://10.0.0.5:8000/v1"))  # (one of its servers alone would be)

@@ -11,14 +11,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.values import Instance
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.data.sources import DataFile
     from pytest_medhelm.metrics.base import Metric
     from pytest_medhelm.prompting import PromptTemplate
+    from pytest_medhelm.values import ChatRequest, ModelSpec
 
 ACCESS_LEVELS = ("public", "gated", "private")
 KINDS = ("closed", "open")
@@ -68,6 +70,16 @@ class Benchmark:
     #: the loader under ``--medhelm-compat helm`` when HELM's instances differ from ours (MTSamples Procedures:
     #: HELM cannot download the files with a '#' in their name); None: ``build_instances`` in both modes
     build_instances_helm: InstanceBuilder | None = None
+    #: the loader under ``--medhelm-compat medhelm`` when medhelm 0.8.0 changed the instances (EHRSQL drops the
+    #: unanswerable questions, ProxySender's three-class question); None: ``build_instances_helm`` if any (the fork
+    #: kept HELM 0.5.16's scenario), else ``build_instances``
+    build_instances_medhelm: InstanceBuilder | None = None
+    #: the prompt under ``--medhelm-compat medhelm`` when medhelm 0.8.0 changed it (EHRSQL's instructions); None:
+    #: ``prompt`` in every mode
+    prompt_medhelm: "PromptTemplate | None" = None
+    #: run configuration -> the Benchmark a run uses, for a benchmark whose files depend on a run option
+    #: (HealthBench's ``--medhelm-healthbench-subset``); None: this one
+    select: "Callable[[Any], Benchmark] | None" = None
     #: HELM run-entry arguments the benchmark takes (``--medhelm-benchmark-args SLUG:NAME=VALUE,...``; SCT-Bench's
     #: ``reason`` and ``few_shot``): (name, meaning) pairs. Empty: the benchmark takes none
     arguments: tuple[tuple[str, str], ...] = ()
@@ -92,10 +104,12 @@ class Benchmark:
 
     def instance_builder(self, compat: str = "default", arguments: tuple[tuple[str, str], ...] = ()
                          ) -> InstanceBuilder:
-        """The loader of this benchmark under ``compat`` (``"default"``, ``"helm"`` or ``"medhelm"``), given the
-        run's ``--medhelm-benchmark-args`` for it (a benchmark with :attr:`read_arguments` always gets them read,
-        its defaults when none were given)."""
-        if compat == "helm" and self.build_instances_helm is not None:
+        """The loader of this benchmark under ``compat`` (a mode of :mod:`pytest_medhelm.compat`), given the run's
+        ``--medhelm-benchmark-args`` for it (a benchmark with :attr:`read_arguments` always gets them read, its
+        defaults when none were given)."""
+        if is_medhelm(compat) and self.build_instances_medhelm is not None:
+            return self.build_instances_medhelm
+        if reproduces_helm(compat) and self.build_instances_helm is not None:
             return self.build_instances_helm
         if self.read_arguments is not None:
             import functools
@@ -103,8 +117,42 @@ class Benchmark:
             return functools.partial(self.build_instances, arguments=self.read_arguments(arguments, compat))
         return self.build_instances
 
-    def render_prompt(self, instance: Instance) -> str:
-        return self.prompt.render(instance)
+    def prompt_for(self, compat: str = "default") -> "PromptTemplate":
+        """The prompt template of this benchmark under ``compat``."""
+        if is_medhelm(compat) and self.prompt_medhelm is not None:
+            return self.prompt_medhelm
+        return self.prompt
+
+    def render_prompt(self, instance: Instance, compat: str = "default") -> str:
+        return self.prompt_for(compat).render(instance)
+
+    def request_for(self, model: "ModelSpec", instance: Instance, max_tokens: int | None = None,
+                    compat: str = "default") -> "ChatRequest":
+        """The model's request for ``instance``: the rendered prompt as one user message (HELM), or a chat
+        benchmark's messages as they are (its prompt's ``messages(instance)``); ``max_tokens`` (default the
+        benchmark's) as the run caps it; the prompt of the run's ``compat`` mode."""
+        from pytest_medhelm.values import ChatRequest
+
+        limit = self.max_tokens if max_tokens is None else max_tokens
+        messages = getattr(self.prompt, "messages", None)
+        if messages is None:
+            return ChatRequest.for_prompt(model, self.render_prompt(instance, compat), limit, self.stop)
+        return ChatRequest(model=model.cache_identity, messages=tuple(messages(instance)), max_tokens=limit,
+                           stop=tuple(self.stop))
+
+    def prompt_text(self, request: "ChatRequest") -> str:
+        """The text whose sha256 is the answer's ``prompt_sha256``: the one user message, or a chat benchmark's
+        messages as compact JSON."""
+        if getattr(self.prompt, "chat", False):
+            from pytest_medhelm.prompting import messages_json
+
+            return messages_json(request.messages)
+        return request.prompt_text
+
+    def for_run(self, run_config: Any) -> "Benchmark":
+        """The benchmark as a run uses it: a benchmark whose files depend on a run option (HealthBench's subset)
+        gives ``select``'s; every other benchmark is itself."""
+        return self if self.select is None else self.select(run_config)
 
     @property
     def is_judged(self) -> bool:

@@ -119,19 +119,27 @@ def shc_benchmark(
     question_column: str = "prompt",
     counter: str = "",
     filters: str | None = None,
+    template_medhelm: str | None = None,
 ) -> Benchmark:
     """The :class:`Benchmark` of one SHC scenario.
 
     ``template`` is the instance text with ``{question}``, ``{context}`` and ``{counter}`` placeholders (byte for
     byte HELM's f-string); ``example`` is a synthetic (question, context, label) row for the documentation;
     ``context``, ``question`` and ``labels`` describe the columns in the file's description; ``filters`` what the
-    loader removes (by default the repeated prompts it merges; nothing when a counter makes every prompt unique).
+    loader removes (by default the repeated prompts it merges; nothing when a counter makes every prompt unique);
+    ``template_medhelm`` the instance text under ``--medhelm-compat medhelm`` when medhelm 0.8.0 changed it.
     """
 
     def build_instances(files: Mapping[str, Path]) -> Loaded:
         return shc_instances(
             files, slug=slug, file=file, template=template, choices=choices, question_column=question_column,
             counter=counter,
+        )
+
+    def build_instances_medhelm(files: Mapping[str, Path]) -> Loaded:
+        return shc_instances(
+            files, slug=slug, file=file, template=template_medhelm or template, choices=choices,
+            question_column=question_column, counter=counter,
         )
 
     example_question, example_context, example_label = example
@@ -154,6 +162,7 @@ def shc_benchmark(
             ),
         ),
         build_instances=build_instances,
+        build_instances_medhelm=build_instances_medhelm if template_medhelm is not None else None,
         prompt=MultipleChoicePrompt(instructions=_instructions(choices), input_noun="", output_noun=""),
         metric=MULTIPLE_CHOICE_EXACT_MATCH,
         max_tokens=1,

@@ -11,7 +11,8 @@ How a reply is read and averaged differs from HELM by default and is HELM's unde
 (``compat="helm"``; docs/fidelity.md lists every difference): our parser is tolerant and range-checks 1-5, and the
 mean is over the benchmark's criteria with each judge's number as given; HELM's greedy-regex parser drops more
 judges, accepts any number, ``int()``-s each score and averages every key of the reply. Each judge that could not
-be read is excluded for that instance and its reason counted.
+be read is excluded for that instance and its reason counted. ``--medhelm-compat medhelm`` reads as HELM does with
+medhelm 0.8.0's two changes: no sub-key check, ``float()`` instead of ``int()``.
 
 ``DEFAULT_JUDGES`` are the paper's three as litellm model strings: GPT-4o (2024-05-13) on OpenAI, Claude 3.7
 Sonnet (20250219) on Anthropic, and Llama 3.3 70B Instruct on Together AI

@@ -45,7 +45,7 @@ import collections
 import json
 import math
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 __all__ = ["MAX_REPLY_CHARS", "JudgementError", "parse_judgement", "parse_judgement_helm"]
 
@@ -432,8 +432,8 @@ def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float
         raise JudgementError("the reply's JSON is nested too deeply to read") from None
 
 
-def parse_judgement_helm(text: str, criteria: Sequence[str],
-                         subkeys: Sequence[str] = ("score", "explanation")) -> dict[str, tuple[float, str]]:
+def parse_judgement_helm(text: str, criteria: Sequence[str], subkeys: Sequence[str] = ("score", "explanation"),
+                         read_score: Callable[[Any], float] = int) -> dict[str, tuple[float, str]]:
     """HELM 0.5.16's reading of a reply (``LLMAsJuryAnnotator._annotate_with_model``) and scores
     (``LLMJuryMetric``): every key of the reply -> (``int(score)``, explanation), extra keys included.
 
@@ -442,7 +442,9 @@ def parse_judgement_helm(text: str, criteria: Sequence[str],
     contains each of ``subkeys`` (HELM tests ``subkey in value``, so a string value containing the words passes
     that test). No range check; ``int()`` truncates (4.9 -> 4) and reads strings ("2" -> 2). Where HELM's metric
     would crash the whole run (a value without a ``score``, a score ``int()`` cannot read) the judge is rejected
-    here instead, with a reason that says so.
+    here instead, with a reason that says so. ``subkeys`` and ``read_score`` are the caller's (the jury's mode,
+    :func:`~pytest_medhelm.jury.scoring.jury_score`): medhelm 0.8.0 checks no sub-key and reads scores with
+    ``float()``; a score that is not a finite number is then rejected too (it would make the mean NaN).
     """
     text = text or ""
     if len(text) > MAX_REPLY_CHARS:
@@ -484,9 +486,13 @@ def parse_judgement_helm(text: str, criteria: Sequence[str],
         if not isinstance(value, dict) or "score" not in value:
             raise JudgementError(f"{key}: {value!r} has no 'score' (HELM's metric would crash on it)")
         try:
-            score = int(value["score"])
+            score = float(read_score(value["score"]))
         except (TypeError, ValueError, OverflowError):
-            raise JudgementError(f"{key}: score {value['score']!r} is not an integer to HELM's int() "
-                                 "(its metric would crash on it)") from None
-        out[key] = (float(score), str(value.get("explanation", "")))
+            kind = "an integer" if read_score is int else "a number"
+            raise JudgementError(f"{key}: score {value['score']!r} is not {kind} to HELM's "
+                                 f"{getattr(read_score, '__name__', 'reading')}() (its metric would crash on it)"
+                                 ) from None
+        if not math.isfinite(score):
+            raise JudgementError(f"{key}: score {value['score']!r} is not a finite number (the mean would be NaN)")
+        out[key] = (score, str(value.get("explanation", "")))
     return out

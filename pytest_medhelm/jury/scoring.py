@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
 from pytest_medhelm.values import ChatRequest, Completion
 
@@ -101,6 +102,18 @@ def _reason(exc: BaseException) -> str:
     return f"request failed: {text}"
 
 
+def _medhelm_reading(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
+    """medhelm 0.8.0's reading of a judge's reply (``model_as_judge.py``, ``llm_jury_metrics.py``)."""
+    return parse_judgement_helm(text, criteria, subkeys=(), read_score=float)
+
+
+def _reading(compat: str) -> Callable[[str, Sequence[str]], dict[str, tuple[float, str]]]:
+    """How a judge's reply is read under ``compat``: ours (tolerant, range-checked), HELM 0.5.16's, the fork's."""
+    if is_medhelm(compat):
+        return _medhelm_reading
+    return parse_judgement_helm if reproduces_helm(compat) else parse_judgement
+
+
 def jury_score(slug: str, completions: "Mapping[str, Completion | BaseException] | JuryVerdicts",
                criteria: Sequence[str] | None = None, *, answer: str | None = None, compat: str = "default",
                default_score: float = HELM_DEFAULT_SCORE, instrument: "JuryInstrument | None" = None) -> JuryResult:
@@ -115,6 +128,8 @@ def jury_score(slug: str, completions: "Mapping[str, Completion | BaseException]
     range-checked 1-5), the mean over the judges x ``criteria``. ``compat="helm"``: HELM's aggregation
     (:func:`~pytest_medhelm.jury.parsing.parse_judgement_helm`): a judge is kept only with every criterion and its
     ``score`` and ``explanation``, then every key of its reply is averaged (extra keys too), each score ``int()``-ed.
+    ``compat="medhelm"``: the same with medhelm 0.8.0's two changes, only the criteria checked (not their
+    ``score`` and ``explanation`` sub-keys) and each score read with ``float()`` (4.9 stays 4.9).
     """
     prompt_hashes: list[str] = []
     if isinstance(completions, JuryVerdicts):
@@ -125,7 +140,7 @@ def jury_score(slug: str, completions: "Mapping[str, Completion | BaseException]
         from pytest_medhelm.jury.instrument import default_instrument
 
         criteria = (instrument or default_instrument()).criteria(slug)
-    parse = parse_judgement_helm if compat == "helm" else parse_judgement
+    parse = _reading(compat)
 
     per_judge: dict[str, dict[str, dict[str, Any]]] = {}
     failures: dict[str, str] = {}

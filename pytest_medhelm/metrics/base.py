@@ -1,8 +1,9 @@
 """The metric interface: a metric turns (answer, instance) into a :class:`Score`.
 
 Scores are normalized to [0, 1] for aggregation (``value``); ``raw`` keeps the metric on its own scale (a jury
-mean on 1-5, for example). ``compat`` is ``"default"`` (corrected metrics) or ``"helm"`` (HELM's numbers, bugs
-included), see docs/fidelity.md.
+mean on 1-5, for example). ``compat`` is ``"default"`` (corrected metrics), ``"helm"`` (HELM's numbers, bugs
+included) or ``"medhelm"`` (medhelm 0.8.0's); a metric asks :mod:`pytest_medhelm.compat` what the mode means for
+it; see docs/fidelity.md.
 
 A score that is not a finite number (a custom metric dividing 0 by 0) is no measurement: :func:`require_finite`
 raises :class:`ScoreNotANumber`, so the item fails with that message and its record says ``score_nan: true``
@@ -66,7 +67,7 @@ class ScoringError(Exception):
 class ScoringContext:
     """What a metric may need from the run, handed to it explicitly (never found through a global).
 
-    ``compat``: ``"default"`` or ``"helm"``; ``judge_completions``: the run's jury (None outside a run, where a
+    ``compat``: a mode of :mod:`pytest_medhelm.compat`; ``judge_completions``: the run's jury (None outside a run, where a
     judged metric needs its own); ``bertscore_model``: ``--medhelm-bertscore-model`` (None: the default)."""
 
     compat: str = "default"
@@ -75,6 +76,9 @@ class ScoringContext:
     #: called with a benchmark's slug before its first secondary metrics: the run scores the BERTScore of every
     #: answer it has at hand in one batch (then each item's score comes from the memo)
     prime_secondary: Callable[[str], None] | None = None
+    #: (instance, answer text) -> the rubric grader's replies (a
+    #: :class:`~pytest_medhelm.metrics.healthbench.GraderReplies`): HealthBench's one call per rubric criterion
+    grader_completions: Callable[["Instance", str], Any] | None = None
 
 
 def score_in_context(metric: Metric, answer: str, instance: "Instance", context: ScoringContext) -> Score:

@@ -57,6 +57,11 @@ Differences by default (``compat="helm"`` keeps HELM's behaviour for each):
 4. **A gold query that still fails is not scored** either (no such query in the pinned data once normalised): the
    reason names the error. HELM scores it through the ``value`` fallback.
 
+``compat="medhelm"`` is HELM's behaviour with medhelm 0.8.0's two changes to the annotator: every
+``current_time`` of the gold query (any case) becomes ``'2105-12-31 23:59:00'`` (EHRSQL's "now") before it runs
+(:func:`medhelm_gold_sql`), and there is no fallback to ``value``. (Its scenario also drops the unanswerable
+questions: :mod:`pytest_medhelm.catalogue.medical_research.ehrsql`.)
+
 The secondary answerability values follow the data's ``is_impossible`` flag in both modes: HELM 0.5.16's scenario
 keeps it in ``extra_data`` and its metric counts a question as answerable when ``not is_impossible and bool(gold
 query)`` (1,959 of the 2,909). By default a gold query of ``"null"`` also counts as unanswerable (none in the pinned
@@ -69,6 +74,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,6 +120,17 @@ def normalize_gold_sql(sql: str) -> str:
     return _VITAL_PLACEHOLDER.sub(lambda m: str(VITAL_RANGES[m.group(1)][0 if m.group(2) == "lower" else 1]), sql)
 
 
+#: medhelm 0.8.0's fixed "now" for the gold queries (EHRSQL's own, also named in that fork's prompt)
+MEDHELM_CURRENT_TIME = "'2105-12-31 23:59:00'"
+_CURRENT_TIME = re.compile("current_time", re.IGNORECASE)
+
+
+def medhelm_gold_sql(sql: str) -> str:
+    """The gold query as medhelm 0.8.0's annotator runs it: every ``current_time``, in any case, replaced by
+    EHRSQL's fixed time (a plain text substitution, as the fork's, not limited to whole words)."""
+    return _CURRENT_TIME.sub(MEDHELM_CURRENT_TIME, sql)
+
+
 def run_query(db_path: str | Path, sql: str, time_limit: float = QUERY_TIME_LIMIT, max_rows: int = MAX_ROWS,
               one_row: bool = False) -> list[tuple]:
     """Run ``sql`` read-only in this process's SQL sandbox (:mod:`pytest_medhelm.metrics.sql_sandbox`) and return
@@ -154,7 +171,8 @@ class EhrSqlExecutionAccuracy:
 
     # ------------------------------------------------------------------------------------------ gold results
     def _gold_helm(self, db_path: str, gold_sql: str, value: Any) -> tuple[list[Any], str | None]:
-        """HELM's annotator: the gold rows, else the template values (type-cast to a row fetched again)."""
+        """HELM's annotator: the gold rows, else the template values (type-cast to a row fetched again); no
+        fallback when ``value`` is None (medhelm 0.8.0)."""
         error = None
         try:
             rows: list[Any] = self._run(db_path, gold_sql)
@@ -186,7 +204,7 @@ class EhrSqlExecutionAccuracy:
             raise ValueError(f"instance {instance.id!r} has no extra['db_path'] (the EHRSQL SQLite database)")
         if not instance.references:
             raise ValueError(f"instance {instance.id!r} has no gold query")
-        helm = compat == "helm"
+        helm = reproduces_helm(compat)
         gold_sql = instance.references[0].strip()
         is_impossible = bool(extra.get("is_impossible", False))
         prediction = answer.strip()
@@ -206,8 +224,12 @@ class EhrSqlExecutionAccuracy:
 
         not_scored: str | None = None
         if helm:
-            # HELM 0.5.16: is_impossible from the instance's extra_data, and a non-empty gold query
-            gold_rows, gold_error = self._gold_helm(str(db_path), gold_sql, extra.get("value", {}))
+            # HELM 0.5.16: is_impossible from the instance's extra_data, and a non-empty gold query; medhelm 0.8.0
+            # runs the gold query at EHRSQL's fixed time and has no fallback to the template values
+            if is_medhelm(compat):
+                gold_rows, gold_error = self._gold_helm(str(db_path), medhelm_gold_sql(gold_sql), None)
+            else:
+                gold_rows, gold_error = self._gold_helm(str(db_path), gold_sql, extra.get("value", {}))
             is_answerable = not is_impossible and bool(gold_sql)
             if not gold_sql:
                 accuracy = 0.0

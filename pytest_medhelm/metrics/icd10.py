@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,7 +89,7 @@ class MimicBillingCodeF1:
     pass_mark = 0.5
 
     def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
-        extractor = helm_extract if compat == "helm" else extract
+        extractor = helm_extract if reproduces_helm(compat) else extract
         gold: set[str] = set()
         for reference in instance.references:
             gold.update(extractor(reference))

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.jury import FLAG_NO_JUDGE, JuryVerdicts, jury_score, rubric_for
 from pytest_medhelm.jury.instrument import HELM_SCENARIOS
 from pytest_medhelm.metrics.base import JudgeCompletions, Score, ScoringContext, ScoringError
@@ -71,7 +72,7 @@ class JuryMetric:
         """(prediction, references) as ROUGE and BERTScore see them (HELM: stripped, one leading ``{`` and one
         trailing ``}`` removed), or None when this benchmark reports no secondary metric. Give these pairs to
         :func:`pytest_medhelm.metrics.bertscore.prime` to batch BERTScore ahead of the items."""
-        if not instance.references or not (self.rubric.has_gold or compat == "helm"):
+        if not instance.references or not (self.rubric.has_gold or reproduces_helm(compat)):
             return None
         return remove_braces(answer.strip()), [remove_braces(reference) for reference in instance.references]
 
@@ -106,7 +107,7 @@ class JuryMetric:
             completions = {}  # HELM sends no judge request for an empty answer
         criteria = None if isinstance(completions, JuryVerdicts) else self.criteria
         result = jury_score(self.slug, completions, criteria, answer=answer, compat=compat)
-        if result.flagged == FLAG_NO_JUDGE and compat != "helm":
+        if result.flagged == FLAG_NO_JUDGE and not reproduces_helm(compat):
             # no judge could grade it: that is no measurement, not a score of 1/5 (HELM's default, kept under
             # --medhelm-compat helm)
             replies = completions.replies if isinstance(completions, JuryVerdicts) else completions

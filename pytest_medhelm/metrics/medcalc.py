@@ -24,6 +24,7 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,11 +91,11 @@ class MedCalcAccuracy:
                          extra=extra)
 
         range_categories = HELM_RANGE_CATEGORIES
-        if compat != "helm":
+        if not reproduces_helm(compat):
             range_categories += CORRECTED_RANGE_CATEGORIES
         if category != "date" and category not in range_categories:
-            if compat == "helm" and category in CORRECTED_RANGE_CATEGORIES:
-                why = "HELM's metric does not support this category (--medhelm-compat helm)"
+            if reproduces_helm(compat) and category in CORRECTED_RANGE_CATEGORIES:
+                why = f"HELM's metric does not support this category (--medhelm-compat {compat})"
             else:
                 why = "unknown category"
             return Score(0.0, detail=f"category {category!r} scores 0: {why}; got {_shown(pred)}", extra=extra)

@@ -28,6 +28,7 @@ import re
 import string
 from typing import TYPE_CHECKING
 
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.metrics.base import Score
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +43,7 @@ def _gold(instance: "Instance", compat: str) -> tuple[int, int]:
     text = (instance.references[0] if instance.references else "").replace(".", "").strip()
     if text == "CORRECT":
         return 0, -1
-    if compat != "helm" and instance.extra.get("error_sentence_id") is not None:
+    if not reproduces_helm(compat) and instance.extra.get("error_sentence_id") is not None:
         return 1, int(instance.extra["error_sentence_id"])
     try:
         return 1, int(text)
@@ -53,7 +54,7 @@ def _gold(instance: "Instance", compat: str) -> tuple[int, int]:
 def _predicted(answer: str, compat: str) -> tuple[int, int]:
     """(flag, sentence id) of the model's answer; id -2 when it flags an error without a readable id."""
     pred = answer.strip()
-    says_correct = pred == "CORRECT" if compat == "helm" else pred.strip(_AROUND_CORRECT).upper() == "CORRECT"
+    says_correct = pred == "CORRECT" if reproduces_helm(compat) else pred.strip(_AROUND_CORRECT).upper() == "CORRECT"
     if says_correct:
         return 0, -1
     match = _LEADING_ID.match(pred)

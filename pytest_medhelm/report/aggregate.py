@@ -40,6 +40,8 @@ class BenchmarkResult:
     ci_high: float | None = None
     raw_mean: float | None = None
     subsets: dict[str, float] = field(default_factory=dict)
+    #: HealthBench's reference statistic: the bootstrap standard deviation of the clipped mean (None elsewhere)
+    bootstrap_std: float | None = None
 
 
 def bootstrap_ci(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
@@ -100,7 +102,9 @@ def benchmark_results(records: Iterable[Mapping[str, Any]], catalogue: Mapping[s
             subset_means = {s: _mean(r["score"] for r in rs) for s, rs in by_subset.items()}
             result.mean = _mean(subset_means.values())
             result.raw_mean = _mean(_mean(r.get("raw_score", r["score"]) for r in rs) for rs in by_subset.values())
-            if len(by_subset) > 1:
+            if any((r.get("metrics") or {}).get("aggregate") == "clipped_mean" for r in scored):
+                _clipped(result, [r["score"] for r in scored])
+            elif len(by_subset) > 1:
                 result.subsets = {s: v for s, v in sorted(subset_means.items())}  # type: ignore[misc]
                 # the CI of a mean of subset means: resample within each subset, average the subset means
                 result.ci_low, result.ci_high = _stratified_ci([[r["score"] for r in rs] for rs in by_subset.values()])
@@ -108,6 +112,21 @@ def benchmark_results(records: Iterable[Mapping[str, Any]], catalogue: Mapping[s
                 result.ci_low, result.ci_high = bootstrap_ci([r["score"] for r in scored])
         results.append(result)
     return results
+
+
+def _clipped(result: BenchmarkResult, values: list[float]) -> None:
+    """HealthBench's reference aggregation: the instance scores are raw (they can be negative); the benchmark's score
+    is their mean clipped to [0, 1], with the bootstrap standard deviation of the clipped mean and a percentile
+    interval of the clipped resampled means; ``raw_mean`` keeps the unclipped mean."""
+    import numpy as np
+
+    from pytest_medhelm.jury.rubric_scoring import clipped_bootstrap_std, clipped_mean
+
+    result.raw_mean = sum(values) / len(values)
+    result.mean = clipped_mean(values)
+    result.bootstrap_std = clipped_bootstrap_std(values, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED)
+    low, high = bootstrap_ci(values)
+    result.ci_low, result.ci_high = float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0))
 
 
 def _stratified_ci(groups: list[list[float]]) -> tuple[float, float]:

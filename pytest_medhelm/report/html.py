@@ -556,6 +556,22 @@ def _jury_agreement(results: Mapping[str, Any]) -> str:
             + "</tr></thead><tbody>" + body + "</tbody></table></section>")
 
 
+def _rubric_breakdown(results: Mapping[str, Any]) -> str:
+    """HealthBench's theme and axis breakdowns (report/rubric_breakdown.py); empty without them."""
+    from pytest_medhelm.report.rubric_breakdown import breakdown_table
+
+    header, rows = breakdown_table(results)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return ("<section id=\"rubric-breakdown\"><h2>HealthBench themes and axes</h2><p class=\"note\">The reference's "
+            "breakdowns: per theme (the examples' <code>theme:*</code> tags) and per axis (the criteria's "
+            "<code>axis:*</code> tags), the mean score clipped to [0, 1] with the bootstrap standard deviation of "
+            "the clipped mean.</p><table class=\"data\"><thead><tr>" + head + "</tr></thead><tbody>" + body
+            + "</tbody></table></section>")
+
+
 def _drilldown(results: Mapping[str, Any], max_text: int) -> str:
     rows = _instance_rows(results, max_text)
     benches = [slug for slug, _cat in _benchmarks(results) if slug in rows]
@@ -744,6 +760,7 @@ def render_html(results: Mapping[str, Any], *, title: str = "MedHELM results", m
         body.append(f"<section id=\"{sid}\"><h2>{_e(name)}</h2>{content}</section>")
     body.append(_gates(results))
     body.append(_jury_agreement(results))
+    body.append(_rubric_breakdown(results))
     body.append("<section id=\"instances\"><h2>Instances</h2>" + _drilldown(results, max_text) + "</section>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"

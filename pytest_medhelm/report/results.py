@@ -77,6 +77,8 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
         row["category_slug"] = r.category
         if not row["subsets"]:
             row.pop("subsets")
+        if row.get("bootstrap_std") is None:
+            row.pop("bootstrap_std")
         bench_rows.append(row)
     categories = []
     for row in category_scores(results):
@@ -92,7 +94,7 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
                 inst["judge_prompt_sha256"] = rec["judge_prompt_sha256"]
         inst.update({k: v for k, v in rec.items() if k not in inst})
         instances.append(inst)
-    return {
+    results = {
         "schema_version": SCHEMA_VERSION,
         "run": {"plugin_version": __version__, "started": started, "finished": finished, "models": list(models),
                 "judges": list(judges), "options": dict(options or {}), "git_commit": commit, "compat": compat,
@@ -105,6 +107,10 @@ def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, 
         "jury_agreement": jury_agreement_records(records, judges),
         "instances": instances,
     }
+    from pytest_medhelm.report.rubric_breakdown import add_rubric_sections
+
+    add_rubric_sections(results, records)  # HealthBench's theme and axis breakdowns, when it ran
+    return results
 
 
 def evaluate_gates(results: dict[str, Any], thresholds: Iterable[Any], *, selected: set[str] | None = None,

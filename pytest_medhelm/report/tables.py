@@ -99,6 +99,11 @@ def terminal_sections(results: Mapping[str, Any]) -> list[tuple[str, str]]:
 
         sections.append((f"jury agreement (judge prompts {results['run'].get('jury_prompts') or 'unknown'})",
                          render(*agreement_table(results))))
+    if results.get("rubric_breakdown"):
+        from pytest_medhelm.report.rubric_breakdown import breakdown_table
+
+        sections.append(("HealthBench themes and axes (reference scoring: clipped mean)",
+                         render(*breakdown_table(results))))
     return sections
 
 

@@ -156,8 +156,8 @@ class Collection:
         from pytest_medhelm.data.errors import DataError, DataMissing
         from pytest_medhelm.data.sources import resolve_files
 
-        bench = self.ctx.registry.get(slug)
         rc = self.ctx.run_config
+        bench = self.ctx.registry.get(slug).for_run(rc)  # (HealthBench: the subset's file)
         files: Any = {}
         try:
             files = resolve_files(bench, rc.data_dir, verification=self.ctx.data_verification)

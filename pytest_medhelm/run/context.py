@@ -85,6 +85,7 @@ class RunContext:
         self._data_verification: Any = None
         self._shared_unreachable = False
         self._jury: Any = None  # (JuryInstrument, warning or None), loaded at first use
+        self._grader_prompts: dict[bool, Any] = {}  # fork? -> GraderPrompts (HealthBench), loaded at first use
 
     @property
     def is_worker(self) -> bool:
@@ -316,6 +317,22 @@ class RunContext:
 
     def judge_specs(self) -> list["ModelSpec"]:
         return [self.judge_spec(name) for name in self.judge_names()]
+
+    # (HealthBench's rubric grader: a judge for endpoints and keys)
+    def grader_spec(self) -> "ModelSpec":
+        """The rubric grader (``--medhelm-grader``), reached as a judge is (the judges' endpoint and key options)."""
+        return self.judge_spec(self.run_config.grader)
+
+    def grader_prompts(self, fork: bool, download_allowed: bool = True):
+        """The rubric grader's prompts (the reference's, or medhelm 0.8.0's when ``fork``), read once from the
+        pinned files (:func:`pytest_medhelm.jury.rubric_grader.load_grader_prompts`)."""
+        if fork not in self._grader_prompts:
+            from pytest_medhelm.jury.rubric_grader import load_grader_prompts
+
+            self._grader_prompts[fork] = load_grader_prompts(
+                self.run_config.data_dir, download_allowed=download_allowed, need_reference=not fork,
+                need_fork=fork, verification=self.data_verification)
+        return self._grader_prompts[fork]
 
     def _spec(self, name: str, role: str, api_base: str | None) -> "ModelSpec":
         spec = self._specs.get((role, name))

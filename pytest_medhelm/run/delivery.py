@@ -100,8 +100,8 @@ class Delivery:
             from pytest_medhelm.run.preflight import announce_judges
 
             announce_judges(self.ctx, self.write_line)  # where the judges go, said before any is asked
-            for spec in self.ctx.judge_specs():
-                self.target(spec)  # a judge's server starts now, not on the sending loop
+            for spec in self.plan.judging_specs(p.instance.benchmark for p in planned):
+                self.target(spec)  # a judge's (or grader's) server starts now, not on the sending loop
         waiting_for_answer: dict[str, list[Instance]] = {}  # answer key -> the judged instances it answers
         jobs: list[Job] = []
         known: dict[str, Completion | None] = {}  # answer key -> the cached answer (None: sent now)
@@ -172,8 +172,7 @@ class Delivery:
         from pytest_medhelm.budget import unpriced
 
         specs = list({p.model: self.ctx.model_spec(p.model) for p in planned}.values())
-        if any(self.plan.is_judged(p.instance.benchmark) for p in planned):
-            specs += self.ctx.judge_specs()
+        specs += self.plan.judging_specs(p.instance.benchmark for p in planned)
         missing = unpriced(specs, self.ctx.price_of)
         if missing:
             raise pytest.UsageError(f"--medhelm-budget needs a price for {', '.join(missing)}: give it in "
@@ -349,6 +348,28 @@ class Delivery:
         instrument = self.ctx.jury_instrument
         return JuryVerdicts(replies=replies, judge_prompt_sha256=[prompt_sha256(r.request) for r in requests],
                             criteria=instrument.criteria(instance.benchmark), instrument=instrument.name)
+
+    def grader_completions(self, instance: "Instance", answer_text: str) -> Any:
+        """The rubric grader's replies on ``answer_text`` (a
+        :class:`~pytest_medhelm.metrics.healthbench.GraderReplies`: each planned call with its reply, or the
+        ModelError that stopped it), fetched as judge replies are (sent ahead by the sender, or asked now)."""
+        from pytest_medhelm.jury.rubric_grader import GraderPromptsUnavailable
+        from pytest_medhelm.metrics.healthbench import GraderReplies
+        from pytest_medhelm.values import ModelError
+
+        try:
+            calls, specs = self.plan.grader_calls(instance, answer_text)
+        except GraderPromptsUnavailable as exc:
+            return GraderReplies(unavailable=str(exc))
+        if self.ctx.is_worker and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
+            self._from_controller.update(call.request.cache_key() for call in calls)
+        replies: list[Any] = []
+        for call in calls:
+            try:
+                replies.append(self.complete(specs[call.grader], call.request))
+            except ModelError as exc:
+                replies.append(exc)
+        return GraderReplies(calls=calls, replies=replies)
 
     def _stop_if_every_model_is_broken(self, spec: "ModelSpec", error: "ModelError") -> None:
         """A wrong key or an unknown model (401/403/404), or an endpoint that never answered, fails every request

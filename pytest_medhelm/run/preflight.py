@@ -73,9 +73,14 @@ def announce_judges(ctx: "RunContext", write_line: Any) -> None:
 def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) -> None:
     """Print the estimate and exit (``pytest.exit``, status 0)."""
     from pytest_medhelm.dryrun import JUDGE_MAX_TOKENS, estimate, render
+    from pytest_medhelm.tokens import TokenCounter
 
     judges = ctx.judge_names()
     judged = {p.instance.benchmark for p in planned if ctx.registry.get(p.instance.benchmark).is_judged}
+    graded = {slug for slug in judged if getattr(ctx.registry.get(slug).metric, "rubric_graded", False)}
+    judged -= graded  # HealthBench's are counted as the rubric grader's calls, one per criterion
+    counter = TokenCounter()
+    work = grader_work(ctx, [p for p in planned if p.instance.benchmark in graded], counter, write_line)
     instrument = None
     if judged:
         # the judges' prompts as a run would send them, counted; nothing is downloaded for a dry run
@@ -88,17 +93,20 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
               if instrument is not None and p.instance.benchmark in judged else None) for p in planned]
     specs = {m: ctx.model_spec(m) for m in ctx.run_config.models}
     specs.update({j: ctx.judge_spec(j) for j in judges})
+    specs.update({w.grader: ctx.judge_spec(w.grader) for w in work})
     litellm_models = {name: spec.litellm_model for name, spec in specs.items()}
     if ctx.prices.batched:  # --medhelm-batch
         write_line("medhelm dry run: --medhelm-batch: priced at the batch rate: " + ", ".join(
             f"{name} ×{factor:g}" for name, factor in ctx.prices.batched.items()))
-    rows = estimate(items, judges, open_benchmarks=judged, prices=_RunPrices(ctx, specs),
-                    litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS)
-    for line in render(rows, judges).splitlines():
+    rows = estimate(items, judges if judged else (), open_benchmarks=judged, prices=_RunPrices(ctx, specs),
+                    litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS, count_tokens=counter,
+                    grader_work=work)
+    for line in render(rows, judges if judged else ()).splitlines():
         write_line(line)
     pytest.exit("medhelm dry run: nothing was sent", returncode=0)
 
 
+<<<<<<< HEAD
 class _RunPrices:
     """The run's own pricing rule for the estimate (:meth:`RunContext.price_of`: a model at an endpoint that is not
     its provider's public API is priced by the prices file only), in the shape the estimate asks for."""
@@ -109,3 +117,43 @@ class _RunPrices:
     def price_for(self, model_name: str, litellm_model: str | None = None):
         spec = self.specs.get(model_name)
         return self.ctx.price_of(spec) if spec is not None else self.ctx.prices.price_for(model_name, litellm_model)
+=======
+def grader_work(ctx: "RunContext", planned: list["PlannedAnswer"], counter: Any, write_line: Any) -> list[Any]:
+    """The rubric grader's calls for each planned answer of a HealthBench benchmark, counted offline: one per
+    criterion and grader (plus HealthBench Professional's comparison), each prompt the grader template with the
+    conversation, the criterion and the answer at its longest. The template is counted once per grader, the
+    conversation once per answer: the sum of the parts (token boundaries aside) is the prompt's count."""
+    from pytest_medhelm.dryrun import JUDGE_PROMPT_TOKENS_ESTIMATE, GraderWork
+    from pytest_medhelm.jury.rubric_grader import (FORK_MAX_TOKENS, REFERENCE_MAX_TOKENS, fork_rubric_item,
+                                                  reference_rubric_item)
+
+    work: list[GraderWork] = []
+    template_tokens: dict[tuple[str, bool], int] = {}
+    said: set[bool] = set()
+    for p in planned:
+        metric = ctx.registry.get(p.instance.benchmark).metric
+        fork = metric.fork_prompts(ctx.run_config.compat)
+        graders = ctx.judge_names() if fork else [ctx.run_config.grader]
+        prompts = ctx.grader_prompts(fork, download_allowed=False)
+        template = prompts.fork_rubric if fork else prompts.reference
+        if template is None and fork not in said:
+            said.add(fork)
+            write_line("medhelm dry run: the rubric grader's prompt is not on this machine (a run downloads it "
+                       f"once); counted with an allowance of {JUDGE_PROMPT_TOKENS_ESTIMATE} tokens per call")
+        grading = p.instance.extra["grading"]
+        items = grading["rubric_items"]
+        render_item = fork_rubric_item if fork else reference_rubric_item
+        comparison = 1 if grading.get("physician_response") is not None else 0
+        for grader in graders:
+            key = (grader, fork)
+            if key not in template_tokens:
+                template_tokens[key] = counter(grader, template) if template else JUDGE_PROMPT_TOKENS_ESTIMATE
+            conversation = counter(grader, "\n\n".join(f"{m['role']}: {m['content']}" for m in grading["messages"]))
+            per_call = template_tokens[key] + conversation + p.request.max_tokens
+            tokens = sum(per_call + counter(grader, render_item(item)) for item in items)
+            if comparison:  # the physician's answer and the model's answer again
+                tokens += per_call + p.request.max_tokens + counter(grader, grading["physician_response"])
+            work.append(GraderWork(p.instance.benchmark, p.model, grader, len(items) + comparison, tokens,
+                                   FORK_MAX_TOKENS if fork else REFERENCE_MAX_TOKENS))
+    return work
+>>>>>>> main

@@ -73,7 +73,8 @@ class Reporting:
 
         ctx, rc = self.ctx, self.ctx.run_config
         catalogue = {b.slug: b for b in ctx.registry}
-        judged = any(catalogue[r["benchmark"]].is_judged for r in self.records if r["benchmark"] in catalogue)
+        judged = any(catalogue[r["benchmark"]].is_judged and not _graded(catalogue[r["benchmark"]])
+                     for r in self.records if r["benchmark"] in catalogue)
         results = build_results(self.records, catalogue, models=rc.models, judges=ctx.judge_names() if judged else [],
                                 options=rc.public_options(), started=self.started, finished=now(),
                                 compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))),
@@ -229,3 +230,8 @@ class Reporting:
             text = markdown(self.results, [text for _title, text in self.extra_sections("markdown")])
             Path(rc.markdown_path).parent.mkdir(parents=True, exist_ok=True)
             Path(rc.markdown_path).write_text(text, encoding="utf-8")
+
+
+def _graded(bench: Any) -> bool:
+    """A benchmark graded per rubric criterion (HealthBench), not by the jury."""
+    return bool(getattr(bench.metric, "rubric_graded", False))

@@ -97,7 +97,8 @@ class Run:
 
             rc = self.ctx.run_config
             self._scoring = ScoringContext(compat=rc.compat, judge_completions=self.delivery.judge_completions,
-                                           bertscore_model=rc.bertscore_model, prime_secondary=self._prime_bertscore)
+                                           bertscore_model=rc.bertscore_model, prime_secondary=self._prime_bertscore,
+                                           grader_completions=self.delivery.grader_completions)
         return self._scoring
 
     def _prime_bertscore(self, slug: str) -> None:

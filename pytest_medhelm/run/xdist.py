@@ -73,6 +73,8 @@ def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set
         if p.instance.benchmark in judged:  # what the jury's prompt reads of the instance
             entry["input"] = p.instance.input
             entry["references"] = list(p.instance.references)
+            if "grading" in p.instance.extra:  # a rubric grader's: the conversation and the rubric
+                entry["grading"] = p.instance.extra["grading"]
         entries.append(entry)
     # (and what the loaders' filters removed: the controller builds no instances, yet reports run.filtered)
     return json.dumps({"answers": entries, "selected": sorted(selected), "planned": counts,
@@ -93,7 +95,8 @@ def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str
     out = []
     for entry in data["answers"]:
         instance = Instance(id=entry["id"], input=entry.get("input", ""),
-                            references=tuple(entry.get("references", ())), benchmark=entry["benchmark"])
+                            references=tuple(entry.get("references", ())), benchmark=entry["benchmark"],
+                            extra={"grading": entry["grading"]} if "grading" in entry else {})
         out.append(PlannedAnswer(entry["model"], instance, ChatRequest.from_json(entry["request"])))
     return out, set(data["selected"]), dict(data["planned"]), dict(data.get("data_unverified") or {})
 

@@ -51,6 +51,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
 
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.local_data import count_tokens, import_pyarrow
@@ -310,7 +311,7 @@ class EhrshotExactMatch:
 
     def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         helm_correct = instance.extra.get("helm_correct", instance.correct)
-        if compat != "helm" or helm_correct == instance.correct:
+        if not reproduces_helm(compat) or helm_correct == instance.correct:
             return MULTIPLE_CHOICE_EXACT_MATCH.score(answer, instance, compat)
         helm_instance = dataclasses.replace(
             instance, correct=helm_correct, references=(instance.choices[helm_correct],)

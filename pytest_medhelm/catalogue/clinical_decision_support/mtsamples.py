@@ -47,6 +47,7 @@ import re
 from pathlib import Path
 from typing import Callable, Mapping
 
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.errors import DataError
@@ -157,7 +158,7 @@ def select_notes(
         if not name.endswith(".txt") or not path.is_file():
             loaded.note_removed(DROP_REASONS["not_txt"])
             continue
-        if compat == "helm" and "#" in name:
+        if reproduces_helm(compat) and "#" in name:
             loaded.note_removed(DROP_REASONS["url_fragment"])
             continue
         text = read_note(path)
@@ -201,7 +202,7 @@ def loaders(slug: str, folder: str, input_cut: tuple[str, ...]) -> tuple[Callabl
 
     def build_instances_with_report(files: Mapping[str, Path],
                                     compat: str = "default") -> tuple[Loaded, dict[str, int]]:
-        loaded = build_instances_helm(files) if compat == "helm" else build_instances(files)
+        loaded = build_instances_helm(files) if reproduces_helm(compat) else build_instances(files)
         return loaded, loaded.counts(DROP_REASONS)
 
     return build_instances, build_instances_with_report, build_instances_helm

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_csv_rows, read_python_strings
 from pytest_medhelm.data.sources import DataFile
@@ -86,7 +87,7 @@ def read_arguments(given: tuple[tuple[str, str], ...], compat: str) -> SctVarian
     unknown = sorted(set(values) - {"reason", "few_shot"})
     if unknown:
         raise ValueError(f"sct_bench takes the arguments reason and few_shot, not {', '.join(unknown)}")
-    medhelm = compat in ("helm", "medhelm")
+    medhelm = reproduces_helm(compat)  # for a benchmark only medhelm has, helm means medhelm
 
     def flag(name: str) -> bool:
         text = values.get(name, "")

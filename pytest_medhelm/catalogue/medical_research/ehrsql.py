@@ -18,6 +18,13 @@ differences from HELM (no fallback to the template ``value``, gold queries repai
 items whose gold result is empty on the database in use not scored, read-only and time-limited execution) are in
 :mod:`pytest_medhelm.metrics.ehrsql`.
 
+Under ``--medhelm-compat medhelm`` (medhelm 0.8.0's ``ehr_sql``, :func:`build_instances_medhelm`): the entries whose
+gold ``query`` is the string ``"null"`` (the unanswerable questions) are dropped, counted in ``Loaded.removed``
+(1,959 instances on the pinned files), and the instructions are the fork's (SQLite expertise, a list of
+requirements naming EHRSQL's fixed current time); the input text, nouns and generation settings are unchanged. The
+fork's scoring changes are in :mod:`pytest_medhelm.metrics.ehrsql`. The files stay the pinned ones: the fork reads
+the question files from EHRSQL's unpinned ``main`` and the database from an unpinned Google Drive file.
+
 Sources: HELM downloads ``{valid,test}.json`` and ``eicu.sql`` from glee4810/EHRSQL (its scenario names commit
 ``e172ec8e`` for the question files; the files pinned here are the release HELM's runs used, commit ``ba4c58f8``),
 and ``eicu.sqlite`` from raulista1997/benchmarkdata at ``c4c25244``.
@@ -30,7 +37,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
+from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, read_text, require, universal_newlines
 from pytest_medhelm.data.sources import DataFile
@@ -121,6 +128,21 @@ def _string(entry: Any, key: str, path: Path, where: str) -> str:
     if not isinstance(value, str):
         raise DataError(path, where, f"{key!r} must be a string, got {type(value).__name__}")
     return value
+
+
+#: medhelm 0.8.0's scenario skips these entries (its ``entry["query"] != "null"`` test)
+UNANSWERABLE_DROPPED = "unanswerable questions (gold query \"null\"): medhelm 0.8.0's scenario drops them"
+
+
+def build_instances_medhelm(files: Mapping[str, Path]) -> Loaded:
+    """The instances of medhelm 0.8.0's ``ehr_sql``: HELM's, without the questions whose gold query is ``"null"``."""
+    loaded = Loaded(slug=SLUG)
+    for instance in build_instances(files):
+        if instance.references[0] == "null":
+            loaded.note_removed(UNANSWERABLE_DROPPED)
+        else:
+            loaded.append(instance)
+    return loaded.done()
 
 
 def build_instances(files: Mapping[str, Path]) -> list[Instance]:
@@ -215,6 +237,7 @@ BENCHMARK = Benchmark(
         ),
     ),
     build_instances=build_instances,
+    build_instances_medhelm=build_instances_medhelm,
     prompt=GenerationPrompt(
         instructions=(
             "You are a highly skilled AI specializing in medical SQL queries. "
@@ -224,6 +247,21 @@ BENCHMARK = Benchmark(
             "Input: A database schema followed by a natural language question.\n"
             "Output: A valid SQL query ending with ;. Only return SQL query, don't add additional text.\n\n"
             "If the question is unanswerable, return an empty string without additional text or comments."
+        ),
+        input_noun="Medical Question + Schema",
+        output_noun="SQL Query",
+    ),
+    prompt_medhelm=GenerationPrompt(
+        instructions=(
+            "You are a highly skilled AI specializing in medical SQL queries with SQLite expertise. "
+            "Given a database schema and a medical question, generate a valid SQL query to retrieve the required "
+            "information.\n\n"
+            "Requirements:\n"
+            "- Output only the SQL query without explanations\n"
+            "- Return exactly one SQL statement ending with ;\n"
+            "- Use current time `2105-12-31 23:59:00` if needed\n"
+            "- Return empty string if the question is unanswerable\n"
+            "- Do not add additional text or comments"
         ),
         input_noun="Medical Question + Schema",
         output_noun="SQL Query",
