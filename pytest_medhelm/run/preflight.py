@@ -106,18 +106,6 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
     pytest.exit("medhelm dry run: nothing was sent", returncode=0)
 
 
-<<<<<<< HEAD
-class _RunPrices:
-    """The run's own pricing rule for the estimate (:meth:`RunContext.price_of`: a model at an endpoint that is not
-    its provider's public API is priced by the prices file only), in the shape the estimate asks for."""
-
-    def __init__(self, ctx: "RunContext", specs: dict[str, Any]) -> None:
-        self.ctx, self.specs = ctx, specs
-
-    def price_for(self, model_name: str, litellm_model: str | None = None):
-        spec = self.specs.get(model_name)
-        return self.ctx.price_of(spec) if spec is not None else self.ctx.prices.price_for(model_name, litellm_model)
-=======
 def grader_work(ctx: "RunContext", planned: list["PlannedAnswer"], counter: Any, write_line: Any) -> list[Any]:
     """The rubric grader's calls for each planned answer of a HealthBench benchmark, counted offline: one per
     criterion and grader (plus HealthBench Professional's comparison), each prompt the grader template with the
@@ -156,4 +144,15 @@ def grader_work(ctx: "RunContext", planned: list["PlannedAnswer"], counter: Any,
             work.append(GraderWork(p.instance.benchmark, p.model, grader, len(items) + comparison, tokens,
                                    FORK_MAX_TOKENS if fork else REFERENCE_MAX_TOKENS))
     return work
->>>>>>> main
+
+
+class _RunPrices:
+    """The run's own pricing rule for the estimate (:meth:`RunContext.price_of`: a model at an endpoint that is not
+    its provider's public API is priced by the prices file only), in the shape the estimate asks for."""
+
+    def __init__(self, ctx: "RunContext", specs: dict[str, Any]) -> None:
+        self.ctx, self.specs = ctx, specs
+
+    def price_for(self, model_name: str, litellm_model: str | None = None):
+        spec = self.specs.get(model_name)
+        return self.ctx.price_of(spec) if spec is not None else self.ctx.prices.price_for(model_name, litellm_model)
