@@ -329,21 +329,32 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         if problem:
             raise _usage(problem)
     if not config.getoption("medhelm_dry_run", False):  # (a dry run starts no model)
-        _check_local_models(models, judge_specs[:-1] if rc.judges else [], config)
+        _check_local_models(rc, rc.models, list(rc.judges or ()), config)
 
 
-def _check_local_models(models: list, judges: list, config: pytest.Config) -> None:
+def _check_local_models(rc: RunConfig, models: list[str], judges: list[str], config: pytest.Config) -> None:
     """A ``local/...`` model or judge that cannot run here (llama-cpp-python's server or the model's package not
-    installed, the GGUF file missing) is a usage error at start-up, not a run whose every item is skipped."""
+    installed, the GGUF file missing) is a usage error at start-up, not a run whose every item is skipped.
+
+    Each name is resolved as the run resolves it (the ``pytest_medhelm_model_spec`` hook): a plugin that serves a
+    ``local/...`` name from a server of its own needs no llama.cpp here."""
     from pytest_medhelm.models.endpoints import is_local_model
     from pytest_medhelm.models.local import unavailable_reason
 
-    for option, specs in (("--medhelm-model", models), ("--medhelm-jury", judges)):
-        for spec in specs:
-            if is_local_model(spec.name) and spec.api_base is None:
-                reason = unavailable_reason(spec.name)
+    # the users' implementations only: the built-in one ("medhelm-run") reads the run configuration being built
+    users_resolution = config.pluginmanager.subset_hook_caller(
+        "pytest_medhelm_model_spec", [p for p in (config.pluginmanager.get_plugin("medhelm-run"),) if p is not None])
+    for option, role, api_base, names in (("--medhelm-model", "model", rc.api_base, models),
+                                          ("--medhelm-jury", "judge", rc.jury_api_base, judges)):
+        for name in names:
+            if not is_local_model(name):
+                continue
+            spec = users_resolution(name=name, api_base=api_base, config=config, role=role)
+            if spec is None or (is_local_model(spec.name) and spec.api_base is None):
+                name = spec.name if spec is not None else name
+                reason = unavailable_reason(name)
                 if reason:
-                    raise _usage(f"{_source(config, option)} {spec.name!r} cannot run on this machine: {reason}")
+                    raise _usage(f"{_source(config, option)} {name!r} cannot run on this machine: {reason}")
 
 
 OPTION = {opt.dest: opt for opt in OPTIONS}

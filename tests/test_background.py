@@ -28,9 +28,9 @@ def echo(body: dict) -> str:
     return f"echo {last_user_text(body)}"
 
 
-def jobs_for(url: str, n: int, prefix: str = "question", purpose: str = "answer") -> list[Job]:
+def jobs_for(url: str, n: int, prefix: str = "question", purpose: str = "answer", max_tokens: int = 4) -> list[Job]:
     spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=url)
-    return [Job(spec, ChatRequest.for_prompt(spec, f"{prefix} {i}", 4, purpose=purpose)) for i in range(n)]
+    return [Job(spec, ChatRequest.for_prompt(spec, f"{prefix} {i}", max_tokens, purpose=purpose)) for i in range(n)]
 
 
 def make_sender(kind: str, tmp_path: Path, follow_up=None):
@@ -90,15 +90,17 @@ def test_long_answers_with_long_follow_ups_never_lock_the_pipes(kind, tmp_path):
     """A judge request repeats a whole clinical note, far more than a pipe holds: the child, writing its results,
     and this process, writing the follow-ups, must never wait on each other (a full CI run once hung here)."""
     note = "x" * 150_000
+    # a reply may be as long as its max_tokens allows (models/replies.py): room for a 150 KB note
+    max_tokens = 8192
 
     with running_server(script=lambda body: note + last_user_text(body)[-20:]) as server:
-        jobs = jobs_for(server.url, 24)
+        jobs = jobs_for(server.url, 24, max_tokens=max_tokens)
         spec = jobs[0].spec
 
         def follow_up(job: Job, result):
             if job.request.purpose != "answer" or isinstance(result, ModelError):
                 return []
-            return [Job(spec, ChatRequest.for_prompt(spec, f"judge {i} {result.text}", 4, purpose="judge:1"))
+            return [Job(spec, ChatRequest.for_prompt(spec, f"judge {i} {result.text}", max_tokens, purpose="judge:1"))
                     for i in range(3)]
 
         sender = make_sender(kind, tmp_path, follow_up)
@@ -109,7 +111,8 @@ def test_long_answers_with_long_follow_ups_never_lock_the_pipes(kind, tmp_path):
             waiting.start()
             waiting.join(60)
             assert not waiting.is_alive(), "the sender locked up: answers stopped arriving"
-            judged = [ChatRequest.for_prompt(spec, f"judge {i} {note}question {q}", 4, purpose="judge:1")
+            judged = [ChatRequest.for_prompt(spec, f"judge {i} {note}question {q}", max_tokens,
+                                           purpose="judge:1")
                       for q in range(24) for i in range(3)]
             assert all(isinstance(sender.wait(j.cache_key()), Completion) for j in judged)
             assert sender.wait(judged[-1].cache_key()).text.endswith("question 23")

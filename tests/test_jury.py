@@ -57,8 +57,11 @@ def test_default_judges_are_the_papers_three_as_litellm_strings():
 
 
 def test_a_rubric_for_every_open_benchmark_of_the_catalogue_and_no_other():
-    open_in_catalogue = {b.slug for b in builtin_benchmarks() if b.kind == "open"}
+    open_benchmarks = [b for b in builtin_benchmarks() if b.kind == "open"]
+    open_in_catalogue = {b.slug for b in open_benchmarks if isinstance(b.metric, JuryMetric)}
     assert set(RUBRICS) == set(OPEN_SLUGS) == open_in_catalogue
+    # the other open-ended ones are graded per rubric criterion (HealthBench's grader), not by the jury's rubrics
+    assert {b.slug for b in open_benchmarks} - open_in_catalogue == {"healthbench", "healthbench_professional"}
     closed = [b.slug for b in builtin_benchmarks() if b.kind == "closed"]
     assert closed and all(rubric_for(slug) is None for slug in closed)
 
