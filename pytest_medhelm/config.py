@@ -345,7 +345,8 @@ def _check_local_models(rc: RunConfig, models: list[str], judges: list[str], con
     users_resolution = config.pluginmanager.subset_hook_caller(
         "pytest_medhelm_model_spec", [p for p in (config.pluginmanager.get_plugin("medhelm-run"),) if p is not None])
     for option, role, api_base, names in (("--medhelm-model", "model", rc.api_base, models),
-                                          ("--medhelm-jury", "judge", rc.jury_api_base, judges)):
+                                          ("--medhelm-jury", "judge", rc.jury_api_base, judges),
+                                          ("--medhelm-grader", "judge", rc.jury_api_base, [rc.grader])):
         for name in names:
             if not is_local_model(name):
                 continue

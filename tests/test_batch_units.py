@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_medhelm.cost import Prices, PricesError
-from pytest_medhelm.models import batch_api
+from pytest_medhelm.models import batch_api, batches
 from pytest_medhelm.models.batch_api import (BadLine, BatchRecord, BatchRecords, BatchState, LineError, batch_line,
                                              chunks, parse_result_line)
 from pytest_medhelm.models.batches import batch_rates, batchable, unbatchable_line
@@ -51,6 +51,19 @@ def test_openai_and_anthropic_public_apis_are_half_price_and_a_server_of_ones_ow
     # a reported cost (litellm's) is scaled as well
     prices.batched = {"openai/gpt-4o": 0.5}
     assert prices.completion_cost("openai/gpt-4o", "openai/gpt-4o", 10, 10, reported=0.02) == 0.01
+
+
+def test_a_model_sent_elsewhere_by_litellms_environment_is_batched_there_and_not_at_the_providers_rate(monkeypatch):
+    """With OPENAI_BASE_URL set, a direct request for openai/... reaches that server (and the cache names it): the
+    batch goes there too, and it is not OpenAI's bill, so OpenAI's batch discount does not apply."""
+    gpt = spec("openai/gpt-4o")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    assert batches._base(gpt) == batches.OPENAI_PUBLIC
+    assert batch_rates([gpt], Prices(use_litellm=False)) == {"openai/gpt-4o": 0.5}
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1/")
+    assert batches._base(gpt) == "http://127.0.0.1:8000/v1"
+    assert batch_rates([gpt], Prices(use_litellm=False)) == {"openai/gpt-4o": 1.0}
 
 
 @pytest.mark.parametrize("value", ["0", "1.5", "-0.5", '"half"', "true", "nan"])

@@ -57,6 +57,12 @@ def test_medhelms_parser_accepts_what_the_fork_accepts_and_drops_the_rest():
     assert not fork_met({"criteria_met": 1}) and not fork_met({"criteria_met": None}) and not fork_met({})
     assert comparison_value({"criteria_met": 7}) == 7.0 and comparison_value({"criteria_met": True}) == 1.0
     assert comparison_value({"criteria_met": None}) is None
+    # our default scoring: only 1-10 (a 1e6 from one grader would put the item's score far outside [0, 1])
+    assert comparison_value({"criteria_met": 10}, in_range=True) == 10.0
+    for out_of_scale in (1e6, 0, -3, 10.5, True):
+        with pytest.raises(GraderReplyError):
+            comparison_value({"criteria_met": out_of_scale}, in_range=True)
+    assert comparison_value({"criteria_met": 1e6}) == 1e6  # medhelm 0.8.0 takes it as it comes
     with pytest.raises(GraderReplyError, match="not a number"):
         comparison_value({"criteria_met": "7"})
 

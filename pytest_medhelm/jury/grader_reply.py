@@ -150,13 +150,17 @@ def fork_met(verdict: dict[str, Any]) -> bool:
     return False  # a number, a list, null: their str() is never "true"
 
 
-def comparison_value(verdict: dict[str, Any]) -> float | None:
+def comparison_value(verdict: dict[str, Any], *, in_range: bool = False) -> float | None:
     """The fork's comparison score ``criteria_met`` as its formula ``(rubric + v / 10) / 2`` uses it: None when
     absent or null (the fork then keeps the rubric score alone); ``true``/``false`` count 1/0 (Python arithmetic);
-    anything else that is not a number is a :class:`GraderReplyError` (the fork raises ``TypeError`` there)."""
+    anything else that is not a number is a :class:`GraderReplyError` (the fork raises ``TypeError`` there).
+    ``in_range`` (our default scoring): only a number from 1 to 10 is a comparison score."""
     value = verdict.get("criteria_met")
     if value is None:
         return None
+    if in_range and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 10):
+        # (by default: a grader's out-of-scale number would move the item's score outside [0, 1])
+        raise GraderReplyError(f"the comparison's \"criteria_met\" is {str(value)[:40]!r}, not a number from 1 to 10")
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)) and value == value and value not in (float("inf"), float("-inf")):

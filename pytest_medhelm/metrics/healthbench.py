@@ -188,7 +188,7 @@ class RubricGradedMetric:
                 if shared:
                     shared_list.append(comparison)
                 try:
-                    value = comparison_value(comparison)
+                    value = comparison_value(comparison, in_range=strict)
                 except GraderReplyError as exc:
                     raise ScoringError(f"{grader}: {exc.reason}", {grader: exc.reason}) from None
                 if value is not None:

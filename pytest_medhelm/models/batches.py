@@ -39,6 +39,7 @@ from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRec
                                              OpenAIBatches, BadLine, batch_line, chunks, line_limit,
                                              parse_result_line, results_limit)
 from pytest_medhelm.models.endpoints import is_local_model
+from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.scheduler import Job, Scheduler, redact
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
@@ -63,7 +64,7 @@ def batchable(spec: ModelSpec) -> bool:
 def batch_rates(specs: Iterable[ModelSpec], prices: Any) -> dict[str, float]:
     """Model name -> the factor of its price in a batch run (:meth:`pytest_medhelm.cost.Prices.batch_factor`), for
     the models whose requests go as batches."""
-    return {spec.name: prices.batch_factor(spec.name, spec.litellm_model, public_api=spec.api_base is None)
+    return {spec.name: prices.batch_factor(spec.name, spec.litellm_model, public_api=priced_as_provider(spec))
             for spec in specs if batchable(spec)}
 
 
@@ -78,7 +79,8 @@ def unbatchable_line(specs: Iterable[ModelSpec]) -> str | None:
 
 
 def _base(spec: ModelSpec) -> str:
-    return (spec.api_base or OPENAI_PUBLIC).rstrip("/")
+    # the endpoint a direct request would reach (litellm's OPENAI_BASE_URL included): the one the cache names
+    return (endpoint_of(spec.litellm_model, spec.api_base).url or OPENAI_PUBLIC).rstrip("/")
 
 
 def _key(spec: ModelSpec) -> str | None:

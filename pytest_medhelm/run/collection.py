@@ -139,6 +139,8 @@ class Collection:
 
         if not local_endpoints.is_local(model):
             return None
+        if self.ctx.model_spec(model).api_base is not None:  # a plugin's model_spec hook serves it from a URL
+            return None
         if model not in self._model_problems:
             self._model_problems[model] = local_endpoints.problem(model)
         return self._model_problems[model]
