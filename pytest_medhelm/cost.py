@@ -256,7 +256,8 @@ class Prices:
         for name in (model_name, litellm_model):
             if name and name in self.table:
                 return self._scaled(model_name, self.table[name])
-        return None
+        # a local/... model runs on this machine's llama.cpp server: no one bills for it, whatever its endpoint
+        return LOCAL_PRICE if model_name.startswith(LOCAL_PREFIX) else None
 
     def source_of(self, model_name: str, litellm_model: str | None = None) -> str | None:
         """Where the price came from: "file", "local" (a ``local/...`` model: $0), "litellm", or None (unknown)."""
