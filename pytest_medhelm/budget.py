@@ -57,7 +57,8 @@ import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
 
 from pytest_medhelm.cost import Price, cost, format_usd
 from pytest_medhelm.values import BudgetExhausted
@@ -85,11 +86,11 @@ def usd_limit(value: float) -> str:
 
 
 
-def is_local(spec: "ModelSpec") -> bool:
+def is_local(spec: ModelSpec) -> bool:
     return spec.name.startswith(LOCAL_PREFIX)
 
 
-def unpriced(specs: Iterable["ModelSpec"], price_of: PriceOf) -> list[str]:
+def unpriced(specs: Iterable[ModelSpec], price_of: PriceOf) -> list[str]:
     """The names of the models (in order, once each) that have no price and are not ``local/...`` models: a
     budget cannot bound what they cost."""
     names: list[str] = []
@@ -159,7 +160,7 @@ class SharedLedger:
                          "in_flight TEXT, exhausted INTEGER, not_sent INTEGER, sent INTEGER, answered INTEGER)")
             conn.execute("INSERT OR IGNORE INTO ledger VALUES (0, '0', '0', 0, 0, 0, 0)")
 
-    def _connect(self) -> "sqlite3.Connection":
+    def _connect(self) -> sqlite3.Connection:
         import sqlite3
 
         return sqlite3.connect(self.path, timeout=60)
@@ -203,7 +204,7 @@ Ledger = MemoryLedger | SharedLedger
 
 class Budget:
     def __init__(self, limit_usd: float, price_of: PriceOf, count_tokens: CountTokens | None = None,
-                 ledger: "Ledger | None" = None) -> None:
+                 ledger: Ledger | None = None) -> None:
         if not (isinstance(limit_usd, (int, float)) and math.isfinite(limit_usd) and limit_usd >= 0):
             raise ValueError(f"a budget is a finite number of USD >= 0, got {limit_usd!r}")
         self.limit_usd = float(limit_usd)
@@ -220,14 +221,14 @@ class Budget:
 
     # ------------------------------------------------------------------------------------------ pricing, counting
 
-    def price(self, spec: "ModelSpec") -> Price | None:
+    def price(self, spec: ModelSpec) -> Price | None:
         """The model's price for the budget: its own, else free for a ``local/...`` model, else None."""
         price = self._price_of(spec)
         if price is None and is_local(spec):
             return FREE
         return price
 
-    def prompt_tokens(self, spec: "ModelSpec", request: "ChatRequest") -> int:
+    def prompt_tokens(self, spec: ModelSpec, request: ChatRequest) -> int:
         if self._count_tokens is not None:
             return int(self._count_tokens(spec, request))
         counter = self._counter
@@ -241,7 +242,7 @@ class Budget:
         # each message counted as its own user message: an upper bound on a request of several messages
         return sum(counter(spec.litellm_model, content) for _role, content in request.messages)
 
-    def upper_bound(self, spec: "ModelSpec", request: "ChatRequest") -> float | None:
+    def upper_bound(self, spec: ModelSpec, request: ChatRequest) -> float | None:
         """USD the request can cost at most (every token up to ``max_tokens`` written), None without a price."""
         price = self.price(spec)
         if price is None:
@@ -250,7 +251,7 @@ class Budget:
 
     # ------------------------------------------------------------------------------------------ accounting
 
-    def reserve(self, spec: "ModelSpec", request: "ChatRequest") -> Reservation | None:
+    def reserve(self, spec: ModelSpec, request: ChatRequest) -> Reservation | None:
         """Reserve the request's upper bound before it is sent; None (send nothing) when it would not fit, when
         an earlier request was refused, or when the model has no price."""
         price = self.price(spec)
@@ -306,7 +307,7 @@ class Budget:
         with self._ledger.update() as state:
             self._close(state, reservation)
 
-    def refusal(self, spec: "ModelSpec") -> BudgetExhausted:
+    def refusal(self, spec: ModelSpec) -> BudgetExhausted:
         """The error for a request :meth:`reserve` refused."""
         if self.price(spec) is None:
             message = (f"{BUDGET_PREFIX}{usd_limit(self.limit_usd)}: no price for {spec.name}, request not sent "

@@ -48,7 +48,8 @@ import os
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 #: (USD per prompt token, USD per completion token)
 Price = tuple[float, float]
@@ -202,7 +203,7 @@ class Prices:
         self._memo: dict[tuple[str, str | None], tuple[Price | None, str | None]] = {}
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str] | None, use_litellm: bool = True) -> "Prices":
+    def load(cls, path: str | os.PathLike[str] | None, use_litellm: bool = True) -> Prices:
         """The prices file at ``path`` (None: no file, litellm's table only). Raises :class:`PricesError`."""
         if path is None:
             return cls(use_litellm=use_litellm)

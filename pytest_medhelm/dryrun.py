@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pytest_medhelm.cost import Prices, add_costs, cost, format_usd
 from pytest_medhelm.jury.instrument import JUDGE_MAX_TOKENS

@@ -39,7 +39,8 @@ a judge's own endpoint is the one checked, not the judges' default.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
 from pytest_medhelm.values import REPLICA_SEPARATOR

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 import pytest
 
@@ -35,11 +36,11 @@ class DataStatus:
     detail: str = ""  # why not (DataMissing's message), or the error
 
 
-def ordered(benchmarks: Iterable["Benchmark"]) -> list["Benchmark"]:
+def ordered(benchmarks: Iterable[Benchmark]) -> list[Benchmark]:
     """Benchmarks in the taxonomy's order: category, subcategory, slug; unknown places last."""
     from pytest_medhelm.catalogue.taxonomy import taxonomy_order
 
-    def key(bench: "Benchmark") -> tuple:
+    def key(bench: Benchmark) -> tuple:
         category, subcategory = str(getattr(bench, "category", "")), str(getattr(bench, "subcategory", ""))
         return (*taxonomy_order(category, subcategory), category, subcategory, str(bench.slug))
 
@@ -51,7 +52,7 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def data_status(bench: "Benchmark", data_dir: Path | None, count: bool = True, verification: Any = None,
+def data_status(bench: Benchmark, data_dir: Path | None, count: bool = True, verification: Any = None,
                 compat: str = "default") -> DataStatus:
     """Are the benchmark's data here (never downloading)? With ``count``, build the instances and count them, with
     the loader a run under ``compat`` uses (``--medhelm-compat helm`` keeps HELM's instances where they differ).
@@ -82,7 +83,7 @@ def _cell(text: str, width: int = _CELL_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _describe(bench: "Benchmark") -> tuple[str, str, str, str, str, str, str]:
+def _describe(bench: Benchmark) -> tuple[str, str, str, str, str, str, str]:
     from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 
     category = CATEGORY_BY_SLUG.get(getattr(bench, "category", ""))

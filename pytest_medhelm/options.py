@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 
 def parse_threshold(text: str) -> tuple[str, float]:

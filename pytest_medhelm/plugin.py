@@ -85,7 +85,7 @@ def _distributed(config: pytest.Config) -> bool:
     return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None))
 
 
-def start_run(config: pytest.Config) -> "Run":
+def start_run(config: pytest.Config) -> Run:
     from pytest_medhelm.run import start
 
     return start(config)

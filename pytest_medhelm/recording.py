@@ -30,7 +30,7 @@ class Case(NamedTuple):  # (not a frozen dataclass: building that class costs ev
     """One item's parameter. ``problem`` (a data error) is raised at setup; ``deselected`` items are dropped."""
 
     benchmark: str
-    instance: "Instance | None" = None
+    instance: Instance | None = None
     model: str | None = None
     problem: BaseException | None = None
     deselected: bool = False
@@ -40,16 +40,16 @@ class ItemServices(Protocol):
     """What the run offers the items of its process."""
 
     @property
-    def registry(self) -> "Registry": ...
+    def registry(self) -> Registry: ...
 
-    def model_spec(self, name: str) -> "ModelSpec": ...
+    def model_spec(self, name: str) -> ModelSpec: ...
 
-    def answer_request(self, instance: "Instance", model: str) -> "ChatRequest":
+    def answer_request(self, instance: Instance, model: str) -> ChatRequest:
         """The benchmark's request for ``instance`` to ``model`` (the one the run planned, when it did)."""
 
-    def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion": ...
+    def complete(self, spec: ModelSpec, request: ChatRequest) -> Completion: ...
 
-    def scoring_context(self) -> "ScoringContext": ...
+    def scoring_context(self) -> ScoringContext: ...
 
 
 RUN_SERVICES = pytest.StashKey[ItemServices]()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 
 #: set for litellm's import only, and only when the user has not set them: LITELLM_LOCAL_MODEL_COST_MAP makes it

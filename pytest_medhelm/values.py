@@ -20,7 +20,8 @@ import json
 import logging
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 LOG = logging.getLogger("pytest_medhelm.catalogue")
 
@@ -76,7 +77,7 @@ class Loaded(list):
         """``removed`` under short keys, zeros included: ``reasons`` maps each key to its reason text."""
         return {key: self.removed.get(reason, 0) for key, reason in reasons.items()}
 
-    def done(self) -> "Loaded":
+    def done(self) -> Loaded:
         """Log what was removed; return self."""
         for reason, count in self.removed.items():
             LOG.info("%s: %d record(s) removed: %s", self.slug or "benchmark", count, reason)
@@ -132,7 +133,7 @@ class ModelSpec:
     def is_replica_group(self) -> bool:
         return len(self.urls) > 1
 
-    def at(self, url: str) -> "ModelSpec":
+    def at(self, url: str) -> ModelSpec:
         """This model sent to one of its replicas; its cache identity stays the group's."""
         return replace(self, api_base=url, identity=self.cache_identity)
 
@@ -165,7 +166,7 @@ class ChatRequest:
     response_format: str = ""
 
     @classmethod
-    def for_prompt(cls, model: ModelSpec, prompt: str, max_tokens: int, stop=(), **kw: Any) -> "ChatRequest":
+    def for_prompt(cls, model: ModelSpec, prompt: str, max_tokens: int, stop=(), **kw: Any) -> ChatRequest:
         # HELM sends the whole prompt as one user message, no system prompt
         return cls(model=model.cache_identity, messages=(("user", prompt),), max_tokens=max_tokens,
                    stop=tuple(stop), **kw)
@@ -192,7 +193,7 @@ class ChatRequest:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ChatRequest":
+    def from_json(cls, data: dict[str, Any]) -> ChatRequest:
         return cls(model=data["model"], messages=tuple(tuple(m) for m in data["messages"]),  # type: ignore[misc]
                    max_tokens=data["max_tokens"], temperature=data["temperature"], stop=tuple(data["stop"]),
                    sample=data["sample"], purpose=data["purpose"],
@@ -222,7 +223,7 @@ class Completion:
                 "extra": self.extra}
 
     @classmethod
-    def from_cache(cls, data: dict[str, Any]) -> "Completion":
+    def from_cache(cls, data: dict[str, Any]) -> Completion:
         return cls(**data, cached=True)
 
 
@@ -250,7 +251,7 @@ class ModelError(Exception):
                 "retryable": self.retryable, "systematic": self.systematic}
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> "ModelError":
+    def from_json(data: dict[str, Any]) -> ModelError:
         if data.get("kind") == BudgetExhausted.kind:
             return BudgetExhausted(data["model"], data["message"])
         return ModelError(data["model"], data["message"], data.get("status"), bool(data.get("retryable")),

@@ -15,7 +15,7 @@ import json
 import re
 import sqlite3
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

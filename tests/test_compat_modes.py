@@ -10,7 +10,8 @@ the files the fork changed, and none of these is among them.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 from catalogue_helpers import BENCHMARKS

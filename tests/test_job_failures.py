@@ -10,7 +10,6 @@ the fault is planted by a ``sitecustomize``.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import textwrap
 from pathlib import Path
@@ -79,7 +78,7 @@ def test_a_cache_put_that_times_out_fails_that_job_only(tmp_path):
 
 @pytest.mark.parametrize("error, shown", [
     (KeyError("choices"), "KeyError: 'choices'"),
-    (asyncio.TimeoutError(), "TimeoutError"),  # what aiohttp's total timeout raises (a builtin one since 3.11)
+    (TimeoutError(), "TimeoutError"),  # what aiohttp's total timeout raises (a builtin one since 3.11)
     (ValueError("odd provider body"), "ValueError: odd provider body"),
 ], ids=["KeyError", "asyncio.TimeoutError", "ValueError"])
 def test_an_unexpected_exception_in_one_request_fails_that_job_only(tmp_path, monkeypatch, error, shown):

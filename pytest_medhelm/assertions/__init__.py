@@ -21,11 +21,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["assert_metric", "score_answer", "Missed"]
 
 
-def _text(answer: "Completion | str") -> str:
+def _text(answer: Completion | str) -> str:
     return answer if isinstance(answer, str) else answer.text
 
 
-def _context() -> "ScoringContext":
+def _context() -> ScoringContext:
     """The running item's scoring context (compat, the run's jury, the BERTScore model); outside a run, the
     default one (no judges)."""
     item = CURRENT_ITEM.get()
@@ -37,7 +37,7 @@ def _context() -> "ScoringContext":
     return services.scoring_context()
 
 
-def _metric_for(instance: "Instance", metric: "Metric | None") -> "Metric":
+def _metric_for(instance: Instance, metric: Metric | None) -> Metric:
     """``metric``, or the benchmark's own when none is given."""
     if metric is not None:
         return metric
@@ -51,8 +51,8 @@ def _metric_for(instance: "Instance", metric: "Metric | None") -> "Metric":
     return registry.get(instance.benchmark).metric
 
 
-def score_answer(answer: "Completion | str", instance: "Instance", metric: "Metric | None" = None,
-                 compat: str | None = None) -> "Score":
+def score_answer(answer: Completion | str, instance: Instance, metric: Metric | None = None,
+                 compat: str | None = None) -> Score:
     """Score without asserting: the benchmark's own metric unless another is given."""
     import dataclasses
 
@@ -64,8 +64,8 @@ def score_answer(answer: "Completion | str", instance: "Instance", metric: "Metr
     return score_in_context(_metric_for(instance, metric), _text(answer), instance, context)
 
 
-def assert_metric(answer: "Completion | str", instance: "Instance", metric: "Metric | None" = None,
-                  pass_mark: float | None = None) -> "Score":
+def assert_metric(answer: Completion | str, instance: Instance, metric: Metric | None = None,
+                  pass_mark: float | None = None) -> Score:
     """Score ``answer``, record the score on the running item, and raise :class:`Missed` below the pass mark.
 
     The pass mark is 1 for 0/1 metrics (only a right answer passes) and the metric's own ``pass_mark`` for
@@ -94,7 +94,7 @@ def assert_metric(answer: "Completion | str", instance: "Instance", metric: "Met
     return score
 
 
-def _record_not_scored(score: "Score", instance: "Instance", metric: "Metric") -> None:
+def _record_not_scored(score: Score, instance: Instance, metric: Metric) -> None:
     """An item its metric cannot score (``Score.not_scored``): recorded with score null and the reason, and
     reported as skipped, so that it counts neither for nor against and is never dropped silently."""
     import pytest

@@ -75,7 +75,7 @@ class Registry:
         return list(self._by_slug)
 
 
-def build_registry(hook: "object | None" = None) -> Registry:
+def build_registry(hook: object | None = None) -> Registry:
     """The built-in benchmarks, plus those other plugins register through ``hook`` (a pytest hook relay)."""
     registry = Registry()
     for bench in builtin_benchmarks():

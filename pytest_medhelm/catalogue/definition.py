@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
 
 from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.values import Instance
@@ -44,10 +45,10 @@ class Benchmark:
     subcategory: str
     access: str  # public | gated | private
     kind: str  # closed | open
-    files: tuple["DataFile", ...]
+    files: tuple[DataFile, ...]
     build_instances: InstanceBuilder
-    prompt: "PromptTemplate"
-    metric: "Metric"
+    prompt: PromptTemplate
+    metric: Metric
     max_tokens: int
     stop: tuple[str, ...] = ()
     description: str = ""
@@ -76,10 +77,10 @@ class Benchmark:
     build_instances_medhelm: InstanceBuilder | None = None
     #: the prompt under ``--medhelm-compat medhelm`` when medhelm 0.8.0 changed it (EHRSQL's instructions); None:
     #: ``prompt`` in every mode
-    prompt_medhelm: "PromptTemplate | None" = None
+    prompt_medhelm: PromptTemplate | None = None
     #: run configuration -> the Benchmark a run uses, for a benchmark whose files depend on a run option
     #: (HealthBench's ``--medhelm-healthbench-subset``); None: this one
-    select: "Callable[[Any], Benchmark] | None" = None
+    select: Callable[[Any], Benchmark] | None = None
     #: HELM run-entry arguments the benchmark takes (``--medhelm-benchmark-args SLUG:NAME=VALUE,...``; SCT-Bench's
     #: ``reason`` and ``few_shot``): (name, meaning) pairs. Empty: the benchmark takes none
     arguments: tuple[tuple[str, str], ...] = ()
@@ -117,7 +118,7 @@ class Benchmark:
             return functools.partial(self.build_instances, arguments=self.read_arguments(arguments, compat))
         return self.build_instances
 
-    def prompt_for(self, compat: str = "default") -> "PromptTemplate":
+    def prompt_for(self, compat: str = "default") -> PromptTemplate:
         """The prompt template of this benchmark under ``compat``."""
         if is_medhelm(compat) and self.prompt_medhelm is not None:
             return self.prompt_medhelm
@@ -126,8 +127,8 @@ class Benchmark:
     def render_prompt(self, instance: Instance, compat: str = "default") -> str:
         return self.prompt_for(compat).render(instance)
 
-    def request_for(self, model: "ModelSpec", instance: Instance, max_tokens: int | None = None,
-                    compat: str = "default") -> "ChatRequest":
+    def request_for(self, model: ModelSpec, instance: Instance, max_tokens: int | None = None,
+                    compat: str = "default") -> ChatRequest:
         """The model's request for ``instance``: the rendered prompt as one user message (HELM), or a chat
         benchmark's messages as they are (its prompt's ``messages(instance)``); ``max_tokens`` (default the
         benchmark's) as the run caps it; the prompt of the run's ``compat`` mode."""
@@ -140,7 +141,7 @@ class Benchmark:
         return ChatRequest(model=model.cache_identity, messages=tuple(messages(instance)), max_tokens=limit,
                            stop=tuple(self.stop))
 
-    def prompt_text(self, request: "ChatRequest") -> str:
+    def prompt_text(self, request: ChatRequest) -> str:
         """The text whose sha256 is the answer's ``prompt_sha256``: the one user message, or a chat benchmark's
         messages as compact JSON."""
         if getattr(self.prompt, "chat", False):
@@ -149,7 +150,7 @@ class Benchmark:
             return messages_json(request.messages)
         return request.prompt_text
 
-    def for_run(self, run_config: Any) -> "Benchmark":
+    def for_run(self, run_config: Any) -> Benchmark:
         """The benchmark as a run uses it: a benchmark whose files depend on a run option (HealthBench's subset)
         gives ``select``'s; every other benchmark is itself."""
         return self if self.select is None else self.select(run_config)

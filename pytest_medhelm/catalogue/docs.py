@@ -10,7 +10,8 @@ committed file is the output of :func:`render_markdown`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Benchmark
@@ -50,13 +51,13 @@ count beside the instances (`689 (1 filtered)`) and the results JSON lists it un
 """
 
 
-def _ordered(benchmarks: Iterable["Benchmark"]) -> list["Benchmark"]:
+def _ordered(benchmarks: Iterable[Benchmark]) -> list[Benchmark]:
     from pytest_medhelm.catalogue.taxonomy import taxonomy_order
 
     return sorted(benchmarks, key=lambda b: (*taxonomy_order(b.category, b.subcategory), b.slug))
 
 
-def _count(bench: "Benchmark") -> str:
+def _count(bench: Benchmark) -> str:
     if bench.instance_count is not None:
         return f"{bench.instance_count:,}"
     return "your data" if bench.access != "public" else "?"
@@ -66,7 +67,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _help_and_example(bench: "Benchmark") -> tuple[str, str]:
+def _help_and_example(bench: Benchmark) -> tuple[str, str]:
     """(how to obtain the files, the synthetic example): ``data_help`` split at its example, or ``example``."""
     help_text = _one_line(bench.data_help)
     if bench.example:
@@ -77,13 +78,13 @@ def _help_and_example(bench: "Benchmark") -> tuple[str, str]:
     return head.rstrip(" .") + ".", mark + tail
 
 
-def _file_groups(files: Iterable["DataFile"]) -> list[list["DataFile"]]:
+def _file_groups(files: Iterable[DataFile]) -> list[list[DataFile]]:
     """Consecutive files without a URL that share everything but their name (CLEAR's 13 workbooks) form a group."""
 
-    def shared(file: "DataFile") -> tuple:
+    def shared(file: DataFile) -> tuple:
         return (file.description, file.is_dir, file.optional, file.stands_in_for)
 
-    groups: list[list["DataFile"]] = []
+    groups: list[list[DataFile]] = []
     for file in files:
         last = groups[-1][-1] if groups else None
         if last is not None and not file.url and not last.url and shared(file) == shared(last):
@@ -93,7 +94,7 @@ def _file_groups(files: Iterable["DataFile"]) -> list[list["DataFile"]]:
     return groups
 
 
-def _file_line(bench: "Benchmark", group: list["DataFile"]) -> str:
+def _file_line(bench: Benchmark, group: list[DataFile]) -> str:
     file = group[0]
     kind = ("folder" if file.is_dir else "file") + ("s" if len(group) > 1 else "")
     notes = []
@@ -114,7 +115,7 @@ def _file_line(bench: "Benchmark", group: list["DataFile"]) -> str:
     return line + "."
 
 
-def _section(bench: "Benchmark") -> list[str]:
+def _section(bench: Benchmark) -> list[str]:
     from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 
     category = CATEGORY_BY_SLUG[bench.category].name if bench.category in CATEGORY_BY_SLUG else bench.category
@@ -147,7 +148,7 @@ def _section(bench: "Benchmark") -> list[str]:
     return lines
 
 
-def render_markdown(benchmarks: Iterable["Benchmark"] | None = None) -> str:
+def render_markdown(benchmarks: Iterable[Benchmark] | None = None) -> str:
     """docs/data.md for ``benchmarks`` (default: the built-in ones), in taxonomy order."""
     from pytest_medhelm.catalogue import builtin_benchmarks
     from pytest_medhelm.catalogue.taxonomy import CATEGORIES

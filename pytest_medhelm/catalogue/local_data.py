@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import Row, read_bytes

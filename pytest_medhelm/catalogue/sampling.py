@@ -7,7 +7,8 @@ private ``RandomState(0)`` so that nobody else's use of the global generator can
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from typing import TypeVar
+from collections.abc import Sequence
 
 T = TypeVar("T")
 

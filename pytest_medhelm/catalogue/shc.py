@@ -20,7 +20,8 @@ letters themselves, so the options read ``A. A``, ``B. B``: ``Answer A or B.‚èé‚
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded

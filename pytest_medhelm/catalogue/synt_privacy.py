@@ -16,7 +16,7 @@ adapter with the empty nouns (``: {text}``, options ``A. A``, ``B. B``) after th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue import shc
 from pytest_medhelm.catalogue.definition import Benchmark

@@ -45,7 +45,8 @@ A gate (appended to ``results["gates"]``)::
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_medhelm.compare import stats
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 _SAME = ("score", "raw_score", "error", "answer", "prompt_sha256")
 

@@ -48,7 +48,7 @@ def wanted(config: pytest.Config) -> bool:
     return False
 
 
-def register(config: pytest.Config) -> "ComparePlugin | None":
+def register(config: pytest.Config) -> ComparePlugin | None:
     """Register :class:`ComparePlugin` once when its options are used; return it (or None when they are not)."""
     existing = config.pluginmanager.get_plugin(PLUGIN_NAME)
     if existing is not None:

@@ -71,7 +71,8 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 ALPHA = 0.05
 POWER = 0.8

@@ -25,9 +25,10 @@ import os
 import platform
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from pytest_medhelm.gitinfo import commit_info
 
@@ -109,7 +110,7 @@ def save(results: Mapping[str, Any], name: str, rootdir: Path | str) -> Path:
         number = max((r.number for r in list_runs(rootdir)), default=0) + 1
         path = folder / f"{number:04d}_{clean}.json"
         data["saved"] = {"name": clean, "number": number, "file": path.name,
-                         "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                         "saved_at": datetime.now(UTC).isoformat(timespec="seconds")}
         write_json(data, path)
     return path
 

@@ -23,7 +23,8 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from pytest_medhelm.data.errors import DataError, DataMissing
 

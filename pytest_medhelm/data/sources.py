@@ -24,7 +24,8 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol
+from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.data.errors import DataMissing
 
@@ -33,7 +34,7 @@ from pytest_medhelm.data.errors import DataMissing
 class Verifier(Protocol):
     """Checks a found file against its pin (:class:`pytest_medhelm.data.verification.DataVerification`)."""
 
-    def check(self, benchmark: "FileSet", file: "DataFile", path: Path) -> None: ...
+    def check(self, benchmark: FileSet, file: DataFile, path: Path) -> None: ...
 
 
 class FileSet(Protocol):
@@ -41,7 +42,7 @@ class FileSet(Protocol):
     is one, and so is any other set of pinned files kept under ``<DIR>/<slug>/`` (HELM's judge prompts)."""
 
     slug: str
-    files: Sequence["DataFile"]
+    files: Sequence[DataFile]
     data_help: str
     # (optionally ``data_dir``: a benchmark's own folder of its files)
 
@@ -66,7 +67,7 @@ class DataFile:
     #: slug: pinned files several benchmarks share (medhelm 0.8.0's templates: ``DIR/medhelm08_templates/``)
     folder: str = ""
 
-    def folder_of(self, benchmark: "FileSet") -> str:
+    def folder_of(self, benchmark: FileSet) -> str:
         """``<folder>`` of ``DIR/<folder>/<name>``: :attr:`folder`, else the benchmark's slug."""
         return self.folder or benchmark.slug
 

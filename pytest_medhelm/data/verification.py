@@ -22,7 +22,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from pytest_medhelm.data.errors import DataError
 
@@ -60,10 +61,10 @@ class DataVerification:
     changed: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, slugs: Iterable[str] | None) -> "DataVerification":
+    def of(cls, slugs: Iterable[str] | None) -> DataVerification:
         return cls(frozenset(slugs or ()))
 
-    def check(self, benchmark: "Benchmark", file: "DataFile", path: Path) -> None:
+    def check(self, benchmark: Benchmark, file: DataFile, path: Path) -> None:
         """Raise :class:`DataError` when ``path`` differs from ``file``'s pinned sha256, unless the benchmark is
         accepted (then the difference is recorded). Files without a pin and folders are not checked."""
         if file.is_dir or not path.is_file():

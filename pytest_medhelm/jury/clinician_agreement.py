@@ -37,7 +37,8 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 AXES = ("accuracy", "completeness", "clarity", "structure")
 EXIT_OK = 0

@@ -30,7 +30,8 @@ import functools
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.data.sources import DataFile
 
@@ -187,25 +188,25 @@ class JuryInstrument:
             raise ValueError(f"{slug!r} has no judge prompt (not an open-ended benchmark)")
         return prompt.criteria
 
-    def judge_prompt(self, slug: str, instance: "Instance", answer_text: str) -> str | None:
+    def judge_prompt(self, slug: str, instance: Instance, answer_text: str) -> str | None:
         """The text every judge gets for ``answer_text``; None for an empty answer or a closed benchmark."""
         if not answer_text.strip():
             return None
         return self._render(slug, instance, answer_text)
 
-    def judge_prompt_without_answer(self, slug: str, instance: "Instance") -> str | None:
+    def judge_prompt_without_answer(self, slug: str, instance: Instance) -> str | None:
         """The judges' prompt for ``instance`` with the answer left out (what a dry run counts, adding the answer
         at its longest); None for a closed benchmark."""
         return self._render(slug, instance, "")
 
-    def _render(self, slug: str, instance: "Instance", answer_text: str) -> str | None:
+    def _render(self, slug: str, instance: Instance, answer_text: str) -> str | None:
         prompt = self.prompts.get(slug)
         if prompt is None:
             return None
         return prompt.render(instance.input, answer_text, instance.references[0] if instance.references else "")
 
-    def judge_requests(self, slug: str, instance: "Instance", answer_text: str,
-                       judges: Sequence["ModelSpec"]) -> list[tuple[str, "ChatRequest"]]:
+    def judge_requests(self, slug: str, instance: Instance, answer_text: str,
+                       judges: Sequence[ModelSpec]) -> list[tuple[str, ChatRequest]]:
         """(judge name, request) per judge, all with the same prompt; none for an empty answer (HELM sends none)."""
         from pytest_medhelm.jury import local_judges
         from pytest_medhelm.values import ChatRequest
@@ -228,7 +229,7 @@ class JuryInstrument:
         return requests
 
 
-def prompt_sha256(request: "ChatRequest") -> str:
+def prompt_sha256(request: ChatRequest) -> str:
     """sha256 of a request's prompt text (UTF-8), as ``prompt_sha256`` and ``judge_prompt_sha256`` record it."""
     import hashlib  # (not at module level: this module is imported at pytest start, OpenSSL costs milliseconds)
 

@@ -19,7 +19,7 @@ so on screen.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 #: the longest explanation a local judge may write per criterion (characters)
 EXPLANATION_MAX_CHARS = 160

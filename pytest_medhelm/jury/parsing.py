@@ -45,7 +45,8 @@ import collections
 import json
 import math
 import re
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 __all__ = ["MAX_REPLY_CHARS", "JudgementError", "parse_judgement", "parse_judgement_helm"]
 
@@ -340,7 +341,7 @@ def _without_think(text: str) -> str:
 _LINE_PREFIX = r"[ \t>#*\-\d.)_\"']*+"
 
 
-def _line_pattern(criterion: str) -> "re.Pattern[str]":
+def _line_pattern(criterion: str) -> re.Pattern[str]:
     words = r"[ \t_]+".join(re.escape(w) for w in re.split(r"[\s_]+", criterion.strip()) if w)
     # possessive quantifiers (*+) and no class that spans lines: one pass per line, no backtracking
     return re.compile(

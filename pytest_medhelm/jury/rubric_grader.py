@@ -32,7 +32,8 @@ import ast
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.data.sources import DataFile
 
@@ -222,10 +223,10 @@ class GraderCall:
     grader: str
     kind: str
     index: int
-    request: "ChatRequest"
+    request: ChatRequest
 
 
-def grading_calls(slug: str, instance: "Instance", answer: str, graders: Sequence["ModelSpec"],
+def grading_calls(slug: str, instance: Instance, answer: str, graders: Sequence[ModelSpec],
                   prompts: GraderPrompts, fork: bool) -> list[GraderCall]:
     """The grader requests for ``answer``, in order: grader by grader, criterion by criterion (then, for a
     benchmark with a physician's answer, the comparison). Raises :class:`GraderPromptsUnavailable` when the

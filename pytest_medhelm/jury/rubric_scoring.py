@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.jury.grader_reply import fork_met
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
 
 from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
@@ -22,8 +23,8 @@ FLAG_EMPTY = "empty answer"
 FLAG_NO_JUDGE = "no valid judge"
 
 
-def judge_requests(slug: str, instance: "Instance", answer_text: str, judges: Sequence["ModelSpec"],
-                   instrument: "JuryInstrument | None" = None) -> list[tuple[str, ChatRequest]]:
+def judge_requests(slug: str, instance: Instance, answer_text: str, judges: Sequence[ModelSpec],
+                   instrument: JuryInstrument | None = None) -> list[tuple[str, ChatRequest]]:
     """(judge name, request) for every judge; none for an empty answer (HELM sends none) or a closed benchmark.
 
     ``instrument``: the run's judge prompts (:func:`~pytest_medhelm.jury.instrument.load_jury_instrument`); default
@@ -42,7 +43,7 @@ class JuryVerdicts:
     """What the judges said about one answer (``replies``: judge -> Completion or the error its request ended
     with), with what they were asked: the sha256 of each request's prompt, the criteria and the instrument."""
 
-    replies: dict[str, "Completion | BaseException"]
+    replies: dict[str, Completion | BaseException]
     judge_prompt_sha256: list[str]
     criteria: tuple[str, ...]
     instrument: str
@@ -114,9 +115,9 @@ def _reading(compat: str) -> Callable[[str, Sequence[str]], dict[str, tuple[floa
     return parse_judgement_helm if reproduces_helm(compat) else parse_judgement
 
 
-def jury_score(slug: str, completions: "Mapping[str, Completion | BaseException] | JuryVerdicts",
+def jury_score(slug: str, completions: Mapping[str, Completion | BaseException] | JuryVerdicts,
                criteria: Sequence[str] | None = None, *, answer: str | None = None, compat: str = "default",
-               default_score: float = HELM_DEFAULT_SCORE, instrument: "JuryInstrument | None" = None) -> JuryResult:
+               default_score: float = HELM_DEFAULT_SCORE, instrument: JuryInstrument | None = None) -> JuryResult:
     """The jury's score of one answer from each judge's reply (or the exception its request ended with).
 
     ``completions``: judge -> reply, or a :class:`JuryVerdicts` (the run's, whose criteria and prompt

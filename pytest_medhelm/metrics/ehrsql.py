@@ -72,7 +72,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.metrics.base import Score
@@ -197,7 +198,7 @@ class EhrSqlExecutionAccuracy:
             return [], str(exc)
 
     # ------------------------------------------------------------------------------------------------ score
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         extra = instance.extra
         db_path = extra.get("db_path")
         if not db_path:

@@ -54,7 +54,7 @@ class MultipleChoiceExactMatch:
     binary = True
     pass_mark = 1.0
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         choices = instance.choices
         if instance.correct is None or not 0 <= instance.correct < len(choices):
             raise ValueError(f"instance {instance.id!r} has no valid correct choice")
@@ -76,7 +76,7 @@ class GenerationExactMatch:
     binary = True
     pass_mark = 1.0
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         if not instance.references:
             raise ValueError(f"instance {instance.id!r} has no reference answer")
         pred = answer.strip()

@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from pytest_medhelm.jury.grader_reply import (GraderReplyError, comparison_value, parse_fork_verdict,
                                               parse_reference_verdict)
@@ -59,7 +60,7 @@ class GraderReplies:
     the planned order; ``unavailable`` is why no call could be made (the grader prompts missing), else ""."""
 
     calls: list[GraderCall] = field(default_factory=list)
-    replies: list["Completion | BaseException"] = field(default_factory=list)
+    replies: list[Completion | BaseException] = field(default_factory=list)
     unavailable: str = ""
 
 
@@ -106,10 +107,10 @@ class RubricGradedMetric:
         """Whether the fork's prompts (and the jury as graders) are used: always for HealthBench Professional."""
         return self.professional or is_fork(compat)
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         raise RuntimeError(f"{self!r}: the rubric grader needs a run: score it with assert_metric in a medhelm test")
 
-    def score_with(self, answer: str, instance: "Instance", context: ScoringContext) -> Score:
+    def score_with(self, answer: str, instance: Instance, context: ScoringContext) -> Score:
         fetch = context.grader_completions
         if fetch is None:
             raise RuntimeError(f"{self!r}: no grader in this scoring context")

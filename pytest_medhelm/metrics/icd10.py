@@ -88,7 +88,7 @@ class MimicBillingCodeF1:
     #: a continuous metric: an instance whose F1 is below this shows as a miss
     pass_mark = 0.5
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         extractor = helm_extract if reproduces_helm(compat) else extract
         gold: set[str] = set()
         for reference in instance.references:

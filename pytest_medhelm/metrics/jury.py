@@ -67,7 +67,7 @@ class JuryMetric:
     def __repr__(self) -> str:
         return f"JuryMetric({self.slug!r})"
 
-    def secondary_inputs(self, answer: str, instance: "Instance",
+    def secondary_inputs(self, answer: str, instance: Instance,
                          compat: str = "default") -> tuple[str, list[str]] | None:
         """(prediction, references) as ROUGE and BERTScore see them (HELM: stripped, one leading ``{`` and one
         trailing ``}`` removed), or None when this benchmark reports no secondary metric. Give these pairs to
@@ -76,7 +76,7 @@ class JuryMetric:
             return None
         return remove_braces(answer.strip()), [remove_braces(reference) for reference in instance.references]
 
-    def secondary(self, answer: str, instance: "Instance", compat: str = "default",
+    def secondary(self, answer: str, instance: Instance, compat: str = "default",
                   bertscore_model: str | None = None) -> dict[str, Any]:
         """ROUGE-1/2/L and BERTScore P/R/F against the gold answer."""
         inputs = self.secondary_inputs(answer, instance, compat)
@@ -89,14 +89,14 @@ class JuryMetric:
         out.update(bertscore_metrics(prediction, references, self.bertscore_model or bertscore_model))
         return out
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         """Outside a run: with the ``judge_completions`` this metric was made with."""
         if self._judge_completions is None:
             raise RuntimeError(f"{self!r}: the jury needs judges: score it with assert_metric in a medhelm test, "
                                "or make the metric with JuryMetric(slug, judge_completions=...)")
         return self.score_with(answer, instance, ScoringContext(compat, self._judge_completions))
 
-    def score_with(self, answer: str, instance: "Instance", context: ScoringContext) -> Score:
+    def score_with(self, answer: str, instance: Instance, context: ScoringContext) -> Score:
         compat = context.compat
         if answer.strip():
             fetch = self._judge_completions or context.judge_completions

@@ -77,7 +77,7 @@ class MedCalcAccuracy:
     binary = True
     pass_mark = 1.0
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         pred = answer.strip()
         gold = instance.references[0] if instance.references else ""
         category = str(instance.extra.get("category", ""))

@@ -38,7 +38,7 @@ _LEADING_ID = re.compile(r"^(\d+)")
 _AROUND_CORRECT = string.punctuation + string.whitespace
 
 
-def _gold(instance: "Instance", compat: str) -> tuple[int, int]:
+def _gold(instance: Instance, compat: str) -> tuple[int, int]:
     """(flag, sentence id) of the gold answer."""
     text = (instance.references[0] if instance.references else "").replace(".", "").strip()
     if text == "CORRECT":
@@ -74,7 +74,7 @@ class MedecErrorFlagAccuracy:
     binary = True
     pass_mark = 1.0
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         gold_flag, gold_sentence = _gold(instance, compat)
         pred_flag, pred_sentence = _predicted(answer, compat)
         flag_accuracy = 1.0 if pred_flag == gold_flag else 0.0

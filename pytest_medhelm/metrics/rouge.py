@@ -28,7 +28,8 @@ process.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from pytest_medhelm.metrics.base import Score
 
@@ -85,7 +86,7 @@ class RougeL:
     #: a continuous metric: an item below this ROUGE-L F-measure shows as a miss (see the module docstring)
     pass_mark = 0.5
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         if not instance.references:
             raise ValueError(f"instance {instance.id!r} has no reference answer")
         references = [remove_braces(reference) for reference in instance.references]

@@ -15,7 +15,8 @@ The panel is the instance's ``extra["expert_distribution"]``: five counts in rat
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from pytest_medhelm.metrics.base import Score
 
@@ -57,7 +58,7 @@ class SctScore:
     #: a miss is any rating other than the panel's modal one
     pass_mark = 1.0
 
-    def score(self, answer: str, instance: "Instance", compat: str = "default") -> Score:
+    def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         panel = tuple(instance.extra.get("expert_distribution") or ())
         if len(panel) != 5:
             raise ValueError(f"instance {instance.id!r} has no expert distribution of five counts")

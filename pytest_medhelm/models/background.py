@@ -30,7 +30,8 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings, progress_text

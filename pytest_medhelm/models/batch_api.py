@@ -25,9 +25,10 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
-from pytest_medhelm.models.replies import max_reply_bytes, reply_text, reply_usage, too_large
+from pytest_medhelm.models.replies import max_reply_bytes, reply_text, reply_usage
 from pytest_medhelm.models.transport import RequestFailed, _error_message, _retry_after, _retryable_status
 from pytest_medhelm.values import Completion
 
@@ -89,7 +90,7 @@ class LineError:
     status: int | None = None
 
 
-def parse_result_line(raw: bytes | str, expected: Iterable[str] | set[str]) -> tuple[str, "Completion | LineError"]:
+def parse_result_line(raw: bytes | str, expected: Iterable[str] | set[str]) -> tuple[str, Completion | LineError]:
     """A line of a batch's output or error file: (its request's key, the answer or the provider's error).
 
     Raises :class:`BadLine` for a line that is not such a result or that names a request the batch did not hold
@@ -155,7 +156,7 @@ class BatchState:
         return self.status in TERMINAL
 
     @staticmethod
-    def of(data: Any) -> "BatchState":
+    def of(data: Any) -> BatchState:
         if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not data["id"]:
             raise RequestFailed(f"the batch object has no id: {str(data)[:200]!r}", retryable=False)
         status = data.get("status")

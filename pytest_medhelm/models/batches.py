@@ -32,7 +32,8 @@ import asyncio
 import os
 import threading
 import time
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from pytest_medhelm.models.background import FollowUp, Result, ThreadSender
 from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,

@@ -32,7 +32,8 @@ import sqlite3
 import stat
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from pytest_medhelm.values import Completion, ModelError
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_medhelm.values import ModelSpec, redact_url
 

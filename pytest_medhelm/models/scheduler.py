@@ -63,7 +63,8 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
@@ -322,7 +323,7 @@ class _SharedSlots:
 
     POLL_S = 0.01
 
-    def __init__(self, directory: "os.PathLike[str] | None") -> None:
+    def __init__(self, directory: os.PathLike[str] | None) -> None:
         self.directory = directory
         self._files: dict[str, list[str]] = {}  # endpoint -> its slots' lock files (the folder made once)
 
@@ -370,7 +371,7 @@ class _Slots:
     order, see :func:`_priority`). ``peak`` keeps the most requests seen in flight per endpoint (tests, summary).
     """
 
-    def __init__(self, directory: "os.PathLike[str] | None" = None) -> None:
+    def __init__(self, directory: os.PathLike[str] | None = None) -> None:
         self._gates: dict[str, _Gate] = {}
         self.shared = _SharedSlots(directory)
         self.in_flight: dict[str, int] = {}
@@ -583,7 +584,7 @@ class Scheduler:
         raise ModelError(job.spec.name, message, last.status)
 
     async def _result_of(self, wire: OpenAIWire, windows: _Windows, job: Job,
-                         slots: "_Slots") -> "Completion | ModelError":
+                         slots: _Slots) -> Completion | ModelError:
         """The job's answer, stored in the cache, or the error that ended it: never an exception, so that one
         job's trouble (whatever its type) stays that job's and the other jobs go on."""
         try:
@@ -621,7 +622,7 @@ class Scheduler:
             self._down_models.setdefault(endpoint, set()).add(job.spec.name)
         return ModelError(job.spec.name, message, systematic=never_answered)
 
-    async def serve(self, queue: "asyncio.Queue[Job | None]", on_done: Callable[[Job, "Completion | ModelError"], None],
+    async def serve(self, queue: asyncio.Queue[Job | None], on_done: Callable[[Job, Completion | ModelError], None],
                     workers: int | None = None) -> None:
         """Send the jobs of ``queue`` until it yields ``None`` (more may be put while it runs); each result goes to
         the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""

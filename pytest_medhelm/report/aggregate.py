@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0

@@ -10,7 +10,8 @@ showing nothing.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 NEEDS_TWO = "agreement needs two judges"
 

@@ -19,7 +19,8 @@ write to a benchmark's limit (an EHRSQL answer of 1024 tokens takes SmolLM2 abou
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 
 def capped(max_tokens: int, cap: int | None) -> int:

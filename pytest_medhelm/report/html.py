@@ -30,7 +30,8 @@ import math
 import os
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 #: matplotlib's viridis at 9 evenly spaced stops (interpolated linearly in between)
 VIRIDIS = ("#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725")

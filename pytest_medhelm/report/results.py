@@ -19,7 +19,8 @@ import os
 import platform
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_medhelm import __version__
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG

@@ -14,7 +14,8 @@ The results JSON gets ``rubric_breakdown``: a list of ``{"benchmark", "model", "
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 #: the tag prefixes the reference's breakdowns report, and the kind each names
 KINDS = {"theme:": "theme", "axis:": "axis"}

@@ -3,7 +3,8 @@ Table 1 leaderboard (win rate, Win SD, macro-average, SD), then the gates' verdi
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.catalogue.taxonomy import CATEGORIES
 from pytest_medhelm.cost import model_row_costs

@@ -10,7 +10,8 @@ from such results (JSON, HTML, saved runs) are private to the user (0600), as th
 from __future__ import annotations
 
 import os
-from typing import IO, TYPE_CHECKING, Any, Mapping
+from typing import IO, TYPE_CHECKING, Any
+from collections.abc import Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import Instance
@@ -19,7 +20,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 HOW = "--medhelm-report-text (ini: medhelm_report_text = true)"
 
 
-def instance_texts(instance: "Instance") -> dict[str, str]:
+def instance_texts(instance: Instance) -> dict[str, str]:
     """``question`` and ``reference`` of one instance, as a person reads them."""
     question = instance.input.rstrip()
     if instance.choices:
@@ -37,7 +38,7 @@ def holds_texts(results: Mapping[str, Any]) -> bool:
     return any(isinstance(r, Mapping) and ("question" in r or "reference" in r) for r in instances)
 
 
-def open_report(path: "str | os.PathLike[str]", results: Mapping[str, Any]) -> IO[str]:
+def open_report(path: str | os.PathLike[str], results: Mapping[str, Any]) -> IO[str]:
     """A new file for a report of ``results`` (a temporary file, renamed into place by the caller): readable by the
     user only (0600) when the results hold the instances' texts, else with the usual permissions."""
     mode = 0o600 if holds_texts(results) else 0o666  # (0o666: the umask decides, as for open())

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.session import Run
 
 
-def start(config: "pytest.Config") -> "Run":
+def start(config: pytest.Config) -> Run:
     """The run of this pytest process, created and registered once."""
     from pytest_medhelm.recording import RUN_SERVICES
     from pytest_medhelm.run.session import Run
@@ -38,7 +38,7 @@ def start(config: "pytest.Config") -> "Run":
     return run  # type: ignore[return-value]
 
 
-def started(config: "pytest.Config") -> bool:
+def started(config: pytest.Config) -> bool:
     from pytest_medhelm.recording import RUN_SERVICES
 
     return RUN_SERVICES in config.stash

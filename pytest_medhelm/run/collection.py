@@ -43,7 +43,7 @@ def model_labels(models: tuple[str, ...]) -> dict[str, str]:
 
 
 class Collection:
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self._instances: dict[str, Any] = {}
         self._model_problems: dict[str, str | None] = {}

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 import pytest
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CENTRAL, CONTROLLER, WORKER = "central", "controller", "worker"
 
 
-def run_every_step(steps: "list[Callable[[], object]]") -> None:
+def run_every_step(steps: list[Callable[[], object]]) -> None:
     """Call every step, whatever the earlier ones raise; then raise the first failure (the others added as its
     notes), so that no cleanup is skipped and no failure is hidden."""
     failures: list[BaseException] = []
@@ -98,7 +99,7 @@ class RunContext:
 
     # ------------------------------------------------------------------------------------------ configuration
     @property
-    def registry(self) -> "Registry":
+    def registry(self) -> Registry:
         if self._registry is None:
             from pytest_medhelm.catalogue import build_registry
 
@@ -106,7 +107,7 @@ class RunContext:
         return self._registry
 
     @property
-    def run_config(self) -> "RunConfig":
+    def run_config(self) -> RunConfig:
         if self._run_config is None:
             from pytest_medhelm.config import from_pytest
 
@@ -163,7 +164,7 @@ class RunContext:
         return "refresh" if self.run_config.cache == "refresh" else "on"
 
     @property
-    def cache(self) -> "AnswerCache":
+    def cache(self) -> AnswerCache:
         if self._cache is None:
             from pytest_medhelm.models.cache import AnswerCache
 
@@ -251,7 +252,7 @@ class RunContext:
         return Settings(concurrency=rc.concurrency, timeout=rc.timeout, retries=rc.retries)
 
     @property
-    def scheduler(self) -> "Scheduler":
+    def scheduler(self) -> Scheduler:
         """For requests sent from this process itself (a test body's own question, a thread sender)."""
         if self._scheduler is None:
             from pytest_medhelm.models.scheduler import Scheduler
@@ -260,7 +261,7 @@ class RunContext:
         return self._scheduler
 
     @property
-    def prices(self) -> "Prices":
+    def prices(self) -> Prices:
         """Prices per token: the --medhelm-prices file first, then litellm's bundled table (unknown: None)."""
         if self._prices is None:
             from pytest_medhelm.cost import Prices
@@ -273,7 +274,7 @@ class RunContext:
                 self._prices.batched = batch_rates(specs, self._prices)
         return self._prices
 
-    def price_of(self, spec: "ModelSpec"):
+    def price_of(self, spec: ModelSpec):
         """(USD per prompt token, per completion token) of ``spec``, or None. A model at an endpoint that is not
         its provider's public API is priced by the prices file only, never at the provider's rates."""
         from pytest_medhelm.models.identity import priced_as_provider
@@ -282,7 +283,7 @@ class RunContext:
             return self.prices.price_for(spec.name, spec.litellm_model)
         return self.prices.file_price_for(spec.name, spec.litellm_model)
 
-    def completion_cost(self, spec: "ModelSpec", tokens_in: int, tokens_out: int, reported: float | None):
+    def completion_cost(self, spec: ModelSpec, tokens_in: int, tokens_out: int, reported: float | None):
         """The cost recorded for one answer of ``spec`` (see :meth:`price_of`; litellm's reported cost is the
         provider's price, so it is believed only for the provider's own API)."""
         from pytest_medhelm.models.identity import priced_as_provider
@@ -294,7 +295,7 @@ class RunContext:
         return cost(tokens_in, tokens_out, self.price_of(spec))
 
     @property
-    def budget(self) -> "Budget | None":
+    def budget(self) -> Budget | None:
         """The --medhelm-budget spending cap, one ledger for every process of the run (a file in the cache
         directory), so that a worker's own requests spend from the same limit as the controller's."""
         if not self._budget_made:
@@ -308,18 +309,18 @@ class RunContext:
         return self._budget
 
     # ------------------------------------------------------------------------------------------ models
-    def model_spec(self, name: str) -> "ModelSpec":
+    def model_spec(self, name: str) -> ModelSpec:
         """A model under test, as the hook ``pytest_medhelm_model_spec`` resolves it."""
         return self._spec(name, "model", self.run_config.api_base)
 
-    def judge_spec(self, name: str) -> "ModelSpec":
+    def judge_spec(self, name: str) -> ModelSpec:
         return self._spec(name, "judge", self.run_config.jury_api_base)
 
-    def judge_specs(self) -> list["ModelSpec"]:
+    def judge_specs(self) -> list[ModelSpec]:
         return [self.judge_spec(name) for name in self.judge_names()]
 
     # (HealthBench's rubric grader: a judge for endpoints and keys)
-    def grader_spec(self) -> "ModelSpec":
+    def grader_spec(self) -> ModelSpec:
         """The rubric grader (``--medhelm-grader``), reached as a judge is (the judges' endpoint and key options)."""
         return self.judge_spec(self.run_config.grader)
 
@@ -334,7 +335,7 @@ class RunContext:
                 need_fork=fork, verification=self.data_verification)
         return self._grader_prompts[fork]
 
-    def _spec(self, name: str, role: str, api_base: str | None) -> "ModelSpec":
+    def _spec(self, name: str, role: str, api_base: str | None) -> ModelSpec:
         spec = self._specs.get((role, name))
         if spec is None:
             spec = self._specs[(role, name)] = self.config.hook.pytest_medhelm_model_spec(
@@ -344,7 +345,7 @@ class RunContext:
     def _local_publish_path(self) -> Path:
         return self.cache_dir() / "local" / f"{self.run_id}.json"
 
-    def endpoint(self, spec: "ModelSpec") -> "ModelSpec":
+    def endpoint(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with a URL to send to: a local/... model's server is started here (or, in a worker, looked up
         in what the controller published). Raises ModelError when it cannot be reached."""
         from pytest_medhelm.models import local_endpoints

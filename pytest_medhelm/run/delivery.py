@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -36,7 +37,7 @@ EVERY_MODEL_BROKEN = ("medhelm: every model under test fails every request (the 
 
 
 class Delivery:
-    def __init__(self, ctx: "RunContext", plan: "AnswerPlan", write_line: Callable[[str, dict], None],
+    def __init__(self, ctx: RunContext, plan: AnswerPlan, write_line: Callable[[str, dict], None],
                  on_sender_finished: Callable[[], None] | None = None) -> None:
         self.ctx = ctx
         self.plan = plan
@@ -56,7 +57,7 @@ class Delivery:
         self._sender_crash: str | None = None  # the sender died during the run: what its waiting items did
 
     # ------------------------------------------------------------------------------------------ sending
-    def target(self, spec: "ModelSpec") -> Any:
+    def target(self, spec: ModelSpec) -> Any:
         """``spec`` with a URL to send to, or the ModelError that says it cannot be reached (then its items error,
         and one line says why, once per model)."""
         from pytest_medhelm.values import ModelError
@@ -69,7 +70,7 @@ class Delivery:
                 self.write_line(f"medhelm: {exc}", {"red": True, "bold": True})
         return self._targets[spec.name]
 
-    def _job_or_error(self, spec: "ModelSpec", request: "ChatRequest") -> "Job | None":
+    def _job_or_error(self, spec: ModelSpec, request: ChatRequest) -> Job | None:
         from pytest_medhelm.values import ModelError
         from pytest_medhelm.models.scheduler import Job
 
@@ -79,7 +80,7 @@ class Delivery:
             return None
         return Job(target, request)
 
-    def _judge_jobs(self, instance: "Instance", answer_text: str) -> list["Job"]:
+    def _judge_jobs(self, instance: Instance, answer_text: str) -> list[Job]:
         jobs = []
         for judged in self.plan.judge_requests(instance, answer_text):
             if judged.request.cache_key() not in self.ctx.cache:
@@ -88,7 +89,7 @@ class Delivery:
                     jobs.append(job)
         return jobs
 
-    def start(self, planned: list["PlannedAnswer"], keep_in_memory: bool = True) -> None:
+    def start(self, planned: list[PlannedAnswer], keep_in_memory: bool = True) -> None:
         """Send what the cache does not hold, in the background; judge requests follow each judged answer."""
         if not planned:
             self._sender_finished()
@@ -125,7 +126,7 @@ class Delivery:
                 else:
                     waiting_for_answer.setdefault(key, []).append(entry.instance)
 
-        def follow_up(job: "Job", result: Any) -> list["Job"]:
+        def follow_up(job: Job, result: Any) -> list[Job]:
             # on the sender's side: the jury's requests for an answer that just arrived
             from pytest_medhelm.values import ModelError
 
@@ -167,7 +168,7 @@ class Delivery:
         if self._on_sender_finished is not None:
             self._on_sender_finished()
 
-    def _check_budget(self, planned: list["PlannedAnswer"]) -> None:
+    def _check_budget(self, planned: list[PlannedAnswer]) -> None:
         """A budget needs a price for every model it may pay for: refuse the run up front rather than skip all."""
         from pytest_medhelm.budget import unpriced
 
@@ -200,12 +201,12 @@ class Delivery:
             self.lines.append((self._sender_crash, {"yellow": True, "bold": True}))
 
     # ------------------------------------------------------------------------------------------ receiving
-    def expect_from_controller(self, planned: list["PlannedAnswer"], controller_done: Callable[[], bool]) -> None:
+    def expect_from_controller(self, planned: list[PlannedAnswer], controller_done: Callable[[], bool]) -> None:
         """Worker: these answers are sent by the controller; ``controller_done()`` tells when it stopped sending."""
         self._from_controller.update(p.key for p in planned)
         self._controller_done = controller_done
 
-    def _awaited(self, key: str) -> "Completion | ModelError | None":
+    def _awaited(self, key: str) -> Completion | ModelError | None:
         """The answer (or error) of a request someone else sends for this run, once it is there; None when it is
         not (or no longer) on its way."""
         answer = self._answers.get(key)
@@ -238,10 +239,10 @@ class Delivery:
         if self._sender_crash is None:  # (said in the terminal summary)
             self._sender_crash = f"{exc}; the items that waited for it asked for their own answers"
 
-    def _in_shared_cache(self, key: str) -> "Completion | ModelError | None":
+    def _in_shared_cache(self, key: str) -> Completion | ModelError | None:
         return self.ctx.cache.get(key) or self.ctx.cache.get_error(key)
 
-    def _poll_shared_cache(self, key: str) -> "Completion | ModelError | None":
+    def _poll_shared_cache(self, key: str) -> Completion | ModelError | None:
         delay = 0.002
         while True:
             done = self._controller_done()  # read before the cache: an answer stored just before it is seen
@@ -267,7 +268,7 @@ class Delivery:
         finally:
             hook.pytest_timeout_set_timer(item=item, settings=settings)
 
-    def _ask_now(self, job: "Job") -> "Completion | ModelError":
+    def _ask_now(self, job: Job) -> Completion | ModelError:
         """A request nobody sends for this item (its own question, or one asked again after its error): through the
         running sender when there is one, ahead of what waits there, so that the endpoint's slots and the run's
         limits hold for it too (a second loop beside the sender's would not know them); else sent from here."""
@@ -290,7 +291,7 @@ class Delivery:
         except ModelError as exc:
             return exc
 
-    def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
+    def complete(self, spec: ModelSpec, request: ChatRequest) -> Completion:
         from pytest_medhelm.values import BudgetExhausted, ModelError
 
         key = request.cache_key()
@@ -314,7 +315,7 @@ class Delivery:
         result.cost_usd = self.ctx.completion_cost(spec, result.tokens_in, result.tokens_out, result.cost_usd)
         return result
 
-    def answers_at_hand(self, slug: str) -> list[tuple[str, "Instance"]]:
+    def answers_at_hand(self, slug: str) -> list[tuple[str, Instance]]:
         """(answer text, instance) of every planned answer of benchmark ``slug`` already here (in memory, from the
         sender, or in the shared cache), without waiting."""
         out = []
@@ -328,7 +329,7 @@ class Delivery:
                 out.extend((answer.text, inst) for inst in instances if inst.benchmark == slug)
         return out
 
-    def judge_completions(self, instance: "Instance", answer_text: str) -> Any:
+    def judge_completions(self, instance: Instance, answer_text: str) -> Any:
         """The judges' verdicts on ``answer_text`` (:class:`~pytest_medhelm.jury.JuryVerdicts`: each reply, or the
         ModelError that stopped it, with the sha256 of each judge prompt and the instrument's criteria)."""
         from pytest_medhelm.jury.instrument import prompt_sha256
@@ -349,7 +350,7 @@ class Delivery:
         return JuryVerdicts(replies=replies, judge_prompt_sha256=[prompt_sha256(r.request) for r in requests],
                             criteria=instrument.criteria(instance.benchmark), instrument=instrument.name)
 
-    def grader_completions(self, instance: "Instance", answer_text: str) -> Any:
+    def grader_completions(self, instance: Instance, answer_text: str) -> Any:
         """The rubric grader's replies on ``answer_text`` (a
         :class:`~pytest_medhelm.metrics.healthbench.GraderReplies`: each planned call with its reply, or the
         ModelError that stopped it), fetched as judge replies are (sent ahead by the sender, or asked now)."""
@@ -371,7 +372,7 @@ class Delivery:
                 replies.append(exc)
         return GraderReplies(calls=calls, replies=replies)
 
-    def _stop_if_every_model_is_broken(self, spec: "ModelSpec", error: "ModelError") -> None:
+    def _stop_if_every_model_is_broken(self, spec: ModelSpec, error: ModelError) -> None:
         """A wrong key or an unknown model (401/403/404), or an endpoint that never answered, fails every request
         the same way: once every model under test is in that state, the run stops after this item instead of
         printing the same error on each (under xdist, each worker stops after its first such item)."""

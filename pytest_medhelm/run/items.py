@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 import pytest
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class ItemHooks:
-    def __init__(self, ctx: "RunContext", on_record: Callable[[pytest.TestReport, dict[str, Any]], None]) -> None:
+    def __init__(self, ctx: RunContext, on_record: Callable[[pytest.TestReport, dict[str, Any]], None]) -> None:
         self.ctx = ctx
         self.on_record = on_record
 

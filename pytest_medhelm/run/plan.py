@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ChatRequest, Instance, ModelSpec
@@ -20,8 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
 @dataclass(frozen=True)
 class PlannedAnswer:
     model: str
-    instance: "Instance"
-    request: "ChatRequest"
+    instance: Instance
+    request: ChatRequest
 
     @property
     def key(self) -> str:
@@ -31,12 +32,12 @@ class PlannedAnswer:
 @dataclass(frozen=True)
 class JudgeRequest:
     judge: str
-    spec: "ModelSpec"
-    request: "ChatRequest"
+    spec: ModelSpec
+    request: ChatRequest
 
 
 class AnswerPlan:
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self._planned: dict[tuple[str, str, str], tuple[Any, ChatRequest]] = {}
         self._by_key: dict[str, list[Instance]] = {}
@@ -44,7 +45,7 @@ class AnswerPlan:
     def is_judged(self, slug: str) -> bool:
         return slug in self.ctx.registry and self.ctx.registry.get(slug).is_judged
 
-    def answers(self, pairs: Iterable[tuple["Instance", str]]) -> list[PlannedAnswer]:
+    def answers(self, pairs: Iterable[tuple[Instance, str]]) -> list[PlannedAnswer]:
         """The request of every (instance, model), in the order given (item order: the first items' answers are
         sent first)."""
         out = []
@@ -55,7 +56,7 @@ class AnswerPlan:
             out.append(PlannedAnswer(model, instance, request))
         return out
 
-    def request_for(self, instance: "Instance", model: str) -> "ChatRequest":
+    def request_for(self, instance: Instance, model: str) -> ChatRequest:
         """The benchmark's request for ``instance`` to ``model``: its exact prompt and generation settings, its
         ``max_tokens`` under the run's ``--medhelm-max-tokens`` cap."""
         from pytest_medhelm.report.generation_cap import capped
@@ -65,16 +66,16 @@ class AnswerPlan:
                                  capped(bench.max_tokens, self.ctx.run_config.max_tokens),
                                  compat=self.ctx.run_config.compat)
 
-    def keys_of(self, slug: str) -> list[tuple[str, list["Instance"]]]:
+    def keys_of(self, slug: str) -> list[tuple[str, list[Instance]]]:
         """(answer key, its instances) of every planned answer of benchmark ``slug``."""
         return [(key, instances) for key, instances in self._by_key.items()
                 if any(i.benchmark == slug for i in instances)]
 
-    def instances_of(self, answer_key: str) -> list["Instance"]:
+    def instances_of(self, answer_key: str) -> list[Instance]:
         """The instances a planned answer request asks about (several, when their prompts are the same)."""
         return self._by_key.get(answer_key, [])
 
-    def answer_request(self, instance: "Instance", model: str) -> "ChatRequest":
+    def answer_request(self, instance: Instance, model: str) -> ChatRequest:
         """The request planned for ``instance`` (that very object) and ``model``, else one built the same way."""
         planned = self._planned.get((instance.benchmark, instance.id, model))
         return planned[1] if planned is not None and planned[0] is instance else self.request_for(instance, model)
@@ -83,13 +84,13 @@ class AnswerPlan:
         """Whether the benchmark is graded per rubric criterion (HealthBench) rather than by the jury."""
         return slug in self.ctx.registry and bool(getattr(self.ctx.registry.get(slug).metric, "rubric_graded", False))
 
-    def graders(self, slug: str) -> tuple[bool, list["ModelSpec"]]:
+    def graders(self, slug: str) -> tuple[bool, list[ModelSpec]]:
         """(the fork's prompts?, the graders) of a rubric-graded benchmark under the run's compat: the grader
         (``--medhelm-grader``) for the reference, every judge of the jury for medhelm 0.8.0's grading."""
         fork = self.ctx.registry.get(slug).metric.fork_prompts(self.ctx.run_config.compat)
         return fork, (self.ctx.judge_specs() if fork else [self.ctx.grader_spec()])
 
-    def grader_calls(self, instance: "Instance", answer_text: str) -> tuple[list[Any], dict[str, "ModelSpec"]]:
+    def grader_calls(self, instance: Instance, answer_text: str) -> tuple[list[Any], dict[str, ModelSpec]]:
         """The rubric grader's requests for ``answer_text`` (:func:`pytest_medhelm.jury.rubric_grader.grading_calls`)
         and the graders by name. This is the only place they are planned. Raises
         :class:`~pytest_medhelm.jury.rubric_grader.GraderPromptsUnavailable` when the prompts cannot be had."""
@@ -99,7 +100,7 @@ class AnswerPlan:
         calls = grading_calls(instance.benchmark, instance, answer_text, graders, self.ctx.grader_prompts(fork), fork)
         return calls, {spec.name: spec for spec in graders}
 
-    def judging_specs(self, slugs: Iterable[str]) -> list["ModelSpec"]:
+    def judging_specs(self, slugs: Iterable[str]) -> list[ModelSpec]:
         """The judges and graders the benchmarks ``slugs`` are scored by (the jury's, a rubric grader's)."""
         specs: dict[str, ModelSpec] = {}
         for slug in dict.fromkeys(slugs):
@@ -108,7 +109,7 @@ class AnswerPlan:
                     specs.setdefault(spec.name, spec)
         return list(specs.values())
 
-    def judge_requests(self, instance: "Instance", answer_text: str) -> list[JudgeRequest]:
+    def judge_requests(self, instance: Instance, answer_text: str) -> list[JudgeRequest]:
         """The jury's requests for ``answer_text``: one per judge, none for an empty answer or an unjudged
         benchmark."""
         if not self.is_judged(instance.benchmark):

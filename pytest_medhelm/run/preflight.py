@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.plan import PlannedAnswer
 
 
-def check_local_only(ctx: "RunContext") -> None:
+def check_local_only(ctx: RunContext) -> None:
     from pytest_medhelm.data.errors import DataMissing
     from pytest_medhelm.data.sources import resolve_files
     from pytest_medhelm.governance import local_only_message, local_only_violations
@@ -37,7 +37,7 @@ def check_local_only(ctx: "RunContext") -> None:
         raise pytest.UsageError(local_only_message(violations))
 
 
-def identity_lines(ctx: "RunContext") -> list[str]:
+def identity_lines(ctx: RunContext) -> list[str]:
     """The start-up lines saying where each model under test is sent, and so what its answers are cached and
     priced as; a judge too when litellm's environment (OPENAI_BASE_URL...) moves it off its provider's API."""
     from pytest_medhelm.models.endpoints import destination
@@ -55,7 +55,7 @@ def identity_lines(ctx: "RunContext") -> list[str]:
     return lines
 
 
-def announce_judges(ctx: "RunContext", write_line: Any) -> None:
+def announce_judges(ctx: RunContext, write_line: Any) -> None:
     """Before the first judge request of a run whose model under test is local: one line per judge that a
     provider's public API would get (a hospital keeping its model on its network must not learn that from a bill),
     and what a local judge's requests do differently from HELM's."""
@@ -70,7 +70,7 @@ def announce_judges(ctx: "RunContext", write_line: Any) -> None:
         write_line(notice, {"yellow": True})
 
 
-def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) -> None:
+def dry_run(ctx: RunContext, planned: list[PlannedAnswer], write_line: Any) -> None:
     """Print the estimate and exit (``pytest.exit``, status 0)."""
     from pytest_medhelm.dryrun import JUDGE_MAX_TOKENS, estimate, render
     from pytest_medhelm.tokens import TokenCounter
@@ -106,7 +106,7 @@ def dry_run(ctx: "RunContext", planned: list["PlannedAnswer"], write_line: Any) 
     pytest.exit("medhelm dry run: nothing was sent", returncode=0)
 
 
-def grader_work(ctx: "RunContext", planned: list["PlannedAnswer"], counter: Any, write_line: Any) -> list[Any]:
+def grader_work(ctx: RunContext, planned: list[PlannedAnswer], counter: Any, write_line: Any) -> list[Any]:
     """The rubric grader's calls for each planned answer of a HealthBench benchmark, counted offline: one per
     criterion and grader (plus HealthBench Professional's comparison), each prompt the grader template with the
     conversation, the criterion and the answer at its longest. The template is counted once per grader, the
@@ -150,7 +150,7 @@ class _RunPrices:
     """The run's own pricing rule for the estimate (:meth:`RunContext.price_of`: a model at an endpoint that is not
     its provider's public API is priced by the prices file only), in the shape the estimate asks for."""
 
-    def __init__(self, ctx: "RunContext", specs: dict[str, Any]) -> None:
+    def __init__(self, ctx: RunContext, specs: dict[str, Any]) -> None:
         self.ctx, self.specs = ctx, specs
 
     def price_for(self, model_name: str, litellm_model: str | None = None):

@@ -10,9 +10,11 @@ Markdown alike (``fmt``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 import pytest
+from datetime import UTC
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.context import RunContext
@@ -21,13 +23,13 @@ Line = tuple[str, dict[str, bool]]
 
 
 def now() -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Reporting:
-    def __init__(self, ctx: "RunContext", removed: dict[str, dict[str, int]],
+    def __init__(self, ctx: RunContext, removed: dict[str, dict[str, int]],
                  sender_lines: Callable[[], list[Line]]) -> None:
         self.ctx = ctx
         self.removed = removed  # benchmark -> reason -> records a loader's filter dropped

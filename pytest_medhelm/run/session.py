@@ -67,11 +67,11 @@ class Run:
 
     # ------------------------------------------------------------------------------------------ item services
     @property
-    def registry(self) -> "Registry":
+    def registry(self) -> Registry:
         return self.ctx.registry
 
     @property
-    def run_config(self) -> "RunConfig":
+    def run_config(self) -> RunConfig:
         return self.ctx.run_config
 
     @property
@@ -82,16 +82,16 @@ class Run:
     def data_verification(self) -> Any:
         return self.ctx.data_verification
 
-    def model_spec(self, name: str) -> "ModelSpec":
+    def model_spec(self, name: str) -> ModelSpec:
         return self.ctx.model_spec(name)
 
-    def answer_request(self, instance: "Instance", model: str) -> "ChatRequest":
+    def answer_request(self, instance: Instance, model: str) -> ChatRequest:
         return self.plan.answer_request(instance, model)
 
-    def complete(self, spec: "ModelSpec", request: "ChatRequest") -> "Completion":
+    def complete(self, spec: ModelSpec, request: ChatRequest) -> Completion:
         return self.delivery.complete(spec, request)
 
-    def scoring_context(self) -> "ScoringContext":
+    def scoring_context(self) -> ScoringContext:
         if self._scoring is None:
             from pytest_medhelm.metrics.base import ScoringContext
 
@@ -119,7 +119,7 @@ class Run:
     # ------------------------------------------------------------------------------------------ hooks
     @pytest.hookimpl(trylast=True)
     def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config,
-                                  role: str) -> "ModelSpec":
+                                  role: str) -> ModelSpec:
         # the built-in resolution: any litellm string, local/... models, --medhelm-endpoint, the role's key variable
         from pytest_medhelm.models.endpoints import spec_for
 

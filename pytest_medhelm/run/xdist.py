@@ -61,7 +61,7 @@ def read_plan(path: Path, key: bytes) -> str:
     return text
 
 
-def plan_to_json(planned: list["PlannedAnswer"], judged: set[str], selected: set[str],
+def plan_to_json(planned: list[PlannedAnswer], judged: set[str], selected: set[str],
                  counts: dict[str, int], data_unverified: dict[str, Any],
                  filtered: dict[str, dict[str, int]] | None = None) -> str:
     """The worker's plan: each answer to send, the benchmarks selected and their planned instances per model, and
@@ -87,7 +87,7 @@ def filtered_of(text: str) -> dict[str, dict[str, int]]:
             for slug, reasons in (json.loads(text).get("filtered") or {}).items()}
 
 
-def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str, int], dict[str, Any]]:
+def plan_from_json(text: str) -> tuple[list[PlannedAnswer], set[str], dict[str, int], dict[str, Any]]:
     from pytest_medhelm.values import ChatRequest, Instance
     from pytest_medhelm.run.plan import PlannedAnswer
 
@@ -102,7 +102,7 @@ def plan_from_json(text: str) -> tuple[list["PlannedAnswer"], set[str], dict[str
 
 
 class WorkerHooks:
-    def __init__(self, ctx: "RunContext", plan: "AnswerPlan", delivery: "Delivery", collection: "Collection") -> None:
+    def __init__(self, ctx: RunContext, plan: AnswerPlan, delivery: Delivery, collection: Collection) -> None:
         self.ctx, self.plan, self.delivery, self.collection = ctx, plan, delivery, collection
 
     @pytest.hookimpl(tryfirst=True)  # before xdist tells the controller that this worker has collected
@@ -129,7 +129,7 @@ class WorkerHooks:
 
 
 class ControllerHooks:
-    def __init__(self, ctx: "RunContext", delivery: "Delivery", reporting: "Reporting") -> None:
+    def __init__(self, ctx: RunContext, delivery: Delivery, reporting: Reporting) -> None:
         self.ctx, self.delivery, self.reporting = ctx, delivery, reporting
         self._started = False
 

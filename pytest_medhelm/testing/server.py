@@ -100,7 +100,8 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence, Union
+from typing import Any, Union
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 
 from aiohttp import web
 
@@ -122,7 +123,7 @@ HOST = "127.0.0.1"
 DEFAULT_ANSWER = "A"
 DEFAULT_MODELS = ("test-model",)
 
-Script = Callable[[dict], Union[str, None, Awaitable[Union[str, None]]]]
+Script = Callable[[dict], str | None | Awaitable[str | None]]
 AnswerSpec = Union[str, Mapping[str, str], Script]
 
 # Headers that carry credentials: their values are never logged, only the fact that one was present, so that

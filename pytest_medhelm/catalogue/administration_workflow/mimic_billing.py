@@ -20,7 +20,8 @@ lists the codes HELM's regex misreads and fixes them unless ``--medhelm-compat h
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded

@@ -49,7 +49,8 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.catalogue.definition import Benchmark

@@ -15,7 +15,8 @@ this loader. Instance ids are ``<exam>-<question number>``, e.g. ``2017_1_F-30``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.clinical_decision_support.healthbench import (check_messages, check_rubric,
                                                                            conversation_input)

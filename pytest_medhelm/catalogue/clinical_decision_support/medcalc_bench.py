@@ -8,7 +8,7 @@ repository's ``version-1.0`` tag, pinned here. Instance ids are the ``Row Number
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance

@@ -11,7 +11,7 @@ sentence id is also kept in ``extra`` so that the default metric can score sente
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded

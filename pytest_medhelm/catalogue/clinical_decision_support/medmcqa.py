@@ -17,7 +17,7 @@ Instance ids are ``dev-<line>``; the dataset's own id is in ``Instance.extra["id
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.clinical_decision_support import medqa
 from pytest_medhelm.catalogue.definition import Benchmark

@@ -19,7 +19,7 @@ twice, inside the question and as the lettered list, as medhelm sends them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.data.errors import DataError

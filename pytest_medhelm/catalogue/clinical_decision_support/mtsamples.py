@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.catalogue.definition import Benchmark

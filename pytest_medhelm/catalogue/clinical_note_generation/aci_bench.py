@@ -10,7 +10,7 @@ Instance ids are each record's ``file`` field (``D2N088-virtassist``). Licence: 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance

@@ -28,7 +28,7 @@ Scored by the LLM jury (``metrics/jury.py``), ROUGE-1/2/L and BERTScore beside i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded

@@ -15,7 +15,7 @@ Prompt: ``Generate the impression section … Be as concise as possible.⏎⏎Fi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded

@@ -21,7 +21,7 @@ a clinical note …Clinical Note:⏎{note}⏎⏎:`` (the ``": "`` and the final 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded

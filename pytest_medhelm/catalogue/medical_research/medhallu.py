@@ -25,7 +25,8 @@ Files, any one of (in ``--medhelm-data-dir DIR/medhallu/``):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance

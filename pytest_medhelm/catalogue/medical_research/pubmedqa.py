@@ -7,7 +7,7 @@ way Liévin et al. did: every context paragraph prefixed by its section label in
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance

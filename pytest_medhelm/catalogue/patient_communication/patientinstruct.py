@@ -14,7 +14,7 @@ Instructions:``; 256 tokens. Scored by the LLM jury (``metrics/jury.py``), ROUGE
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
