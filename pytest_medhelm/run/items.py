@@ -149,7 +149,7 @@ class ItemHooks:
     @pytest.hookimpl(trylast=True)  # after the cache plugin's own bookkeeping, which drops passed items
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rec = getattr(report, "medhelm", None)
-        if rec is None or self.ctx.is_worker:
+        if rec is None or not self.ctx.role.reports:
             return
         self.on_record(report, rec)
         if rec.get("missed") and not report.failed:
