@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from pytest_medhelm.recording import RUN_SERVICES
+from pytest_medhelm.item_api import RUN_SERVICES
 
 PLUGIN_NAME = "medhelm-compare"
 _OPTIONS = ("save", "autosave", "compare", "compare-fail")

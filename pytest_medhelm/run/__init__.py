@@ -12,7 +12,7 @@
 :class:`pytest_medhelm.run.session.Run` holds these rooms; the role of the process (chosen once, by
 :func:`choose_role`) owns the run, is registered as its pytest plugin and drives it. The plugin entry point starts
 it (:func:`start`, the only place a run is created). Library code reaches the run in one way only:
-``config.stash[RUN_SERVICES]`` (defined in :mod:`pytest_medhelm.recording`), which the fixtures use; metrics get a
+``config.stash[RUN_SERVICES]`` (defined in :mod:`pytest_medhelm.item_api`), which the fixtures use; metrics get a
 :class:`~pytest_medhelm.metrics.base.ScoringContext` from the assertion, never a global.
 """
 
@@ -47,7 +47,7 @@ def choose_role(config: pytest.Config) -> type[Role]:
 
 def start(config: pytest.Config) -> Run:
     """The run of this pytest process, created with its role and registered, once."""
-    from pytest_medhelm.recording import RUN_SERVICES
+    from pytest_medhelm.item_api import RUN_SERVICES
 
     services = config.stash.get(RUN_SERVICES, None)
     if services is None:

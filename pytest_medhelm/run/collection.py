@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_medhelm.recording import Case, case_of
+from pytest_medhelm.item_api import Case, case_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.context import RunContext

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pytest_medhelm.recording import CURRENT_ITEM, TIMEOUT_SETTINGS
+from pytest_medhelm.item_api import CURRENT_ITEM, TIMEOUT_SETTINGS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec

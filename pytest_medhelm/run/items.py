@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_medhelm.recording import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
+from pytest_medhelm.item_api import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.context import RunContext

@@ -4,7 +4,7 @@ configure (:class:`~pytest_medhelm.run.context.RunContext`) → collect (:class:
 (:class:`~.plan.AnswerPlan`) → send (:class:`~.delivery.Delivery`) → run items (:class:`~.items.ItemHooks`) →
 aggregate, gate, report (:class:`~.reporting.Reporting`). Which of these this process drives, and when, is its
 role's job (:mod:`~.roles`: the role is the run's pytest plugin). The items reach this object through
-``config.stash[RUN_SERVICES]`` (it implements :class:`~pytest_medhelm.recording.ItemServices`).
+``config.stash[RUN_SERVICES]`` (it implements :class:`~pytest_medhelm.item_api.ItemServices`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What an item sees of the run, and what it records about itself, for the report.
+"""The items' API: what a medhelm item sees of the run, and what it records about itself, for the report.
+
+Its parameter (:class:`Case`), its record (:func:`record_for`), the run's services (:class:`ItemServices`, reached
+through :func:`services_of`) and the miss (:class:`Missed`): the fixtures and assertions a test calls use these.
 
 The run registers its services under ``config.stash[RUN_SERVICES]``: the one way library code (the fixtures, the
 assertions) reaches the run, through the item being run (``CURRENT_ITEM``, set by the run around setup and call).
