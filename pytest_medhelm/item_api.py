@@ -59,7 +59,8 @@ RUN_SERVICES = pytest.StashKey[ItemServices]()
 
 
 class Missed(AssertionError):
-    """The model's answer scored below the metric's pass mark: a measurement, not a failure (unless --medhelm-strict)."""
+    """The model's answer scored below the metric's pass mark: a measurement, not a failure (unless
+    --medhelm-strict)."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
