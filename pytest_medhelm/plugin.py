@@ -69,9 +69,6 @@ def pytest_configure(config: pytest.Config) -> None:
     install_guard(config)  # benchmarks registered by a conftest that is loaded later would come too late
     if option_given(config):
         _ = start_run(config).run_config  # read now: a bad value is a usage error before anything runs
-        from pytest_medhelm.compare.plugin import register
-
-        register(config)  # saved runs and comparisons: only when one of their options is set
     elif is_xdist_worker(config) or starts_xdist_workers(config):
         # xdist: the controller passes the run id to the workers and sends the answers for them, so both sides
         # need the run from the start, before anything is collected

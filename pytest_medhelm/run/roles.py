@@ -66,6 +66,13 @@ class Role:
         pm.register(self, "medhelm-run")
         pm.register(self.run.collection, "medhelm-collection")
         pm.register(self.run.items, "medhelm-items")
+        self.register_reporting()
+
+    def register_reporting(self) -> None:
+        """The plugins of the process that reports: saved runs and comparisons (when one of their options is set)."""
+        from pytest_medhelm.compare.plugin import register
+
+        register(self.config)
 
     # ------------------------------------------------------------------------------------------ what differs
     def check_start(self) -> None:

@@ -114,6 +114,9 @@ class Worker(Role):
     def handover(self) -> Handover:
         return Handover.read(self.config.workerinput)  # type: ignore[attr-defined]  # xdist's, on a worker only
 
+    def register_reporting(self) -> None:
+        pass  # (the controller reports)
+
     def check_start(self) -> None:
         pass  # (the controller checked, before it sent anything)
 
