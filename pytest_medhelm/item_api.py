@@ -54,6 +54,10 @@ class ItemServices(Protocol):
 
     def scoring_context(self) -> ScoringContext: ...
 
+    @property
+    def results(self) -> dict[str, Any] | None:
+        """The run's results once built (the plugins that save and compare runs read them at the session's end)."""
+
 
 RUN_SERVICES = pytest.StashKey[ItemServices]()
 

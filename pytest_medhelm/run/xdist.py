@@ -153,7 +153,8 @@ class Worker(Role):
         from pytest_medhelm.models.cache import signed
 
         removed = run.collection.removed
-        _write_private(plans_dir(cache_dir) / f"{ctx.run_id}-{self.config.workerinput['workerid']}.json",  # type: ignore[attr-defined]  # xdist's
+        worker_id = self.config.workerinput["workerid"]  # type: ignore[attr-defined]  # xdist's, on a worker only
+        _write_private(plans_dir(cache_dir) / f"{ctx.run_id}-{worker_id}.json",
                        signed(ctx.coordination_key,
                               plan_to_json(planned, judged, selected, counts, ctx.data_verification.record(),
                                            {slug: removed[slug] for slug in selected if removed.get(slug)})))
