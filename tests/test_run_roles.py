@@ -12,6 +12,7 @@ import pytest
 
 from conftest import TOY_CONFTEST
 from pytest_medhelm.testing.server import running_server
+from pytester_runs import run
 
 #: each process writes what it is: the class of the run's plugin, and how many items it ran
 ROLE_PROBE = textwrap.dedent('''
@@ -31,8 +32,8 @@ ROLE_PROBE = textwrap.dedent('''
 
 
 def toy_args(server, data, *extra: str) -> list[str]:
-    return ["-p", "no:randomly", "-p", "no:cacheprovider", "--medhelm-model", "openai/toy-model",
-            "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data), *extra]
+    return ["--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
+            *extra]
 
 
 def roles_of(pytester: pytest.Pytester) -> dict[str, dict]:
@@ -45,9 +46,8 @@ def test_each_process_does_its_roles_part(pytester, toy, mode):
     pytester.makeconftest(TOY_CONFTEST + ROLE_PROBE)
     out = pytester.path / "r.json"
     with running_server(answer="A") as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-json", str(out),
-                                                         "--medhelm-cache-dir", str(pytester.path / "cache"),
-                                                         *mode))
+        result = run(pytester, *toy_args(server, data, "--medhelm-json", str(out), "--medhelm-cache-dir",
+                                         str(pytester.path / "cache"), *mode), subprocess=True)
         sent = server.count
     assert result.ret == 0, result.stdout.str()
     roles = roles_of(pytester)
@@ -68,8 +68,8 @@ def test_every_model_broken_stops_the_run_as_an_error_not_an_interruption(pytest
     data = toy(8)
     out = pytester.path / "r.json"
     with running_server(answer="A", api_key="sk-right") as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-retries", "0",
-                                                         "--medhelm-json", str(out), *mode))
+        result = run(pytester, *toy_args(server, data, "--medhelm-retries", "0", "--medhelm-json", str(out), *mode),
+                     subprocess=True)
     assert result.ret == 1, result.stdout.str()  # a run with errors, not Ctrl-C's 2
     result.stdout.fnmatch_lines(["*every model under test fails every request*"])
     assert json.loads(out.read_text())["run"]["interrupted"] is False
