@@ -54,6 +54,7 @@ REPO = Path(__file__).resolve().parents[2]
 #: the data of the real suite and of the memory row: the shared data beside this script's checkout, or --data-dir
 SHARED_DATA = REPO.parent / "shared" / "data"
 
+
 @dataclass(frozen=True)
 class Row:
     """One line of the printed table."""
