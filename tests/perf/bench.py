@@ -472,7 +472,9 @@ def main(argv: list[str] | None = None) -> int:
         for group in groups:
             started = time.perf_counter()
             try:
-                rows.extend(measure(group, repo, Path(tmp) / group, data_dir, sizes))
+                work = Path(tmp) / group
+                work.mkdir()
+                rows.extend(measure(group, repo, work, data_dir, sizes))
             except (Exception, SystemExit) as error:  # one group failing leaves the others' numbers
                 failed = True
                 rows.append(Row(f"{group}: not measured", type(error).__name__, str(error)[:300]))
