@@ -189,7 +189,7 @@ def startup_rows(start: dict[str, Any]) -> list[Row]:
         extra = start[f"{ours}_wall"] - start[f"{bare}_wall"]
         rows.append(Row(name, f"{start[f'{ours}_wall']:.2f} s (CPU {start[f'{ours}_cpu']:.2f} s)",
                         f"{reference} {start[f'{bare}_wall']:.2f} s (CPU {start[f'{bare}_cpu']:.2f} s)",
-                        f"+{extra:.2f} s (target <= 0.5 s)"))
+                        f"{extra:+.2f} s (target <= 0.5 s)"))
     return rows
 
 
@@ -420,7 +420,7 @@ def measure(group: str, repo: Path, work: Path, data_dir: Path, sizes: Sizes) ->
         idle = bench_idle(repo, work, max(5, sizes.repeats * 7))
         return [Row("idle session (no medhelm item)", f"{idle['plugin'] * 1000:.0f} ms",
                     f"-p no:medhelm {idle['bare'] * 1000:.0f} ms",
-                    f"+{(idle['plugin'] - idle['bare']) * 1000:.0f} ms (target <= 50 ms)")]
+                    f"{(idle['plugin'] - idle['bare']) * 1000:+.0f} ms (target <= 50 ms)")]
     if group == "memory":
         memory = bench_memory(repo, work, data_dir)
         if memory is None:
