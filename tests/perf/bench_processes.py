@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# the tests' own toy benchmark (tests/toy_benchmark.py: text, no import of the package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from toy_benchmark import TOY_CONFTEST, TOY_TEST  # noqa: E402  (after its folder is on the path)
+
 #: a plugin module loaded with -p before ours: it marks our package for assertion rewriting as pytest marks the
 #: packages of an installed plugin's distribution (autoloading is off in these runs, and a ``-p`` plugin alone is
 #: only marked itself), so that every run pays what an installed user's cold session pays
@@ -32,31 +36,7 @@ AS_INSTALLED = textwrap.dedent('''
             finder.mark_rewrite("pytest_medhelm")
 ''')
 
-TOY_CONFTEST = textwrap.dedent('''
-    import json
-    from pytest_medhelm import Benchmark, DataFile, Instance, MULTIPLE_CHOICE_EXACT_MATCH, MultipleChoicePrompt
 
-    def build(files):
-        rows = json.loads(files["toy.json"].read_text())
-        return [Instance(id=r["id"], input=r["q"], choices=("yes", "no"), correct=r["correct"]) for r in rows]
-
-    TOY = Benchmark(slug="toy", name="Toy", category="medical_research", subcategory="Conducting Literature Research",
-                    access="public", kind="closed", files=(DataFile("toy.json"),), build_instances=build,
-                    prompt=MultipleChoicePrompt(instructions="Answer A or B.", input_noun="Question"),
-                    metric=MULTIPLE_CHOICE_EXACT_MATCH, max_tokens=1)
-
-    def pytest_medhelm_register_benchmarks(registry):
-        registry.register(TOY)
-''')
-
-TOY_TEST = textwrap.dedent('''
-    import pytest
-    from pytest_medhelm.assertions import assert_metric
-
-    @pytest.mark.medhelm(benchmark="toy")
-    def test_toy(medhelm_instance, medhelm_model):
-        assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
-''')
 
 
 @dataclass(frozen=True)
