@@ -67,12 +67,18 @@ E2E_FOLDER = Path(__file__).resolve().parent / "e2e"
 E2E_FIXTURES = frozenset({"browser"})
 
 
+def _passes_dash_n(code: types.CodeType) -> bool:
+    return "-n" in code.co_consts or any(isinstance(const, types.CodeType) and _passes_dash_n(const)
+                                         for const in code.co_consts)
+
+
 def starts_inner_xdist(item: pytest.Item) -> bool:
     """The variant of a parametrized whole run that runs it under xdist (a parameter such as ``["-n", "2"]``):
     its workers are new processes that import everything. The serial variant of the same test stays fast."""
     callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return False
+    if callspec is None:  # a test that always runs under xdist: "-n" written in its code
+        function = getattr(item, "function", None)
+        return function is not None and _passes_dash_n(function.__code__)
     values = list(callspec.params.values())
     values += [v for value in values if isinstance(value, tuple) for v in value]  # (a pair such as (env, xdist))
     return (any(isinstance(value, list | tuple) and "-n" in value for value in values)
