@@ -39,7 +39,7 @@ _PUBLIC = {
     # in a test
     "assert_metric": "pytest_medhelm.assertions",
     "score_answer": "pytest_medhelm.assertions",
-    "Missed": "pytest_medhelm.recording",
+    "Missed": "pytest_medhelm.item_api",
     "Completion": "pytest_medhelm.values",
     "ModelError": "pytest_medhelm.values",
 }
