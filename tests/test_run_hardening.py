@@ -55,9 +55,10 @@ def test_a_sender_that_dies_fails_no_item(pytester: pytest.Pytester, toy, xdist:
     """The background sender dies (a bug) at its first answer: the items waiting for its answers ask for their own,
     and the run ends without an error, saying what happened."""
     data = toy(12)
-    pytester.makeconftest(SENDER_BUG)
+    pytester.makepyfile(sender_bug=SENDER_BUG)  # (a plugin of its own: the toy benchmark's conftest stays)
+    pytester.syspathinsert()
     with running_server(answer="A", latency=0.05) as server:
-        run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--medhelm-model", "openai/x",
+        run = pytester.runpytest_subprocess("-p", "sender_bug", "-p", "no:cacheprovider", "--medhelm-model", "openai/x",
                                             "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
                                             "--medhelm-cache-dir", str(pytester.path / "the-cache"),
                                             "--medhelm-retries", "0", *xdist)

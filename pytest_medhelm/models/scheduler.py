@@ -45,6 +45,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -110,10 +111,12 @@ def _last_outcome(state: RetryCallState) -> Outcome:
 
 @dataclass
 class _Sending:
-    """What one :meth:`Scheduler.serve` sends through, on its own event loop."""
+    """What one :meth:`Scheduler.serve` sends through, on its own event loop. ``writer``: the one thread that
+    stores the answers, in order: a cache write waits on SQLite's lock and its disk, never on the loop."""
     wire: OpenAIWire
     windows: Windows
     slots: Slots
+    writer: ThreadPoolExecutor
 
 
 @dataclass
@@ -340,7 +343,8 @@ class Scheduler:
             error = self._unexpected(job, exc, "")
         else:
             try:
-                self.cache.put(job.key, completion, job.request.to_json())
+                await asyncio.get_running_loop().run_in_executor(
+                    sending.writer, self.cache.put, job.key, completion, job.request.to_json())
                 return completion
             except Exception as exc:  # noqa: BLE001 - e.g. diskcache's lock timeout: the answer is not kept
                 error = self._unexpected(job, exc, "the answer came but could not be stored in the cache: ")
@@ -373,7 +377,8 @@ class Scheduler:
         the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""
         sending = _Sending(OpenAIWire(limit=self.settings.concurrency),
                            Windows(self.settings.concurrency, self.stats),  # one per endpoint
-                           Slots(getattr(self.cache, "directory", None)))  # (the run's cache, shared by its processes)
+                           Slots(getattr(self.cache, "directory", None)),  # (the run's cache, shared by its processes)
+                           ThreadPoolExecutor(1, thread_name_prefix="medhelm-cache-writer"))
         # every job put in ``queue`` moves at once into ``ready``, where a jury request goes before the answers still
         # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
         # queued before it, so the items of open-ended benchmarks finish as the run goes. What an item waits for
@@ -426,6 +431,7 @@ class Scheduler:
             for task in urgent:
                 task.cancel()
             await sending.wire.close()
+            sending.writer.shutdown(wait=True)  # (an answer being stored when the run is cancelled is kept)
 
     def drain(self) -> None:
         """On the serving loop: send nothing more (what is queued is dropped, and counted as not sent by the sender);

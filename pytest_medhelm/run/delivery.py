@@ -171,7 +171,9 @@ class Delivery:
         if missing:
             raise pytest.UsageError(f"--medhelm-budget needs a price for {', '.join(missing)}: give it in "
                                     "--medhelm-prices FILE (input_per_million, output_per_million)")
-        self.ctx.budget.prompt_tokens(specs[0], planned[0].request)  # the token counter loads here, not later
+        budget = self.ctx.budget
+        assert budget is not None  # (checked only with a budget)
+        budget.prompt_tokens(specs[0], planned[0].request)  # the token counter loads here, not later
 
     def finish(self, interrupted: bool = True) -> None:
         """After the item loop: stop the sender, and keep its summary for the terminal summary (the item progress
@@ -251,7 +253,7 @@ class Delivery:
         the item's), and starts again, whole, when its answer is here."""
         item = CURRENT_ITEM.get()
         settings = item.stash.get(TIMEOUT_SETTINGS, None) if item is not None else None
-        if settings is None:
+        if item is None or settings is None:
             yield
             return
         hook = item.config.hook
@@ -295,7 +297,8 @@ class Delivery:
             result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
         if result is None:
             job = self._job_or_error(spec, request)
-            result = self.ctx.cache.get_error(key) if job is None else self._ask_now(job)
+            # (no job: the model cannot be reached; its error, stored for this key, or said by its target)
+            result = self._ask_now(job) if job is not None else (self.ctx.cache.get_error(key) or self.target(spec))
         if isinstance(result, BudgetExhausted):
             pytest.skip(str(result))
         if isinstance(result, ModelError):
@@ -311,7 +314,7 @@ class Delivery:
     def answers_at_hand(self, slug: str) -> list[tuple[str, Instance]]:
         """(answer text, instance) of every planned answer of benchmark ``slug`` already here (in memory, from the
         sender, or in the shared cache), without waiting."""
-        out = []
+        out: list[tuple[str, Instance]] = []
         for key, instances in self.plan.keys_of(slug):
             answer = self._answers.get(key)
             if answer is None and self._sender is not None and self._sender.has(key):
