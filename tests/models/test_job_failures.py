@@ -126,7 +126,7 @@ def test_the_thread_sender_goes_on_after_an_odd_failure_and_a_broken_follow_up(t
 
 
 PUT_FAILS = textwrap.dedent('''
-    # planted by tests/test_job_failures.py (every process of the run: pytest and its xdist workers):
+    # planted by tests/models/test_job_failures.py (every process of the run: pytest and its xdist workers):
     # the real cache, except that storing the answer to question 3 raises diskcache's lock timeout
     import os
     if os.environ.get("MEDHELM_TEST_PUT_FAILS"):
