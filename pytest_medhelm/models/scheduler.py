@@ -95,9 +95,7 @@ class Settings:
 def _priority(job: Job) -> int:
     """Where requests wait: what an item waits for now (-1), then jury requests (0), then answers (1): the judge of
     an answer that came follows it."""
-    if job.urgent:
-        return -1
-    return 1 if job.request.purpose == "answer" else 0
+    return -1 if job.urgent else 1 if job.request.purpose == "answer" else 0
 
 
 def _worth_another_try(outcome: Outcome) -> bool:
@@ -111,8 +109,7 @@ def _last_outcome(state: RetryCallState) -> Outcome:
 
 @dataclass
 class _Sending:
-    """What one :meth:`Scheduler.serve` sends through, on its own event loop. ``writer``: the one thread that
-    stores the answers, in order: a cache write waits on SQLite's lock and its disk, never on the loop."""
+    """What one :meth:`Scheduler.serve` sends through, on its own loop; ``writer`` stores the answers, in order."""
     wire: OpenAIWire
     windows: Windows
     slots: Slots
@@ -120,8 +117,7 @@ class _Sending:
 
 
 @dataclass
-class _Tries:
-    """One job's tries so far."""
+class _Tries:  # one job's tries so far
     held: list[Reservation] | None  # its budget reservation while one is held (None: no budget)
     attempts: int = 0  # tries, failovers not counted
     failovers: int = 0  # tries sent again at once to another replica
@@ -375,10 +371,10 @@ class Scheduler:
     async def serve(self, queue: asyncio.Queue[Job | None], on_done: OnDone, workers: int | None = None) -> None:
         """Send the jobs of ``queue`` until it yields ``None`` (more may be put while it runs); each result goes to
         the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""
-        sending = _Sending(OpenAIWire(limit=self.settings.concurrency),
-                           Windows(self.settings.concurrency, self.stats),  # one per endpoint
-                           Slots(getattr(self.cache, "directory", None)),  # (the run's cache, shared by its processes)
-                           ThreadPoolExecutor(1, thread_name_prefix="medhelm-cache-writer"))
+        # a window per endpoint; slots shared by the run's processes (in its cache); one thread that stores the
+        # answers, so that a cache write (SQLite's lock, its disk) never holds the sending loop
+        sending = _Sending(OpenAIWire(limit=self.settings.concurrency), Windows(self.settings.concurrency, self.stats),
+                           Slots(getattr(self.cache, "directory", None)), ThreadPoolExecutor(1, "medhelm-cache-writer"))
         # every job put in ``queue`` moves at once into ``ready``, where a jury request goes before the answers still
         # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
         # queued before it, so the items of open-ended benchmarks finish as the run goes. What an item waits for
