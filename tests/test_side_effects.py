@@ -153,7 +153,7 @@ def test_a_value_the_user_set_is_kept(tmp_path):
 
 def test_counting_tokens_offline_leaves_the_environment_as_it_was():
     action = """
-    from pytest_medhelm.catalogue.local_data import count_tokens
+    from pytest_medhelm.catalogue.user_files import count_tokens
     from pytest_medhelm.dryrun import TokenCounter
     counter = TokenCounter()
     result = [count_tokens("a patient with a cough"), counter("openai/gpt-4o", "a patient with a cough"),

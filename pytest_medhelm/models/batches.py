@@ -39,11 +39,10 @@ from pytest_medhelm.models.background import FollowUp, Result, ThreadSender
 from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
                                              OpenAIBatches, BadLine, batch_line, chunks, line_limit,
                                              parse_result_line, results_limit)
-from pytest_medhelm.models.endpoints import is_local_model
 from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.scheduler import Job, Scheduler, redact
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
-from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec, is_llama_cpp_model
 
 OPENAI_PUBLIC = "https://api.openai.com/v1"
 POLL_ENV = "MEDHELM_BATCH_POLL_S"
@@ -57,7 +56,7 @@ POLL_FAILURES_MAX = 10
 def batchable(spec: ModelSpec) -> bool:
     """Whether ``spec``'s requests can go through OpenAI's Batch API protocol: an OpenAI-compatible endpoint we
     reach by URL (vLLM, a gateway; one without a Batch API is found out at the first upload) or OpenAI's own."""
-    if is_local_model(spec.name) or spec.is_replica_group:  # (a replica group's requests go to the least busy)
+    if is_llama_cpp_model(spec.name) or spec.is_replica_group:  # (a replica group's requests go to the least busy)
         return False
     return uses_openai_wire(spec) or (spec.api_base is None and spec.litellm_model.startswith("openai/"))
 

@@ -79,11 +79,9 @@ async def _serve(config: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     config = json.loads(argv[0])
-    from pytest_medhelm.models.local import _parent_death_preexec
+    from pytest_medhelm.models.parent_death import die_with_parent
 
-    stop_with_parent = _parent_death_preexec(config["parent_pid"])
-    if stop_with_parent is not None:
-        stop_with_parent()  # SIGTERM when pytest ends, however it ends; exits now if it already has
+    die_with_parent(config["parent_pid"])  # SIGTERM when pytest ends, however it ends; exits now if it already has
     try:
         asyncio.run(_serve(config))
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the parent handles it
