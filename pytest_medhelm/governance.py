@@ -43,7 +43,7 @@ from typing import Any
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
-from pytest_medhelm.values import REPLICA_SEPARATOR, is_llama_cpp_model
+from pytest_medhelm.values import LLAMA_CPP_PREFIX, REPLICA_SEPARATOR, is_llama_cpp_model
 
 #: the networks that count as local (see the module docstring for what is deliberately left out)
 PRIVATE_NETWORKS = tuple(
@@ -170,5 +170,6 @@ def private_network_message(violations: Sequence[str]) -> str:
              "off this machine's network; nothing was sent:"]
     lines += [f"  {v}" for v in violations]
     lines.append("serve the model and the judges on loopback or a private-network IP address (--medhelm-api-base, "
-                 "--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, local/<model>), or leave those benchmarks out (--medhelm-benchmark)")
+                 f"--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, {LLAMA_CPP_PREFIX}<model>), or leave those "
+                 "benchmarks out (--medhelm-benchmark)")
     return "\n".join(lines)

@@ -61,7 +61,7 @@ def test_everything_else_is_not_local(url):
 
 
 def test_is_local_address_takes_bare_hosts():
-    assert is_private_network_address("127.0.0.1") and is_private_network_address("::1") and is_private_network_address("localhost")
+    assert all(is_private_network_address(host) for host in ("127.0.0.1", "::1", "localhost"))
     assert not is_private_network_address("example.org") and not is_private_network_address("203.0.113.10")
 
 

@@ -135,7 +135,8 @@ def test_missing_server_gives_the_install_command(monkeypatch: pytest.MonkeyPatc
 
 
 def test_no_heavy_import() -> None:
-    code = "import sys, pytest_medhelm.models.llama.endpoints; print(any(m.startswith('llama_cpp') for m in sys.modules))"
+    code = ("import sys, pytest_medhelm.models.llama.endpoints; "
+            "print(any(m.startswith('llama_cpp') for m in sys.modules))")
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},

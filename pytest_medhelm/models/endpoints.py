@@ -62,11 +62,11 @@ def resolve_spec(name: str, *, role: Role, api_base: str | None, endpoints: Mapp
     if role not in ROLE_OPTIONS:
         raise ValueError(f"role must be 'model' or 'judge', got {role!r}")
     if is_llama_cpp_model(name):
-        from pytest_medhelm.models.llama.gguf import cache_identity, served_model_name
+        from pytest_medhelm.models.llama import gguf
 
         # the URL is known once the server runs (the session's endpoint()); the identity never depends on it
-        return ModelSpec(name=name, litellm_model=f"openai/{served_model_name(name)}", api_base=None,
-                         identity=cache_identity(name))
+        return ModelSpec(name=name, litellm_model=f"openai/{gguf.served_model_name(name)}", api_base=None,
+                         identity=gguf.cache_identity(name))
     from pytest_medhelm.models.identity import cache_identity
 
     url = endpoints.get(name) or api_base

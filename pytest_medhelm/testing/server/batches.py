@@ -38,7 +38,11 @@ from typing import Any
 
 from aiohttp import web
 
-CHAT_URL = "/v1/chat/completions"
+from pytest_medhelm.testing.server.behaviour import reply_for
+from pytest_medhelm.testing.server.protocol import (CHAT_URL, chat_request_problem, error_body, error_response,
+                                                    last_user_text, refused)
+from pytest_medhelm.testing.server.state import ServerState
+
 OUTCOMES = ("completed", "failed", "expired")
 
 
@@ -47,11 +51,10 @@ def _id(prefix: str) -> str:
 
 
 class BatchService:
-    def __init__(self, core: Any, server: Any) -> None:
-        self.core = core  # the chat server's core: its state (answer policy, key) and its _answer
-        # the server module's helpers (error bodies, completions, the bearer token), passed in rather than imported:
-        # the server imports this module
-        self.server = server
+    """The Files and Batches endpoints of one test server, answering lines by the chat server's own policy."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state  # the chat server's state: its answer policy and its key
         self._lock = threading.Lock()
         self.config: dict[str, Any] = {"polls": 2, "outcome": "completed", "fail_lines": {}, "available": True}
         self._reset()
@@ -74,17 +77,15 @@ class BatchService:
 
     # ------------------------------------------------------------------ helpers
     def _denied(self, request: web.Request) -> web.Response | None:
-        key = self.core.state.api_key
-        if key is not None and self.server._bearer(request) != key:
-            return self.server._error_response(401)
-        return None
+        return error_response(401) if refused(request, self.state.api_key) else None
 
     def _error(self, status: int, message: str) -> web.Response:
-        return self.server._error_response(status, message)
+        return error_response(status, message)
 
     def _file(self, content: bytes, purpose: str, filename: str) -> dict[str, Any]:
-        entry = {"id": _id("file"), "object": "file", "bytes": len(content), "created_at": int(time.time()),
-                 "filename": filename, "purpose": purpose, "content": content}
+        entry: dict[str, Any] = {"id": _id("file"), "object": "file", "bytes": len(content),
+                                 "created_at": int(time.time()), "filename": filename, "purpose": purpose,
+                                 "content": content}
         self.files[entry["id"]] = entry
         return entry
 
@@ -135,7 +136,8 @@ class BatchService:
             return self._error(400, f"endpoint must be {CHAT_URL}")
         if body.get("completion_window") != "24h":
             return self._error(400, "completion_window must be 24h")
-        source = self.files.get(body.get("input_file_id"))
+        input_file_id = body.get("input_file_id")
+        source = self.files.get(input_file_id) if isinstance(input_file_id, str) else None
         if source is None:
             return self._error(400, f"No such File object: {body.get('input_file_id')}")
         lines, errors = self._read_input(source["content"])
@@ -178,9 +180,8 @@ class BatchService:
             elif line.get("method") != "POST" or line.get("url") != CHAT_URL:
                 errors.append({"code": "invalid_url", "message": f"method must be POST and url {CHAT_URL}",
                                "line": number, "param": "url"})
-            elif not isinstance(body, dict) or not body.get("model") or not isinstance(body.get("messages"), list):
-                errors.append({"code": "invalid_request", "message": "body must hold model and messages",
-                               "line": number, "param": "body"})
+            elif (problem := chat_request_problem(body)) is not None:  # what a direct request would get a 400 for
+                errors.append({"code": "invalid_request", "message": problem, "line": number, "param": "body"})
             else:
                 seen.add(custom_id)
                 lines.append(line)
@@ -217,8 +218,6 @@ class BatchService:
 
     async def _finish(self, batch: dict[str, Any], outcome: str) -> None:
         """End ``batch``: answer its lines (all of them, half for expired, none for failed or cancelled)."""
-        completion_body, error_body, last_user_text = (self.server.completion_body, self.server.error_body,
-                                                       self.server.last_user_text)
         now = int(time.time())
         lines = batch["_lines"]
         if outcome == "failed":
@@ -227,7 +226,7 @@ class BatchService:
                  "line": None, "param": None}]})
             return
         answered = {"completed": len(lines), "expired": len(lines) // 2, "cancelled": 0}[outcome]
-        cfg = self.core.state.answering()
+        cfg = self.state.answering()
         output, failed = [], []
         for index, line in enumerate(lines):
             body = line["body"]
@@ -244,10 +243,8 @@ class BatchService:
                 failed.append({**entry, "response": {"status_code": 400, "request_id": _id("req"),
                                                       "body": error_body(400, rejected)}, "error": None})
                 continue
-            answer = await self.core._answer(cfg, body, text)
             output.append({**entry, "response": {"status_code": 200, "request_id": _id("req"),
-                                                 "body": completion_body(body["model"], answer, body["messages"])},
-                           "error": None})
+                                                 "body": await reply_for(cfg, body, text)}, "error": None})
         with self._lock:
             if output:
                 batch["output_file_id"] = self._file(_jsonl(output), "batch_output", "output.jsonl")["id"]
