@@ -60,7 +60,7 @@ def test_everything_else_is_not_local(url):
     assert not is_private_network_endpoint(url)
 
 
-def test_is_local_address_takes_bare_hosts():
+def test_is_private_network_address_takes_bare_hosts():
     assert all(is_private_network_address(host) for host in ("127.0.0.1", "::1", "localhost"))
     assert not is_private_network_address("example.org") and not is_private_network_address("203.0.113.10")
 
@@ -90,7 +90,7 @@ class Bench:
     kind: str
 
 
-def test_gated_and_private_benchmarks_times_non_local_endpoints():
+def test_gated_and_private_benchmarks_times_endpoints_off_the_private_network():
     models = [ModelSpec("openai/gpt-4o", "openai/gpt-4o"),  # no api base: the provider's cloud
               ModelSpec("local/smollm2", "openai/smollm2"),  # our llama.cpp server on loopback
               ModelSpec("openai/ft", "openai/ft", "http://10.1.2.3:8000/v1"),
@@ -112,7 +112,7 @@ def test_gated_and_private_benchmarks_times_non_local_endpoints():
     assert all(v in message for v in violations)
 
 
-def test_public_data_and_local_endpoints_are_fine():
+def test_public_data_and_private_network_endpoints_are_fine():
     local = [("openai/a", "http://127.0.0.1:8000/v1"), ("local/smollm2", None), ModelSpec("o/b", "o/b", "http://[::1]")]
     assert private_network_violations(local, local, [("mimic_bhc", "gated"), ("bmt_status", "private", "closed")]) == []
     cloud = [("openai/gpt-4o", None)]

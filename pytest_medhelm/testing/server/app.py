@@ -32,6 +32,24 @@ HOST = "127.0.0.1"
 _SHUTDOWN_GRACE_S = 0.01
 
 
+class LoopbackURLs:
+    """The addresses of a test server listening on ``port`` of 127.0.0.1 (in this process or in a child)."""
+
+    @property
+    def port(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT``, without the ``/v1`` an OpenAI client wants."""
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``: what an OpenAI client or litellm takes as its base URL / api_base."""
+        return f"{self.base_url}/v1"
+
+
 class ServerCore:
     def __init__(self, state: ServerState) -> None:
         self.state = state

@@ -34,6 +34,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -44,6 +45,8 @@ from pytest_medhelm.testing.server.protocol import (CHAT_URL, chat_request_probl
 from pytest_medhelm.testing.server.state import ServerState
 
 OUTCOMES = ("completed", "failed", "expired")
+
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def _id(prefix: str) -> str:
@@ -67,17 +70,22 @@ class BatchService:
         self.lines: list[dict[str, Any]] = []
 
     def install(self, app: web.Application) -> None:
-        app.router.add_post("/v1/files", self._upload)
-        app.router.add_get("/v1/files/{file_id}/content", self._content)
-        app.router.add_post("/v1/batches", self._create)
-        app.router.add_get("/v1/batches/{batch_id}", self._get)
-        app.router.add_post("/v1/batches/{batch_id}/cancel", self._cancel)
+        app.router.add_post("/v1/files", self._keyed(self._upload))
+        app.router.add_get("/v1/files/{file_id}/content", self._keyed(self._content))
+        app.router.add_post("/v1/batches", self._keyed(self._create))
+        app.router.add_get("/v1/batches/{batch_id}", self._keyed(self._get))
+        app.router.add_post("/v1/batches/{batch_id}/cancel", self._keyed(self._cancel))
         app.router.add_get("/_batches", self._stats)
         app.router.add_post("/_batches", self._configure)
 
     # ------------------------------------------------------------------ helpers
-    def _denied(self, request: web.Request) -> web.Response | None:
-        return error_response(401) if refused(request, self.state.api_key) else None
+    def _keyed(self, handler: Handler) -> Handler:
+        """``handler`` behind the server's key (the chat endpoint's 401 when it is missing or wrong)."""
+
+        async def keyed(request: web.Request) -> web.Response:
+            return error_response(401) if refused(request, self.state.api_key) else await handler(request)
+
+        return keyed
 
     def _error(self, status: int, message: str) -> web.Response:
         return error_response(status, message)
@@ -95,9 +103,6 @@ class BatchService:
 
     # ------------------------------------------------------------------ files
     async def _upload(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         if not self.config["available"]:
             return self._error(404, "Invalid URL (POST /v1/files)")
         try:
@@ -113,9 +118,6 @@ class BatchService:
         return web.json_response(self._public(entry))
 
     async def _content(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         entry = self.files.get(request.match_info["file_id"])
         if entry is None:
             return self._error(404, "No such File object")
@@ -123,9 +125,6 @@ class BatchService:
 
     # ------------------------------------------------------------------ batches
     async def _create(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         try:
             body = await request.json()
         except ValueError:
@@ -188,9 +187,6 @@ class BatchService:
         return lines, errors
 
     async def _get(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None:
             return self._error(404, "No such Batch object")
@@ -206,9 +202,6 @@ class BatchService:
         return web.json_response(self._public(batch))
 
     async def _cancel(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None:
             return self._error(404, "No such Batch object")

@@ -14,12 +14,12 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pytest_medhelm.testing.server.app import HOST, ServerCore
+from pytest_medhelm.testing.server.app import LoopbackURLs, ServerCore
 from pytest_medhelm.testing.server.behaviour import AnswerSpec
 from pytest_medhelm.testing.server.state import ServerState
 
 
-class ChatServer:
+class ChatServer(LoopbackURLs):
     """The test server running in a background thread of this process.
 
     Prefer ``running_server(**config)``; ``ChatServer(**config).start()`` / ``.stop()`` is the long form. Every
@@ -96,16 +96,6 @@ class ChatServer:
         if self._core.port is None:
             raise RuntimeError("the test server is not started")
         return self._core.port
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:PORT``, without the ``/v1`` an OpenAI client wants."""
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``: what an OpenAI client or litellm takes as its base URL / api_base."""
-        return f"{self.base_url}/v1"
 
     @property
     def stopped(self) -> bool:

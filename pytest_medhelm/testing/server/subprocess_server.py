@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_medhelm.testing.server.app import HOST
+from pytest_medhelm.testing.server.app import LoopbackURLs
 from pytest_medhelm.testing.server.behaviour import Fault, parse_rules, validate
 
 
@@ -44,7 +44,7 @@ def config_to_json(config: Mapping[str, Any]) -> dict:
     return out
 
 
-class SubprocessServer:
+class SubprocessServer(LoopbackURLs):
     """Handle on a test server running in a child process (from ``start_subprocess_server``).
 
     Observation and control go over HTTP (``/_stats``, ``/_config``...), so the same numbers are visible to any
@@ -87,15 +87,6 @@ class SubprocessServer:
         if self._port is None:
             raise RuntimeError("the test server is not ready")
         return self._port
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``."""
-        return f"{self.base_url}/v1"
 
     def output(self) -> str:
         """What the child wrote to stdout/stderr so far (script tracebacks, startup errors)."""
