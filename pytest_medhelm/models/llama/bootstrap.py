@@ -1,6 +1,6 @@
 """What the llama.cpp server process runs: ``python -m pytest_medhelm.models.llama.bootstrap MODE PARENT_PID ARGS``.
 
-First the parent-death signal (:func:`pytest_medhelm.models.parent_death.die_with_parent`), so that the server
+First the parent-death signal (:func:`.parent_death.die_with_parent`), so that the server
 never outlives the run even when the run is killed; then ``python -m llama_cpp.server ARGS``.
 
 ``MODE`` is ``extra-buffers`` or ``no-extra-buffers``: the latter turns llama.cpp's "extra buffer types" (weight
@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     mode, parent_pid, server_args = args[0], int(args[1]), args[2:]
     if mode not in (EXTRA_BUFFERS, NO_EXTRA_BUFFERS):
         raise SystemExit(f"usage: python -m {__name__} {{{EXTRA_BUFFERS}|{NO_EXTRA_BUFFERS}}} PARENT_PID ARGS...")
-    from pytest_medhelm.models.parent_death import die_with_parent
+    from pytest_medhelm.models.llama.parent_death import die_with_parent
 
     die_with_parent(parent_pid)
     if mode == NO_EXTRA_BUFFERS:

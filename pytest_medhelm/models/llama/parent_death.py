@@ -1,5 +1,5 @@
-"""A child process that must not outlive its parent (the llama.cpp server, the sender child) asks Linux for a
-signal when the parent dies, first thing, from the child itself.
+"""A child process that must not outlive its parent (the llama.cpp server) asks Linux for a signal when the
+parent dies, first thing, from the child itself.
 
 Never as a ``preexec_fn``: code run between fork and exec in a process with threads (pytest's, the sender's) can
 deadlock on a lock another thread held at the fork. (The kernel ties the signal to the *thread* that started the
