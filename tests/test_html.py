@@ -32,8 +32,8 @@ def data_blocks(page: str) -> list[dict]:
     groups them by model)."""
     blocks = [json.loads(m) for m in re.findall(r'<script type="application/json" id="medhelm-data-\d+" '
                                                 r'class="medhelm-data">(.*?)</script>', page, re.S)]
-    return [{"slug": block["slug"],
-             "instances": [dict(inst, model=group["model"]) for group in block["models"] for inst in group["instances"]]}
+    return [{"slug": block["slug"], "instances": [dict(inst, model=group["model"]) for group in block["models"]
+                                                  for inst in group["instances"]]}
             for block in blocks]
 
 
@@ -296,7 +296,8 @@ def test_chromium_renders_the_report_with_its_charts(opened, results):
     assert points == len(MODELS)
     leaderboard = driver.execute_script("return document.querySelectorAll('#leaderboard-table tbody tr').length")
     assert leaderboard == len(MODELS)
-    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" or "Content Security Policy" in e["message"]]
+    severe = [e for e in driver.get_log("browser")
+              if e["level"] == "SEVERE" or "Content Security Policy" in e["message"]]
     assert severe == []  # no script error, no blocked resource, no policy violation
     assert csp_violations(driver) == []
     # the policy the browser enforces: the page's own script and style by hash, never any inline one
@@ -326,10 +327,12 @@ def test_chromium_search_and_misses_filter(opened, results):
     box.send_keys("window.__pwned")
     wait_rows(driver, 1)
     # the hostile answer shows as text, and did nothing
-    cell = driver.execute_script("return document.querySelector('#instances-table tbody tr td:nth-child(4)').textContent")
+    cell = driver.execute_script(
+        "return document.querySelector('#instances-table tbody tr td:nth-child(4)').textContent")
     assert cell == HOSTILE_ANSWER
-    assert driver.execute_script("return window.__pwned === undefined && "
-                                 "document.querySelectorAll('#instances-table img, #instances-table script').length === 0")
+    assert driver.execute_script(
+        "return window.__pwned === undefined && "
+        "document.querySelectorAll('#instances-table img, #instances-table script').length === 0")
     box.clear()
     box.send_keys("zzz-nothing-matches")
     wait_rows(driver, 0)
@@ -451,7 +454,7 @@ def test_chromium_heatmap_numbers_are_readable_on_every_cell(browser, results, t
     image = Image.open(io.BytesIO(png)).convert("RGB")
     scale = image.width / heatmap.rect["width"]
     painted = {}
-    for text, ink, bg, left, top, width, height in cells:
+    for text, _ink, _bg, left, top, width, height in cells:
         box = image.crop((round(left * scale), round(top * scale), round((left + width) * scale),
                           round((top + height) * scale)))
         raw = box.tobytes()

@@ -166,7 +166,8 @@ def heatmap(models: Sequence[str], benches: Sequence[tuple[str, str]], scores: S
             value = Label(centre.x, centre.y, centre.text, "on-dark" if ink == WHITE else "on-light", "middle")
             cells.append(HeatCell(Box(x, y, cw - 2, ch - 2, viridis(mean)), value, tip, ink))
         y += ch
-    columns = [Label(label_w + j * cw + cw / 2, top - 8, model, "collabel", rotate=-35) for j, model in enumerate(models)]
+    columns = [Label(label_w + j * cw + cw / 2, top - 8, model, "collabel", rotate=-35)
+               for j, model in enumerate(models)]
     ly = y + 18  # the legend: 0 → 1 in ten steps
     swatches = [Box(label_w + k * 24, ly, 24, 12, viridis((k + 0.5) / 10)) for k in range(10)]
     ticks = [Label(label_w + t * 240, ly + 26, f"{t:.1f}", "axis", "middle") for t in (0.0, 0.5, 1.0)]

@@ -39,10 +39,10 @@ def clip(text: Any, limit: int) -> str:
     """``text`` (a non-string as JSON) cut at ``limit`` characters, saying so; "" for None."""
     if text is None:
         return ""
-    text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
-    if len(text) > limit:
-        return text[:limit] + f" … [cut: {len(text):,} characters in all; the results JSON has the whole text]"
-    return text
+    whole = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
+    if len(whole) > limit:
+        return whole[:limit] + f" … [cut: {len(whole):,} characters in all; the results JSON has the whole text]"
+    return whole
 
 
 def _score(score: Any) -> float | str | None:

@@ -20,9 +20,9 @@ def results_mapping(results: Any) -> Mapping[str, Any]:
     """The input boundary: the run's results as the report reads them (the results JSON's fields, a mapping).
 
     A typed results object (anything with pydantic's ``model_dump``) is read through its JSON form."""
-    if hasattr(results, "model_dump"):
-        return results.model_dump(mode="json")  # type: ignore[no-any-return]  # (pydantic returns dict[str, Any])
-    return results
+    dump = getattr(results, "model_dump", None)
+    data: Mapping[str, Any] = dump(mode="json") if callable(dump) else results
+    return data
 
 
 # ----------------------------------------------------------------------------------------------- formatting
