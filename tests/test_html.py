@@ -524,3 +524,81 @@ def test_chromium_refuses_any_script_or_style_the_policy_does_not_name(browser, 
     kinds = sorted(v.split(" ")[0] for v in csp_violations(browser))
     assert kinds == ["script-src-elem", "script-src-elem", "style-src-attr"], kinds
     assert any("Content Security Policy" in e["message"] for e in browser.get_log("browser"))
+
+
+#: untrusted text for every field of the run a report shows: model names, benchmark slugs, categories, judges,
+#: gate specs, run facts; each tries to become markup in an element, an attribute, an SVG text or a script
+HOSTILE_MODEL = 'openai/<img src=x onerror="window.__pwned=5">'
+HOSTILE_SLUG = 'medqa"><script>window.__pwned=6</script>'
+HOSTILE_CATEGORY = "Clinical </text></svg><svg onload=window.__pwned=7>"
+HOSTILE_JUDGE = "anthropic/</script><script>window.__pwned=8</script>"
+HOSTILE_RUN = "<style>body{display:none}</style>"
+
+
+def hostile_results(results: dict) -> dict:
+    """The sample run with a hostile string in place of a model, a benchmark, a category, a judge and run facts."""
+    swap = {MODELS[0]: HOSTILE_MODEL, "medqa": HOSTILE_SLUG, "Clinical Decision Support": HOSTILE_CATEGORY,
+            JUDGES[1]: HOSTILE_JUDGE}
+
+    def planted(node):
+        if isinstance(node, dict):
+            return {swap.get(k, k): planted(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [planted(v) for v in node]
+        return swap.get(node, node) if isinstance(node, str) else node
+
+    hostile = planted(results)
+    hostile["run"].update(git_commit=HOSTILE_RUN, jury_prompts=HOSTILE_RUN)
+    hostile["gates"] = [{"spec": f"{HOSTILE_SLUG}>=0.9", "model": HOSTILE_MODEL, "value": 0.5, "passed": False}]
+    return hostile
+
+
+def test_untrusted_names_in_every_section_stay_text(results):
+    page = render_html(hostile_results(results), title=HOSTILE_RUN)
+    for planted in ("<img", "<svg onload", "<script>window", "<style>body", "</script><script>"):
+        assert planted not in page, planted
+    assert page.count("<script") == 1 + len(BENCHMARKS) and page.count("<style>") == 1 and page.count("<svg") == 3
+    # each name is shown, escaped, in the markup (the heatmap's and the leaderboard's model, the category...)
+    from markupsafe import escape
+
+    for name in (HOSTILE_MODEL, HOSTILE_SLUG, HOSTILE_CATEGORY, HOSTILE_RUN):
+        assert str(escape(name)) in page, name
+    assert {b["slug"] for b in data_blocks(page)} == {HOSTILE_SLUG, "mtsamples", "pubmedqa"}
+
+
+def test_chromium_shows_untrusted_names_as_text(browser, results, tmp_path):
+    path = write_html(hostile_results(results), tmp_path / "hostile.html", title=HOSTILE_RUN)
+    open_page(browser, path)  # (and no policy violation: nothing even tried to run)
+    shown = browser.execute_script("""
+        return {pwned: window.__pwned === undefined ? null : window.__pwned,
+                planted: document.querySelectorAll('img, svg svg, style ~ style, body style').length,
+                scripts: document.querySelectorAll('script:not([type])').length,
+                title: document.title, h1: document.querySelector('h1').textContent,
+                columns: Array.from(document.querySelectorAll('#heatmap-chart text.collabel'))
+                              .map(function (t) { return t.textContent; }),
+                categories: Array.from(document.querySelectorAll('#heatmap-chart text.cat'))
+                                 .map(function (t) { return t.textContent; }),
+                leaderboard: Array.from(document.querySelectorAll('#leaderboard-table td.name'))
+                                  .map(function (t) { return t.textContent; }),
+                options: Array.from(document.querySelectorAll('#bench-select option'))
+                              .map(function (o) { return o.textContent; }),
+                visible: getComputedStyle(document.body).display};""")
+    assert shown["pwned"] is None and shown["planted"] == 0 and shown["scripts"] == 1
+    assert shown["title"] == shown["h1"] == HOSTILE_RUN and shown["visible"] == "block"
+    assert HOSTILE_MODEL in shown["columns"] and HOSTILE_MODEL in shown["leaderboard"]
+    assert HOSTILE_CATEGORY in shown["categories"]
+    assert any(o.startswith(HOSTILE_SLUG + " (") for o in shown["options"])
+    # the drill-down of the hostile benchmark: the model's name in its cells, the judge's in the verdicts
+    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.common.by import By
+
+    select = Select(browser.find_element(By.ID, "bench-select"))
+    select.select_by_visible_text(next(o.text for o in select.options if o.text.startswith("mtsamples ")))
+    cells = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#instances-table tbody td:first-child, "
+        "#instances-table tbody li b')).map(function (c) { return c.textContent; })")
+    assert HOSTILE_MODEL in cells and any(c.startswith(HOSTILE_JUDGE + " / ") for c in cells)
+    assert browser.execute_script("return window.__pwned === undefined && "
+                                  "document.querySelectorAll('#instances-table img, #instances-table script')"
+                                  ".length === 0")
+    assert csp_violations(browser) == []
