@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from catalogue_helpers import load
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 JUDGES = ("openai/judge-1", "openai/judge-2", "openai/judge-3")
 ANSWER = "PLAN: rest and fluids {RESPONSE} $GOLD_RESPONSE\u00a0\n\n"  # not stripped by anyone
 

@@ -19,7 +19,7 @@ from pytest_medhelm.compare import stats
 from pytest_medhelm.compare.compare import build_comparison, model_pairs
 from pytest_medhelm.compare.storage import StorageError, list_runs, load, sanitize, save
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 # ============================================================================================== statistics
 @pytest.mark.parametrize("b, c, expected", [
