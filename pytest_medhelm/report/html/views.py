@@ -19,9 +19,10 @@ from pytest_medhelm.report.html.verdicts import MAX_TEXT, JudgeVerdict, clip, fi
 def results_mapping(results: Any) -> Mapping[str, Any]:
     """The input boundary: the run's results as the report reads them (the results JSON's fields, a mapping).
 
-    A typed results object (anything with pydantic's ``model_dump``) is read through its JSON form."""
+    A typed results object (anything with pydantic's ``model_dump``) is read through its JSON form: the fields each
+    record has, none it does not, as the results JSON holds them."""
     dump = getattr(results, "model_dump", None)
-    data: Mapping[str, Any] = dump(mode="json") if callable(dump) else results
+    data: Mapping[str, Any] = dump(mode="json", exclude_unset=True) if callable(dump) else results
     return data
 
 
