@@ -112,7 +112,7 @@ class TextTable:
     rows: list[list[str]]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # (not frozen: a frozen dataclass is built field by field, and a run may have 100,000)
 class InstanceView:
     """One instance of the drill-down, as the page's script reads it (JSON object, fields by name)."""
 
