@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from pytest_medhelm.report.html.colours import (DARK_OKABE_ITO, OKABE_ITO, PATTERNS, WHITE, BLACK, ink_on,
                                                 viridis)
-from pytest_medhelm.report.html.views import BenchmarkScore, CategoryScore, ModelSummary, fmt, usd
+from pytest_medhelm.cost import format_usd
+from pytest_medhelm.report.html.views import BenchmarkScore, CategoryScore, ModelSummary, fmt
 
 
 @dataclass(frozen=True)
@@ -248,40 +249,54 @@ def _marker(shape: str, cx: float, cy: float) -> tuple[Box | None, str]:
     return None, ""
 
 
+@dataclass(frozen=True)
+class _Plotted:
+    model: str
+    cost: float
+    value: float
+
+
+@dataclass(frozen=True)
+class _LabelBox:
+    """The horizontal extent and baseline of a label (or a marker) already on the chart."""
+
+    x0: float
+    x1: float
+    baseline: float
+
+
 def cost_chart(models: Sequence[str], plotted: Sequence[ModelSummary], use_win: bool) -> CostChart:
     """Total cost (model + jury) against win rate (macro-average with fewer than two win rates), labelled points;
     ``plotted``: the models whose cost and value are known, in the leaderboard's order."""
     y_label = "win rate" if use_win else "macro-average score"
-    points = [(m.model, m.total_cost or 0.0, (m.win_rate if use_win else m.macro_avg) or 0.0) for m in plotted]
+    points = [_Plotted(m.model, m.total_cost or 0.0, (m.win_rate if use_win else m.macro_avg) or 0.0)
+              for m in plotted]
     w, h, left, bottom, top, right = 560, 300, 64, 46, 16, 190
-    x_max = nice_max(max((p[1] for p in points), default=0.0) * 1.05)
+    x_max = nice_max(max((p.cost for p in points), default=0.0) * 1.05)
     x_ticks = [Tick(Line(left + k / 5 * w, top, left + k / 5 * w, top + h),
-                    Label(left + k / 5 * w, top + h + 16, usd(k / 5 * x_max), "axis", "middle")) for k in range(6)]
+                    Label(left + k / 5 * w, top + h + 16, format_usd(k / 5 * x_max), "axis", "middle"))
+               for k in range(6)]
     y_ticks = [Tick(Line(left, top + h - k / 4 * h, left + w, top + h - k / 4 * h),
                     Label(left - 6, top + h - k / 4 * h + 4, f"{k / 4:.2f}", "axis", "end")) for k in range(5)]
-
-    def centre(cost: float, y: float) -> tuple[float, float]:
-        return left + cost / x_max * w, top + h - min(1.0, max(0.0, y)) * h
-
-    markers = {model: centre(cost, y) for model, cost, y in points}
-    placed: list[tuple[float, float, float]] = []  # label boxes (x0, x1, baseline) already drawn
+    markers = {p.model: (left + p.cost / x_max * w, top + h - min(1.0, max(0.0, p.value)) * h) for p in points}
+    placed: list[_LabelBox] = []
     out = []
-    for model, cost, y in sorted(points, key=lambda p: (-p[2], p[1])):
-        i = models.index(model) if model in models else 0
-        cx, cy = markers[model]
+    for p in sorted(points, key=lambda p: (-p.value, p.cost)):
+        i = models.index(p.model) if p.model in models else 0
+        cx, cy = markers[p.model]
         shape = SHAPES[i % len(SHAPES)]
         # a label that would overlap one already drawn moves down a line (labels of close points stay legible)
         lx, ly = cx + 9, cy + 4
-        lw = text_width(model, 11.5)
-        others = [(mx - 8, mx + 8, my + 4) for other, (mx, my) in markers.items() if other != model]
-        while any(lx < x1 and x0 < lx + lw and abs(ly - base) < 13 for x0, x1, base in placed + others):
+        lw = text_width(p.model, 11.5)
+        others = [_LabelBox(mx - 8, mx + 8, my + 4) for other, (mx, my) in markers.items() if other != p.model]
+        while any(lx < b.x1 and b.x0 < lx + lw and abs(ly - b.baseline) < 13 for b in placed + others):
             ly += 14
-        placed.append((lx, lx + lw, ly))
+        placed.append(_LabelBox(lx, lx + lw, ly))
         leader = Line(cx, cy, lx - 2, ly - 4) if ly != cy + 4 else None
         box, path = _marker(shape, cx, cy)
         out.append(CostPoint(shape, cx, cy, OKABE_ITO[i % len(OKABE_ITO)],
-                             f"{model}: {y_label} {y:.3f}, total cost {usd(cost)}",
-                             Label(lx, ly, model, "pointlabel"), leader, box, path))
+                             f"{p.model}: {y_label} {p.value:.3f}, total cost {format_usd(p.cost)}",
+                             Label(lx, ly, p.model, "pointlabel"), leader, box, path))
     return CostChart(width=left + w + right, height=top + h + bottom + 8, y_label=y_label,
                      frame=Box(left, top, w, h, "#fafafa"), x_ticks=x_ticks, y_ticks=y_ticks,
                      x_title=Label(left + w / 2, top + h + 36, "total cost (model + jury, USD)", "axis", "middle"),

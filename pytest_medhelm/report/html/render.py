@@ -23,10 +23,10 @@ from markupsafe import Markup
 
 from pytest_medhelm.report.html.charts import CategoryChart, CostChart, Heatmap, category_chart, cost_chart, heatmap
 from pytest_medhelm.report.html.verdicts import MAX_TEXT
-from pytest_medhelm.report.html.views import (BenchmarkInstances, GateRow, MetaItem, ModelSummary, TextTable,
+from pytest_medhelm.report.html.views import (BenchmarkInstances, GateRow, ModelSummary, RunFacts, TextTable,
                                               benchmark_instances, benchmark_scores, category_order,
                                               category_scores, gate_rows, jury_agreement, model_summaries,
-                                              results_mapping, rubric_breakdown, run_benchmarks, run_meta,
+                                              results_mapping, rubric_breakdown, run_benchmarks, run_facts,
                                               run_models, script_json)
 
 #: rows of the instance table built at a time (then "show more")
@@ -39,9 +39,7 @@ class ReportView:
     """Everything the page shows, as the templates read it."""
 
     title: str
-    plugin_version: str
-    meta: list[MetaItem]
-    cap_note: str | None
+    run: RunFacts
     leaderboard: list[ModelSummary]
     heatmap: Heatmap | None
     categories: CategoryChart | None
@@ -122,10 +120,8 @@ def build_view(results: Any, *, title: str = "MedHELM results", max_text: int = 
         else:
             plotted.append(m)
     instances = benchmark_instances(data, max_text)
-    meta, cap_note = run_meta(data)
     return ReportView(
-        title=title, plugin_version=str((data.get("run") or {}).get("plugin_version") or ""), meta=meta,
-        cap_note=cap_note, leaderboard=leaderboard,
+        title=title, run=run_facts(data), leaderboard=leaderboard,
         heatmap=heatmap(models, benches, benchmark_scores(data)) if benches and models else None,
         categories=category_chart(models, categories, cats) if cats and models else None,
         cost=cost_chart(models, plotted, use_win) if plotted else None, cost_missing=missing,

@@ -36,12 +36,6 @@ def fmt_int(value: Any) -> str:
     return f"{int(value):,}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "–"
 
 
-def usd(value: float | None) -> str:
-    from pytest_medhelm.cost import format_usd
-
-    return format_usd(value)
-
-
 def script_json(data: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: no ``</script>``, no ``<!--``, no line separators."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -54,6 +48,15 @@ def script_json(data: Any) -> str:
 class MetaItem:
     label: str
     value: str
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """The header: facts about the run, the generation cap's sentence (None without a cap), the plugin's version."""
+
+    items: list[MetaItem]
+    cap_note: str | None
+    plugin_version: str
 
 
 @dataclass(frozen=True)
@@ -236,8 +239,8 @@ def model_summaries(results: Mapping[str, Any]) -> list[ModelSummary]:
     return out
 
 
-def run_meta(results: Mapping[str, Any]) -> tuple[list[MetaItem], str | None]:
-    """The header's facts about the run, and the generation cap's sentence (None without a cap)."""
+def run_facts(results: Mapping[str, Any]) -> RunFacts:
+    """The header's facts about the run."""
     from pytest_medhelm.report.generation_cap import cap_note
 
     run = results.get("run") or {}
@@ -251,7 +254,8 @@ def run_meta(results: Mapping[str, Any]) -> tuple[list[MetaItem], str | None]:
     cap = run.get("generation_cap")
     if cap:
         items.append(("answers capped at", f"{cap.get('max_tokens')} tokens (--medhelm-max-tokens)"))
-    return [MetaItem(label, str(value)) for label, value in items], cap_note(cap)
+    return RunFacts([MetaItem(label, str(value)) for label, value in items], cap_note(cap),
+                    str(run.get("plugin_version") or ""))
 
 
 def gate_rows(results: Mapping[str, Any]) -> list[GateRow]:
