@@ -10,13 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import TOY_CONFTEST, TOY_TEST
+from pytester_runs import run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "custom_benchmark"
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
 @pytest.fixture
