@@ -23,11 +23,12 @@ import pytest
 from pytest_medhelm.recording import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.report.records import InstanceRecord
     from pytest_medhelm.run.context import RunContext
 
 
 class ItemHooks:
-    def __init__(self, ctx: RunContext, on_record: Callable[[pytest.TestReport, dict[str, Any]], None]) -> None:
+    def __init__(self, ctx: RunContext, on_record: Callable[[pytest.TestReport, InstanceRecord], None]) -> None:
         self.ctx = ctx
         self.on_record = on_record
 
@@ -89,47 +90,42 @@ class ItemHooks:
         return report
 
     def _attach_record(self, item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, case: Any) -> None:
+        """The item's record, built once from what its fixtures and assertions wrote and how it ended, rides on
+        its report as plain data (xdist carries it)."""
         from pytest_medhelm.metrics.base import ScoringError
+        from pytest_medhelm.report.records import InstanceRecord
 
         excinfo = call.excinfo
-        rec = dict(item.stash.get(RECORD, None) or {})
-        rec.update(benchmark=case.benchmark, model=case.model,
-                   instance_id=case.instance.id if case.instance else None,
-                   subset=case.instance.subset if case.instance else "")
+        written = item.stash.get(RECORD, None) or {}
+        outcome: dict[str, Any] = {"benchmark": case.benchmark, "model": case.model,
+                                   "instance_id": case.instance.id if case.instance else None,
+                                   "subset": case.instance.subset if case.instance else ""}
         if case.instance is not None and self.ctx.run_config.report_text:  # opt-in: may be patient data
             from pytest_medhelm.report.texts import instance_texts
 
-            rec.update(instance_texts(case.instance))
+            outcome.update(instance_texts(case.instance))
         if excinfo is not None and excinfo.errisinstance(Missed):
-            rec["missed"] = True
+            outcome["missed"] = True
             if self.ctx.run_config.strict:
                 report.longrepr = f"MISSED: {excinfo.value.detail}"
             else:
                 report.outcome = "skipped"
-                report.wasxfail = f"MISSED: {excinfo.value.detail}"  # type: ignore[attr-defined]
+                report.wasxfail = f"MISSED: {excinfo.value.detail}"  # type: ignore[attr-defined]  # pytest's xfail mark
                 report.longrepr = report.wasxfail  # the one line reporters print (pytest-html's log)
         elif excinfo is not None and excinfo.errisinstance(one_line_errors()):
-            rec.update(error=str(excinfo.value), score=None, error_kind=type(excinfo.value).__name__)
+            outcome.update(error=str(excinfo.value), score=None, error_kind=type(excinfo.value).__name__)
             if excinfo.errisinstance(ScoringError):
-                rec["judge_failures"] = excinfo.value.reasons
+                outcome["judge_failures"] = excinfo.value.reasons
             report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
         elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
-            rec.setdefault("error", f"{excinfo.typename}: {excinfo.value}")
-            rec["score"] = None
-        for key in ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd"):
-            if key in (rec.get("metrics") or {}):
-                rec[key] = rec["metrics"][key]
-        if "judge_prompt_sha256" in (rec.get("metrics") or {}):  # one per judge request, beside prompt_sha256
-            rec["judge_prompt_sha256"] = rec["metrics"].pop("judge_prompt_sha256")
-        instrument = (rec.get("metrics") or {}).pop("jury_instrument", None)
-        if instrument:
-            rec["jury_instrument"] = instrument
-        if report.when == "call" or "error" in rec:
-            report.medhelm = rec  # type: ignore[attr-defined]
-            if rec.get("score") is not None:
+            outcome.update(error=written.get("error") or f"{excinfo.typename}: {excinfo.value}", score=None)
+        record = InstanceRecord.of_item(written, **outcome)
+        if report.when == "call" or record.error is not None:
+            report.medhelm = record.wire()  # type: ignore[attr-defined]  # (xdist carries report attributes)
+            if record.score is not None:
                 # on the item: JUnit XML writes the properties of the item's last report (its teardown's)
-                item.user_properties.append(("medhelm_score", rec["score"]))
-                report.user_properties.append(("medhelm_score", rec["score"]))
+                item.user_properties.append(("medhelm_score", record.score))
+                report.user_properties.append(("medhelm_score", record.score))
 
     @pytest.hookimpl(tryfirst=True)  # before pytest's own, which would call a miss "xfailed"
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
@@ -151,7 +147,9 @@ class ItemHooks:
         rec = getattr(report, "medhelm", None)
         if rec is None or self.ctx.is_worker:
             return
-        self.on_record(report, rec)
+        from pytest_medhelm.report.records import InstanceRecord
+
+        self.on_record(report, InstanceRecord.model_validate(rec))
         if rec.get("missed") and not report.failed:
             # a miss is selectable with --lf like a failure, without failing the run
             lf = self.ctx.config.pluginmanager.get_plugin("lfplugin")
