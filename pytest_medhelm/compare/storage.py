@@ -1,9 +1,10 @@
 """Saved runs under ``<rootdir>/.medhelm/runs/``, numbered like pytest-benchmark's storage.
 
-A saved run is a results JSON (the contract of docs/contract.md, ``schema_version`` 1) named ``NNNN_<name>.json``: ``NNNN``
-is one more than the highest number already there (``0001_base.json``, ``0002_autosave.json``, ...), ``<name>``
-the sanitized ``--medhelm-save`` name (``autosave`` for ``--medhelm-autosave``). The file is the run's results with
-three additions, so that it still reads back as a results file anywhere (a baseline, a shard to merge):
+A saved run is a results JSON (the contract of docs/contract.md, ``schema_version`` 1) named
+``NNNN_<name>.json``: ``NNNN`` is one more than the highest number already there (``0001_base.json``,
+``0002_autosave.json``, ...), ``<name>`` the sanitized ``--medhelm-save`` name (``autosave`` for
+``--medhelm-autosave``). The file is the run's results with three additions, so that it still reads back as a
+results file anywhere (a baseline, a shard to merge):
 
 * ``run.machine_info``: platform, system, machine, Python version and implementation, CPU count;
 * ``run.commit_info``: git ``commit``, ``branch`` and ``dirty`` (tracked files modified) of the rootdir, or nulls;

@@ -162,7 +162,7 @@ def win_rates(table: Mapping[str, Mapping[str, float | None]],
     columns = sorted({c for row in table.values() for c in row})
     per_model: dict[str, list[float]] = {m: [] for m in table}
     for column in columns:
-        values = {m: row[column] for m, row in table.items() if row.get(column) is not None}
+        values = {m: value for m, row in table.items() if (value := row.get(column)) is not None}
         if len(values) < 2:
             continue
         all_values = list(values.values())

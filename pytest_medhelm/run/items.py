@@ -65,14 +65,14 @@ class ItemHooks:
             return None
         if not excinfo.errisinstance(one_line_errors()):
             return None
-        if excinfo.errisinstance(Missed):
-            longrepr = f"MISSED: {excinfo.value.detail}"
-        else:
-            longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
-        sections = [(f"Captured {key} {call.when}", content) for rwhen, key, content in item._report_sections
-                    if rwhen == call.when and content]
+        error, when = excinfo.value, call.when
+        if when == "collect":  # (items are not collected through this hook)
+            return None
+        longrepr = f"MISSED: {error.detail}" if isinstance(error, Missed) else f"{type(error).__name__}: {error}"
+        sections = [(f"Captured {key} {when}", content) for rwhen, key, content in item._report_sections
+                    if rwhen == when and content]
         return pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", longrepr,
-                                 call.when, sections, call.duration, call.start, call.stop,
+                                 when, sections, call.duration, call.start, call.stop,
                                  user_properties=item.user_properties)
 
     # (pytest only reads hook implementations whose names start with "pytest_"; specname maps it to the hook)
@@ -96,6 +96,7 @@ class ItemHooks:
         from pytest_medhelm.report.records import InstanceRecord
 
         excinfo = call.excinfo
+        error = excinfo.value if excinfo is not None else None
         written = item.stash.get(RECORD, None) or {}
         outcome: dict[str, Any] = {"benchmark": case.benchmark, "model": case.model,
                                    "instance_id": case.instance.id if case.instance else None,
@@ -104,21 +105,20 @@ class ItemHooks:
             from pytest_medhelm.report.texts import instance_texts
 
             outcome.update(instance_texts(case.instance))
-        if excinfo is not None and excinfo.errisinstance(Missed):
+        if isinstance(error, Missed):
             outcome["missed"] = True
-            if self.ctx.run_config.strict:
-                report.longrepr = f"MISSED: {excinfo.value.detail}"
-            else:
+            missed = f"MISSED: {error.detail}"
+            if not self.ctx.run_config.strict:
                 report.outcome = "skipped"
-                report.wasxfail = f"MISSED: {excinfo.value.detail}"  # type: ignore[attr-defined]  # pytest's xfail mark
-                report.longrepr = report.wasxfail  # the one line reporters print (pytest-html's log)
-        elif excinfo is not None and excinfo.errisinstance(one_line_errors()):
-            outcome.update(error=str(excinfo.value), score=None, error_kind=type(excinfo.value).__name__)
-            if excinfo.errisinstance(ScoringError):
-                outcome["judge_failures"] = excinfo.value.reasons
-            report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
+                report.wasxfail = missed  # (pytest's own attribute of an xfail)
+            report.longrepr = missed  # the one line reporters print (pytest-html's log)
+        elif excinfo is not None and isinstance(error, one_line_errors()):
+            outcome.update(error=str(error), score=None, error_kind=type(error).__name__)
+            if isinstance(error, ScoringError):
+                outcome["judge_failures"] = error.reasons
+            report.longrepr = f"{type(error).__name__}: {error}"
         elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
-            outcome.update(error=written.get("error") or f"{excinfo.typename}: {excinfo.value}", score=None)
+            outcome.update(error=written.get("error") or f"{excinfo.typename}: {error}", score=None)
         record = InstanceRecord.of_item(written, **outcome)
         if report.when == "call" or record.error is not None:
             report.medhelm = record.wire()  # type: ignore[attr-defined]  # (xdist carries report attributes)

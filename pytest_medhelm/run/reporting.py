@@ -130,7 +130,8 @@ class Reporting:
         """One line per judge and reason, over every item that got no valid judgement."""
         from collections import Counter
 
-        counts = Counter((judge, reason) for rec in self.records for judge, reason in (rec.judge_failures or {}).items())
+        counts = Counter((judge, reason) for rec in self.records
+                         for judge, reason in (rec.judge_failures or {}).items())
         return [(f"medhelm: judge {judge} gave no valid judgement on {n} item{'s' if n != 1 else ''}: {reason}",
                  {"red": True}) for (judge, reason), n in counts.items()]
 
