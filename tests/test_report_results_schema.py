@@ -88,6 +88,8 @@ def test_a_run_against_the_test_server_fits_the_schema(pytester, toy, server, xd
     report = valid(out)
     assert len(report["instances"]) == 12 and sum(bool(i.get("missed")) for i in report["instances"]) == 6
     assert report["gates"][0]["passed"] is True and report["instances"][0]["question"].startswith("question")
+    [category] = report["categories"]
+    assert (category["category_slug"], category["score"]) == ("medical_research", report["benchmarks"][0]["mean"])
 
 
 def test_shards_merged_fit_the_schema(pytester, toy, server):

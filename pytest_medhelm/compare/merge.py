@@ -94,6 +94,11 @@ def _thresholds(specs: Iterable[str], known: set[str]) -> list[SimpleNamespace]:
     return out
 
 
+def _shown(value: Any) -> str:
+    """A value as the files hold it (a whole score read as a float is shown as the file wrote it: 0, not 0.0)."""
+    return repr(int(value)) if isinstance(value, float) and value.is_integer() else repr(value)
+
+
 def _instances(inputs: Sequence[tuple[str, Results]]) -> dict[Key, InstanceRecord]:
     """The inputs' instances, each measurement once; the same instance measured differently is a MergeError."""
     records: dict[Key, InstanceRecord] = {}
@@ -109,7 +114,8 @@ def _instances(inputs: Sequence[tuple[str, Results]]) -> dict[Key, InstanceRecor
                     raise MergeError(
                         f"conflicting results for benchmark {key[0]!r}, instance {key[2]!r}"
                         + (f" (subset {key[1]!r})" if key[1] else "") + f", model {key[3]!r}: {field} "
-                        f"{getattr(before, field)!r} in {origin[key]} but {getattr(inst, field)!r} in {label}")
+                        f"{_shown(getattr(before, field))} in {origin[key]} but {_shown(getattr(inst, field))} "
+                        f"in {label}")
                 continue
             records[key] = inst
             origin[key] = label

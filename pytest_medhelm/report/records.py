@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -55,19 +55,10 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="allow", json_schema_extra=_schema_extra)
     ALWAYS: ClassVar[tuple[str, ...] | None] = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _always_present(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        fields = cls.model_fields
-        names = fields if cls.ALWAYS is None else cls.ALWAYS
-        missing = [name for name in names if name not in data and not fields[name].is_required()]
-        if missing:
-            data = dict(data)
-            for name in missing:
-                data[name] = fields[name].get_default(call_default_factory=True)
-        return data
+    def model_post_init(self, context: Any, /) -> None:
+        # the fields every record of the kind has count as set (written) even when built or read without them
+        always = type(self).ALWAYS
+        self.__pydantic_fields_set__.update(type(self).model_fields if always is None else always)
 
 
 def about(text: str, default: Any = None, **kwargs: Any) -> Any:

@@ -65,9 +65,9 @@ def build_report(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogu
     typed = without_nan_scores(instance_records(records))
     jury_prompts = jury_prompts_of((rec.jury_instrument for rec in typed), jury_prompts)
     rows = benchmark_results(typed, catalogue)
+    categories = category_scores(rows)  # (by the categories' slugs, which _place turns into names)
     for row in rows:
         _place(row, (planned or {}).get(row.slug))
-    categories = category_scores(rows)
     for cat_row in categories:
         cat = CATEGORY_BY_SLUG.get(cat_row.category)
         cat_row.category_slug, cat_row.category = cat_row.category, cat.name if cat else cat_row.category
@@ -191,14 +191,15 @@ def without_nan_scores(records: Sequence[Rec]) -> list[Rec]:
     given are not changed (a fixed one is a copy)."""
     out: list[Rec] = []
     for rec in records:
-        fields = rec.model_dump(include={"score", "raw_score", "error"}) if isinstance(rec, InstanceRecord) else rec
-        score = fields.get("score")
+        score = rec.score if isinstance(rec, InstanceRecord) else rec.get("score")
         if not _not_finite(score):
             out.append(rec)
             continue
+        error, raw = (rec.error, rec.raw_score) if isinstance(rec, InstanceRecord) else (rec.get("error"),
+                                                                                         rec.get("raw_score"))
         fixes: dict[str, Any] = {"score": None, "score_nan": True, "missed": False,
-                                 "error": fields.get("error") or NAN_SCORE_ERROR.format(value=score)}
-        if _not_finite(fields.get("raw_score")):
+                                 "error": error or NAN_SCORE_ERROR.format(value=score)}
+        if _not_finite(raw):
             fixes["raw_score"] = None
         out.append(rec.model_copy(update=fixes) if isinstance(rec, InstanceRecord) else {**rec, **fixes})
     return out

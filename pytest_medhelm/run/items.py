@@ -31,6 +31,9 @@ class ItemHooks:
     def __init__(self, ctx: RunContext, on_record: Callable[[pytest.TestReport, InstanceRecord], None]) -> None:
         self.ctx = ctx
         self.on_record = on_record
+        #: the records this process built, by node id, until reported here (under xdist the controller reads the
+        #: plain data the report carries through the models instead)
+        self._built: dict[str, InstanceRecord] = {}
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item):
@@ -122,6 +125,7 @@ class ItemHooks:
         record = InstanceRecord.of_item(written, **outcome)
         if report.when == "call" or record.error is not None:
             report.medhelm = record.wire()  # type: ignore[attr-defined]  # (xdist carries report attributes)
+            self._built[report.nodeid] = record
             if record.score is not None:
                 # on the item: JUnit XML writes the properties of the item's last report (its teardown's)
                 item.user_properties.append(("medhelm_score", record.score))
@@ -145,11 +149,14 @@ class ItemHooks:
     @pytest.hookimpl(trylast=True)  # after the cache plugin's own bookkeeping, which drops passed items
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rec = getattr(report, "medhelm", None)
+        record = self._built.pop(report.nodeid, None)
         if rec is None or self.ctx.is_worker:
             return
-        from pytest_medhelm.report.records import InstanceRecord
+        if record is None:  # built in a worker
+            from pytest_medhelm.report.records import InstanceRecord
 
-        self.on_record(report, InstanceRecord.model_validate(rec))
+            record = InstanceRecord.model_validate(rec)
+        self.on_record(report, record)
         if rec.get("missed") and not report.failed:
             # a miss is selectable with --lf like a failure, without failing the run
             lf = self.ctx.config.pluginmanager.get_plugin("lfplugin")

@@ -39,6 +39,8 @@ class Reporting:
         self._records: dict[str, InstanceRecord] = {}
         self._misses: dict[str, str] = {}
         self.results: Results | None = None
+        #: the results as the plain data the hooks were given and read back from (what other plugins see)
+        self.data: dict[str, Any] | None = None
         self.gate_failed = False
         self.started = now()
         #: the benchmarks with collected items (None: not known) and each one's planned instances per model
@@ -113,15 +115,13 @@ class Reporting:
 
             apply_file_prices(data, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
         ctx.config.hook.pytest_medhelm_results(results=data, config=ctx.config)
-        self.results = Results.read(data)
+        self.results, self.data = Results.read(data), data
         self.gate_failed = any(g.failed for g in self.results.gates)
 
     def extra_sections(self, fmt: str) -> list[tuple[str, str]]:
         sections: list[tuple[str, str]] = []
-        from pytest_medhelm.report.records import dump
-
-        data = dump(self.results) if self.results is not None else None
-        for extra in self.ctx.config.hook.pytest_medhelm_summary_rows(results=data, config=self.ctx.config, fmt=fmt):
+        for extra in self.ctx.config.hook.pytest_medhelm_summary_rows(results=self.data, config=self.ctx.config,
+                                                                      fmt=fmt):
             sections.extend(extra or [])
         return sections
 
@@ -216,8 +216,8 @@ class Reporting:
     def write_files(self, interrupted: bool = False) -> None:
         if interrupted:
             self.interrupted = True
-            if self.results is not None:
-                self.results.run.interrupted = True
+            if self.results is not None and self.data is not None:
+                self.results.run.interrupted = self.data["run"]["interrupted"] = True
         if self.results is None and (self.records or interrupted):
             self._build()  # interrupted before the loop ended: still write what was measured
         if self.results is None:
@@ -227,11 +227,10 @@ class Reporting:
             from pytest_medhelm.report.results import write_json
 
             write_json(self.results, rc.json_path)
-        if rc.html_path:
+        if rc.html_path and self.data is not None:
             from pytest_medhelm.report.html import write_html
-            from pytest_medhelm.report.records import dump
 
-            write_html(dump(self.results), rc.html_path)
+            write_html(self.data, rc.html_path)
         if rc.markdown_path:
             from pytest_medhelm.report.tables import markdown
 
