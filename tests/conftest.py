@@ -59,7 +59,17 @@ pytest_plugins = ["pytester"]
 HUNG_AFTER = 900
 
 
+#: tests/e2e/: whole runs with real heavy parts (a llama.cpp server and its model, real benchmarks' data, a built
+#: wheel, signals to a process group); ``pytest -m "not e2e"`` is the tier a developer runs in a minute
+E2E_FOLDER = Path(__file__).resolve().parent / "e2e"
+#: fixtures that make any test using them end-to-end wherever it lives (a real headless Chromium)
+E2E_FIXTURES = frozenset({"browser"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(E2E_FOLDER) or E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
     if not config.pluginmanager.hasplugin("timeout") or config.getoption("timeout", None):
         return  # (pytest-timeout is a test extra; a --timeout given on the command line is the user's to keep)
     for item in items:

@@ -9,12 +9,9 @@ import re
 import pytest
 
 from report_fixtures import MODELS, sample_results
+from pytester_runs import run
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
 def model_args(server, data, *extra: str) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_catalogue_closed import ROUTE_QUERY, entry, write_ehrsql
 
-EHRSQL_SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+EHRSQL_SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])

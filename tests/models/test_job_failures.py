@@ -127,7 +127,7 @@ def test_the_thread_sender_goes_on_after_an_odd_failure_and_a_broken_follow_up(t
 
 
 SITECUSTOMIZE = textwrap.dedent('''
-    # planted by tests/test_job_failures.py in the sender child only: one request raises KeyError
+    # planted by tests/models/test_job_failures.py in the sender child only: one request raises KeyError
     import os
     if os.environ.get("MEDHELM_TEST_WIRE_BUG"):
         from pytest_medhelm.models import transport
@@ -163,7 +163,7 @@ def test_the_process_sender_goes_on_after_an_odd_failure(tmp_path, monkeypatch):
 
 
 PUT_FAILS = textwrap.dedent('''
-    # planted by tests/test_job_failures.py (every process of the run: pytest, xdist workers, the sender child):
+    # planted by tests/models/test_job_failures.py (every process of the run: pytest, xdist workers, the sender child):
     # the real cache, except that storing the answer to question 3 raises diskcache's lock timeout
     import os
     if os.environ.get("MEDHELM_TEST_PUT_FAILS"):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import suite_args, toy_rows
+import pytester_runs
 from pytest_medhelm.options import parse_endpoint
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import ModelSpec, replica_group
@@ -24,9 +25,8 @@ MODEL = "openai/toy-model"
 
 
 def run(pytester: pytest.Pytester, data: Path, urls: list[str], *extra: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", MODEL,
-                              "--medhelm-endpoint", f"{MODEL}={','.join(urls)}", "--medhelm-data-dir", str(data),
-                              *extra)
+    return pytester_runs.run(pytester, "--medhelm-model", MODEL, "--medhelm-endpoint", f"{MODEL}={','.join(urls)}",
+                             "--medhelm-data-dir", str(data), *extra)
 
 
 def outcomes(result: pytest.RunResult) -> dict[str, int]:

@@ -26,7 +26,7 @@ from pytest_medhelm.catalogue.taxonomy import (
     taxonomy_order,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 SHARED_DATA = SHARED / "data"
 REFERENCE = SHARED / "reference" / "taxonomy.md"

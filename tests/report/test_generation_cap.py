@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+import pytester_runs
 from pytest_medhelm.report.generation_cap import cap_note, capped
 from pytest_medhelm.testing.server import running_server
 
@@ -34,8 +35,8 @@ def toy40(pytester: pytest.Pytester) -> Path:
 
 
 def run(pytester: pytest.Pytester, url: str, data: Path, *extra: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/toy-model", "--medhelm-api-base",
-                              url, "--medhelm-data-dir", str(data), *extra)
+    return pytester_runs.run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", url,
+                             "--medhelm-data-dir", str(data), *extra)
 
 
 def sent_max_tokens(server, since: int = 0) -> list[int]:

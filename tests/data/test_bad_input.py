@@ -24,7 +24,7 @@ from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.sources import resolve_files
 
 BENCHMARKS = {b.slug: b for b in builtin_benchmarks()}
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def load(slug: str, data_dir: Path):

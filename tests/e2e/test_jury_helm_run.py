@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 from catalogue_helpers import load
+import pytester_runs
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 JUDGES = ("openai/judge-1", "openai/judge-2", "openai/judge-3")
 ANSWER = "PLAN: rest and fluids {RESPONSE} $GOLD_RESPONSE\u00a0\n\n"  # not stripped by anyone
 
@@ -86,7 +87,7 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, data: Path, 
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(answer_or_judge)
-        args = [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base",
+        args = [str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
                 server.url, "--medhelm-jury-api-base", server.url, "--medhelm-data-dir", str(data),
                 "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out), *extra]
         for judge in JUDGES:
@@ -94,7 +95,7 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, data: Path, 
         for slug in slugs:
             args += ["--medhelm-benchmark", slug]
         # a subprocess, as users run it (and BERTScore may import torch, which cannot be imported twice in a process)
-        result = pytester.runpytest_subprocess(*args)
+        result = pytester_runs.run(pytester, *args, subprocess=True)
         assert result.ret == 0, result.stdout.str()[-3000:]
         assert "not comparable with MedHELM" not in result.stdout.str()
         sent = [r["json"] for r in server.requests]

@@ -21,7 +21,7 @@ from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
 from pytest_medhelm.testing.server import running_server
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 CRITERIA = ("accuracy", "completeness", "clarity")
 VERDICT = json.dumps({c: {"score": 4, "explanation": f"{c} is good"} for c in CRITERIA})
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def run_suite(pytester, server, data, *args):

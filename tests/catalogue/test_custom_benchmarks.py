@@ -10,13 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import TOY_CONFTEST, TOY_TEST
+from pytester_runs import run
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_benchmark"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "custom_benchmark"
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
 @pytest.fixture
@@ -118,7 +115,7 @@ def test_the_readme_shows_the_example_as_it_is():
     """The README's authoring example is examples/custom_benchmark, code for code (the example is what runs)."""
     import ast
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Writing a benchmark of your own")[1].split("\n## ")[0]
     blocks = [block.strip("\n") for block in section.split("```python")[1:]]
     blocks = [block.split("```")[0].strip("\n") for block in blocks]

@@ -99,7 +99,7 @@ def test_nothing_heavy_is_imported_with_the_catalogue() -> None:
         "heavy = [m for m in ('rouge_score', 'nltk', 'openpyxl') if m in sys.modules]; "
         "assert not heavy, heavy"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 VERDICT = json.dumps({axis: {"score": 4, "explanation": f"{axis} is good"}
                       for axis in ("accuracy", "completeness", "clarity")})
 

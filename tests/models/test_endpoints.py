@@ -32,7 +32,7 @@ from pytest_medhelm.models.transport import NO_KEY, api_key_for
 from pytest_medhelm.testing.server import key_fingerprint, running_server
 from test_secrets import scan
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 VERDICT = json.dumps({axis: {"score": 4, "explanation": f"{axis} is fine"}
                       for axis in ("accuracy", "completeness", "clarity")})
 NOTE = "HISTORY OF PRESENT ILLNESS: the patient reports a cough. ASSESSMENT AND PLAN: rest."

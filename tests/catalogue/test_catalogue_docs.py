@@ -12,7 +12,7 @@ from pytest_medhelm.catalogue import docs
 from pytest_medhelm.values import Loaded
 from pytest_medhelm.prompting import GenerationPrompt, MultipleChoicePrompt, PromptTemplate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = sorted(slug for slug, bench in BENCHMARKS.items() if bench.access == "public")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture

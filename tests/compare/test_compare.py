@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+import pytester_runs
 from pytest_medhelm.compare import stats
 from pytest_medhelm.compare.compare import build_comparison, model_pairs
 from pytest_medhelm.compare.storage import StorageError, list_runs, load, sanitize, save
 
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 # ============================================================================================== statistics
 @pytest.mark.parametrize("b, c, expected", [
@@ -372,7 +373,7 @@ def shown_p(p):
 
 
 def run(pytester, *args):
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", *args)
+    return pytester_runs.run(pytester, "-p", "no:benchmark", *args)
 
 
 @pytest.fixture

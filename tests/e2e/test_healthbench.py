@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_DATA, SUITE
+import pytester_runs
 
 HB_FILE = "2025-05-07-06-14-12_oss_eval.jsonl"
 HARD_FILE = "hard_2025-05-08-21-00-10.jsonl"
@@ -110,12 +111,12 @@ def run(pytester: pytest.Pytester, data: Path, benchmark: str, *extra: str, judg
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(answer)
-        args = [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base",
+        args = [str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
                 server.url, "--medhelm-jury-api-base", server.url, "--medhelm-grader", "openai/grader",
                 "--medhelm-benchmark", benchmark, "--medhelm-data-dir", str(data),
                 "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out),
                 *[a for j in judges for a in ("--medhelm-jury", j)], *extra]
-        result = pytester.runpytest_subprocess(*args)
+        result = pytester_runs.run(pytester, *args, subprocess=True)
         assert result.ret == ret, result.stdout.str()[-3000:]
         sent = [r["json"] for r in server.requests]
     return json.loads(out.read_text()), sent, result.stdout.str()

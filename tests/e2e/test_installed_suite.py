@@ -15,7 +15,7 @@ import pytest
 
 from pytest_medhelm.catalogue import builtin_benchmarks
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: what a source distribution holds: enough to build the wheel (the tests and examples are not shipped)
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "pytest_medhelm", "benchmarks")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+import pytester_runs
 from pytest_medhelm.data.verification import DataVerification, file_sha256
 
 ROWS = json.dumps(toy_rows(4))
@@ -36,8 +37,8 @@ def pinned(pytester: pytest.Pytester):
 
 
 def run(pytester, server, data, *args):
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/toy-model",
-                              "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data), *args)
+    return pytester_runs.run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                             "--medhelm-data-dir", str(data), *args)
 
 
 XDIST = [pytest.param(["-p", "no:xdist"], id="serial"), pytest.param(["-n", "2"], id="xdist-2")]

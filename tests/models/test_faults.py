@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import report_line, toy_rows
+from pytester_runs import run
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings, redact
@@ -84,10 +85,6 @@ def scheduler(tmp_path: Path, **settings) -> Scheduler:
     defaults = dict(concurrency=8, timeout=5.0, retries=3, backoff_base=0.01, backoff_max=0.1)
     defaults.update(settings)
     return Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), Settings(**defaults))
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
 def model_args(url: str, data: Path, *extra: str) -> list[str]:
