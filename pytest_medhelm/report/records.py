@@ -61,9 +61,9 @@ class Record(BaseModel):
         self.__pydantic_fields_set__.update(type(self).model_fields if always is None else always)
 
 
-def about(text: str, default: Any = None, **kwargs: Any) -> Any:
+def about(text: str, default: Any = None) -> Any:
     """A field's default and its description (in the schema and in docs/contract.md's field tables)."""
-    return Field(default, description=text, **kwargs)
+    return Field(default, description=text)
 
 
 def many(text: str, factory: Any) -> Any:
