@@ -259,7 +259,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("compare", "compare with a saved run (the latest when no value) or a results JSON", nargs="?",
            const="latest", metavar="NAME|PATH"),
     Option("compare-fail", "fail when there is significant evidence that NAME's score dropped by more than DROP "
-           "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True, parse=parse_compare_fail, metavar="NAME:DROP"),
+           "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True,
+           parse=parse_compare_fail, metavar="NAME:DROP"),
     Option("shard", "run the I-th of N deterministic slices of the items (CI matrix)", parse=parse_shard,
            metavar="I/N", ini=False),
     # cost
@@ -337,3 +338,15 @@ def raw_value(config: Any, opt: Option) -> Any:
                 return bool(ini)
             return opt.parse(ini) if opt.parse else ini
     return opt.default if not opt.repeat else []
+
+
+# what xdist's options and hand-over say about this process (the run's role is chosen from these, once:
+# pytest_medhelm.run.choose_role)
+def is_xdist_worker(config: Any) -> bool:
+    """An xdist worker: xdist handed it its ``workerinput``."""
+    return getattr(config, "workerinput", None) is not None
+
+
+def starts_xdist_workers(config: Any) -> bool:
+    """xdist's controlling process about to start workers (xdist's pytest_cmdline_main has set its options)."""
+    return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import pytester_runs
 from pytest_medhelm.budget import (BUDGET_PREFIX, Budget, BudgetExhausted, Reservation, unpriced,
                                    usd_limit)
 from pytest_medhelm.cost import Prices, per_token
@@ -502,9 +503,8 @@ DOLLAR_PER_ANSWER = '["openai/toy-model"]\ninput_per_million = 0.0\noutput_per_m
 
 
 def budget_run(pytester, data, server, *extra: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-rs", "--medhelm-model",
-                              "openai/toy-model", "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-                              *extra)
+    return pytester_runs.run(pytester, "-rs", "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                             "--medhelm-data-dir", str(data), *extra)
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["serial", "xdist"])

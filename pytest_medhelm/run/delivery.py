@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pytest_medhelm.recording import CURRENT_ITEM, TIMEOUT_SETTINGS
+from pytest_medhelm.item_api import CURRENT_ITEM, TIMEOUT_SETTINGS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
@@ -161,7 +161,8 @@ class Delivery:
         line = unbatchable_line(specs + (self.ctx.judge_specs() if judged else []))
         if line:
             self.write_line(line, {"yellow": True})
-        announce = (lambda text: self.write_line(text, {})) if self.ctx.role == "controller" else None
+        # (no item waits here to show how the batches go: the sender says it)
+        announce = None if self.ctx.role.runs_items else (lambda text: self.write_line(text, {}))
         return BatchSender(self.ctx.scheduler, self.ctx.cache_dir(), follow_up, self._sender_finished, announce)
 
     def _sender_finished(self) -> None:
@@ -337,7 +338,7 @@ class Delivery:
         from pytest_medhelm.values import ModelError
 
         requests = self.plan.judge_requests(instance, answer_text)
-        if self.ctx.is_worker and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
+        if not self.ctx.role.sends_answers and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
             # the planned answer: its judgements are on their way from the controller, which sent the answer
             self._from_controller.update(r.request.cache_key() for r in requests)
         replies: dict[str, Any] = {}
@@ -362,7 +363,7 @@ class Delivery:
             calls, specs = self.plan.grader_calls(instance, answer_text)
         except GraderPromptsUnavailable as exc:
             return GraderReplies(unavailable=str(exc))
-        if self.ctx.is_worker and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
+        if not self.ctx.role.sends_answers and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
             self._from_controller.update(call.request.cache_key() for call in calls)
         replies: list[Any] = []
         for call in calls:

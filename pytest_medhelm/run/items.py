@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_medhelm.recording import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
+from pytest_medhelm.item_api import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.report.records import InstanceRecord
@@ -150,7 +150,7 @@ class ItemHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rec = getattr(report, "medhelm", None)
         record = self._built.pop(report.nodeid, None)
-        if rec is None or self.ctx.is_worker:
+        if rec is None or not self.ctx.role.reports:
             return
         if record is None:  # built in a worker
             from pytest_medhelm.report.records import InstanceRecord

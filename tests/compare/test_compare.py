@@ -313,16 +313,18 @@ def test_cli_merge_refuses_conflicts_and_keeps_identical_duplicates(tmp_path, ca
     assert "medhelm gate FAILED: pubmedqa>=0.9 for m: 0.667" in capsys.readouterr().out
 
 
-def test_cli_list_and_compare(tmp_path, capsys):
+def test_cli_runs_and_compare(tmp_path, capsys):
     from pytest_medhelm.cli import main
 
-    assert main(["list", "--rootdir", str(tmp_path)]) == 0
+    assert main(["runs", "--rootdir", str(tmp_path)]) == 0
     assert "no saved runs" in capsys.readouterr().out
     save(results("m", {"pubmedqa": [1] * 40}), "base", tmp_path)
     save(results("m", {"pubmedqa": [1] * 20 + [0] * 20}), "new", tmp_path)
-    assert main(["list", "--rootdir", str(tmp_path)]) == 0
+    assert main(["runs", "--rootdir", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
     assert "0001" in listing and "base" in listing and "0002" in listing and "new" in listing
+    assert main(["list", "--rootdir", str(tmp_path)]) == 0  # the command's first name, kept as an alias
+    assert capsys.readouterr().out == listing
     assert main(["compare", "base", "new", "--rootdir", str(tmp_path)]) == 0
     shown = capsys.readouterr().out
     p = stats.mcnemar_exact(20, 0)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import pytest
 
+import pytester_runs
 from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.sources import resolve_files
@@ -504,8 +505,8 @@ def test_a_file_cut_at_a_line_break(tmp_path, shared_data):
 
 
 def run_suite(pytester, *args):
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/x",
-                              "--medhelm-cache-dir", str(pytester.path / "cache"), *args)
+    return pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-cache-dir",
+                             str(pytester.path / "cache"), *args)
 
 
 def test_a_truncated_ori_pqal_json_is_an_error_naming_the_file_not_an_internalerror(pytester, server):

@@ -8,13 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pytester_runs
+
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def run_suite(pytester, server, data, *args):
-    return pytester.runpytest(str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/x",
-                              "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-                              "--medhelm-cache-dir", str(pytester.path / "cache"), *args)
+    return pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/x",
+                             "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
+                             "--medhelm-cache-dir", str(pytester.path / "cache"), *args)
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])

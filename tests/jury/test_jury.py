@@ -400,7 +400,7 @@ def test_metric_noteextract_has_no_rouge_by_default_but_helm_reports_it(no_berts
 
 def test_metric_miss_below_three(no_bertscore):
     from pytest_medhelm.assertions import assert_metric
-    from pytest_medhelm.recording import Missed
+    from pytest_medhelm.item_api import Missed
 
     fake = lambda instance, answer: {"j": completion(judgement(dict.fromkeys(ACC, 2)))}  # noqa: E731
     metric = JuryMetric("mediqa", judge_completions=fake)

@@ -1,4 +1,7 @@
-"""What an item sees of the run, and what it records about itself, for the report.
+"""The items' API: what a medhelm item sees of the run, and what it records about itself, for the report.
+
+Its parameter (:class:`Case`), its record (:func:`record_for`), the run's services (:class:`ItemServices`, reached
+through :func:`services_of`) and the miss (:class:`Missed`): the fixtures and assertions a test calls use these.
 
 The run registers its services under ``config.stash[RUN_SERVICES]``: the one way library code (the fixtures, the
 assertions) reaches the run, through the item being run (``CURRENT_ITEM``, set by the run around setup and call).
@@ -51,12 +54,17 @@ class ItemServices(Protocol):
 
     def scoring_context(self) -> ScoringContext: ...
 
+    @property
+    def results(self) -> dict[str, Any] | None:
+        """The run's results once built (the plugins that save and compare runs read them at the session's end)."""
+
 
 RUN_SERVICES = pytest.StashKey[ItemServices]()
 
 
 class Missed(AssertionError):
-    """The model's answer scored below the metric's pass mark: a measurement, not a failure (unless --medhelm-strict)."""
+    """The model's answer scored below the metric's pass mark: a measurement, not a failure (unless
+    --medhelm-strict)."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
