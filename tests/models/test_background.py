@@ -1,5 +1,5 @@
-"""Answers sent in the background while the items run (models/background.py), both ways: a thread of this process
-and a child process. Against our real OpenAI-compatible test server; the cache is a real diskcache directory."""
+"""Answers sent in the background while the items run (models/background.py: the scheduler's loop on a thread of
+this process). Against our real OpenAI-compatible test server; the cache is a real diskcache directory."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_medhelm.models.background import (PROCESS_MIN_JOBS, SENDER_ENV, ProcessSender, SenderCrashed,
-                                              ThreadSender, choose_sender)
+from pytest_medhelm.models.background import Sender, SenderCrashed
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
@@ -33,21 +32,14 @@ def jobs_for(url: str, n: int, prefix: str = "question", purpose: str = "answer"
     return [Job(spec, ChatRequest.for_prompt(spec, f"{prefix} {i}", max_tokens, purpose=purpose)) for i in range(n)]
 
 
-def make_sender(kind: str, tmp_path: Path, follow_up=None):
-    if kind == "thread":
-        return ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
-    return ProcessSender(tmp_path / "cache", "on", "run", SETTINGS, tmp_path / "logs" / "sender.log", follow_up)
+def make_sender(tmp_path: Path, follow_up=None) -> Sender:
+    return Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
 
 
-@pytest.fixture(params=["thread", "process"])
-def kind(request) -> str:
-    return request.param
-
-
-def test_every_answer_arrives_in_memory_and_in_the_cache(kind, tmp_path):
+def test_every_answer_arrives_in_memory_and_in_the_cache(tmp_path):
     with running_server(script=echo) as server:
         jobs = jobs_for(server.url, 60)
-        sender = make_sender(kind, tmp_path)
+        sender = make_sender(tmp_path)
         sender.start(jobs)
         results = {job.key: sender.wait(job.key) for job in reversed(jobs)}  # waiting in any order works
         sender.stop()
@@ -61,7 +53,7 @@ def test_every_answer_arrives_in_memory_and_in_the_cache(kind, tmp_path):
     assert sender.expects(jobs[0].key) and not sender.expects("0" * 64)
 
 
-def test_follow_ups_are_sent_as_their_answer_arrives(kind, tmp_path):
+def test_follow_ups_are_sent_as_their_answer_arrives(tmp_path):
     """The jury's way: each answer brings requests of its own; the stream ends only after those are answered."""
     with running_server(script=echo) as server:
         jobs = jobs_for(server.url, 30)
@@ -73,7 +65,7 @@ def test_follow_ups_are_sent_as_their_answer_arrives(kind, tmp_path):
             return [Job(spec, ChatRequest.for_prompt(spec, f"judge {result.text}", 4, purpose="judge:1")),
                     Job(spec, ChatRequest.for_prompt(spec, f"judge again {result.text}", 4, purpose="judge:1"))]
 
-        sender = make_sender(kind, tmp_path, follow_up)
+        sender = make_sender(tmp_path, follow_up)
         sender.start(jobs)
         judged = [ChatRequest.for_prompt(spec, f"judge{again} echo question {i}", 4, purpose="judge:1")
                   for i in range(30) for again in ("", " again")]
@@ -86,9 +78,9 @@ def test_follow_ups_are_sent_as_their_answer_arrives(kind, tmp_path):
 
 
 @pytest.mark.timeout(120, method="thread")  # a lock-up cannot be undone from here: the worker ends, naming this test
-def test_long_answers_with_long_follow_ups_never_lock_the_pipes(kind, tmp_path):
-    """A judge request repeats a whole clinical note, far more than a pipe holds: the child, writing its results,
-    and this process, writing the follow-ups, must never wait on each other (a full CI run once hung here)."""
+def test_long_answers_with_long_follow_ups_all_arrive(tmp_path):
+    """A judge request repeats a whole clinical note (150 KB): answers and follow-ups that long all arrive, and the
+    sending never locks up (a full CI run once hung here)."""
     note = "x" * 150_000
     # a reply may be as long as its max_tokens allows (models/replies.py): room for a 150 KB note
     max_tokens = 8192
@@ -103,7 +95,7 @@ def test_long_answers_with_long_follow_ups_never_lock_the_pipes(kind, tmp_path):
             return [Job(spec, ChatRequest.for_prompt(spec, f"judge {i} {result.text}", max_tokens, purpose="judge:1"))
                     for i in range(3)]
 
-        sender = make_sender(kind, tmp_path, follow_up)
+        sender = make_sender(tmp_path, follow_up)
         outcome: list = []
         waiting = threading.Thread(target=lambda: outcome.extend(sender.wait(job.key) for job in jobs), daemon=True)
         try:
@@ -122,10 +114,10 @@ def test_long_answers_with_long_follow_ups_never_lock_the_pipes(kind, tmp_path):
     assert all(isinstance(r, Completion) for r in outcome)
 
 
-def test_a_failed_request_is_an_error_result_with_the_providers_message(kind, tmp_path):
+def test_a_failed_request_is_an_error_result_with_the_providers_message(tmp_path):
     with running_server(answer="A", api_key="sk-right") as server:
         jobs = jobs_for(server.url, 5)
-        sender = make_sender(kind, tmp_path)
+        sender = make_sender(tmp_path)
         sender.start(jobs)
         result = sender.wait(jobs[3].key)
         sender.stop()
@@ -136,10 +128,10 @@ def test_a_failed_request_is_an_error_result_with_the_providers_message(kind, tm
     assert type(stored) is type(result) and stored.to_json() == result.to_json()
 
 
-def test_stop_cancels_what_is_in_flight_and_keeps_what_was_stored(kind, tmp_path):
+def test_stop_cancels_what_is_in_flight_and_keeps_what_was_stored(tmp_path):
     with running_server(answer="A", latency=0.3) as server:
         jobs = jobs_for(server.url, 200)
-        sender = make_sender(kind, tmp_path)
+        sender = make_sender(tmp_path)
         sender.start(jobs)
         sender.wait(jobs[0].key)
         sender.stop()
@@ -155,9 +147,9 @@ def test_stop_cancels_what_is_in_flight_and_keeps_what_was_stored(kind, tmp_path
         sender.wait(jobs[-1].key)  # never hangs: the sender is gone
 
 
-def test_a_child_whose_parent_is_killed_stops_sending(tmp_path):
-    """kill -9 of pytest must not leave a process spending money: the child sees its stdin close (and the kernel
-    sends it SIGTERM), so the requests stop."""
+def test_a_killed_pytest_stops_sending(tmp_path):
+    """kill -9 of pytest must not leave anything spending money: the sender is a thread of the process, so the
+    requests stop with it."""
     with running_server(answer="A", latency=0.2) as server:
         script = tmp_path / "parent.py"
         script.write_text(textwrap.dedent(f'''
@@ -165,22 +157,20 @@ def test_a_child_whose_parent_is_killed_stops_sending(tmp_path):
             from pathlib import Path
             sys.path.insert(0, {str(Path(__file__).parent)!r})
             from test_background import jobs_for, make_sender
-            sender = make_sender("process", Path({str(tmp_path)!r}))
+            sender = make_sender(Path({str(tmp_path)!r}))
             sender.start(jobs_for({server.url!r}, 400))
-            print(sender._proc.pid, flush=True)
+            print("sending", flush=True)
             time.sleep(300)
         '''))
         parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-        child_pid = int(parent.stdout.readline())
-        server.wait_for_requests(10, timeout=30)
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "sending"
+        server.wait_for_requests(10, timeout=60)
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and _alive(child_pid):
-            time.sleep(0.05)
-        assert not _alive(child_pid)
+        assert not _alive(parent.pid)
+        time.sleep(0.5)  # (requests already on the wire may still be counted meanwhile)
         sent = server.count
-        time.sleep(0.5)
+        time.sleep(1.0)
         assert server.count == sent < 400
 
 
@@ -190,17 +180,6 @@ def _alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def test_choose_sender(monkeypatch):
-    monkeypatch.delenv(SENDER_ENV, raising=False)
-    assert choose_sender(PROCESS_MIN_JOBS - 1, in_process_only=False) == "thread"
-    assert choose_sender(PROCESS_MIN_JOBS, in_process_only=False) == "process"
-    assert choose_sender(10**6, in_process_only=True) == "thread"  # a budget is kept by this process
-    monkeypatch.setenv(SENDER_ENV, "process")
-    assert choose_sender(1, in_process_only=False) == "process"
-    monkeypatch.setenv(SENDER_ENV, "thread")
-    assert choose_sender(10**6, in_process_only=False) == "thread"
 
 
 TIMED_TEST = textwrap.dedent('''
@@ -218,10 +197,8 @@ TIMED_TEST = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("sender", ["thread", "process"])
-def test_items_run_while_the_later_answers_are_still_coming(pytester, toy, monkeypatch, sender):
+def test_items_run_while_the_later_answers_are_still_coming(pytester, toy):
     """Without xdist the first item does not wait for the last answer: the run takes about as long as the answers."""
-    monkeypatch.setenv(SENDER_ENV, sender)
     data = toy(12)
     pytester.makepyfile(test_toy=TIMED_TEST)
     with running_server(answer="A", latency=0.25) as server:

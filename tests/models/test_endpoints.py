@@ -129,8 +129,7 @@ def _count(result: pytest.RunResult) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("how", [
-    pytest.param(({"MEDHELM_SENDER": "thread"}, []), id="thread-sender"),
-    pytest.param(({"MEDHELM_SENDER": "process"}, []), id="sender-process"),
+    pytest.param(({}, []), id="serial"),
     pytest.param(({}, ["-n", "2"]), id="xdist-2"),
 ])
 def test_each_key_reaches_its_own_endpoint_only(pytester, shared_data, monkeypatch, how):
@@ -345,7 +344,7 @@ def test_a_refused_connection_is_said_once_and_stops_the_run(pytester, toy, xdis
 
 def test_what_counts_as_failing_every_request():
     from pytest_medhelm.values import ModelError
-    from pytest_medhelm.models.scheduler import systematic_failure
+    from pytest_medhelm.models.failures import systematic_failure
 
     assert systematic_failure(ModelError("m", "Incorrect API key", 401))
     assert systematic_failure(ModelError("m", "The model does not exist", 404))

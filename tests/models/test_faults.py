@@ -8,9 +8,9 @@ Two levels:
   leaves the instances it hit as *errors* (E, not misses) carrying the provider's message, exit 1; the run always
   finishes.
 
-``FIGURES`` counts what the suite injected and what it measured: the answers the server gave (completions sent in full) and those
-the run kept (scored, or stored in the cache). Each test counts first, then asserts that nothing was lost; the
-module prints the measured totals when its last test is done (``_report_figures``).
+``FIGURES`` counts what the suite injected and what it measured: the answers the server gave (completions sent in
+full) and those the run kept (scored, or stored in the cache). Each test counts first, then asserts that nothing
+was lost; the module prints the measured totals when its last test is done (``_report_figures``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from conftest import report_line, toy_rows
 from pytester_runs import run
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, ModelSpec
-from pytest_medhelm.models.scheduler import Job, Scheduler, Settings, redact
+from pytest_medhelm.models.failures import redact
+from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
 from pytest_medhelm.testing.server import running_server, start_subprocess_server
 
 FIGURES: Counter = Counter()
@@ -119,7 +120,7 @@ def test_a_429_burst_halves_concurrency_once_then_it_grows_back(tmp_path):
         srv.set_answer(script)
         sched = scheduler(tmp_path, concurrency=8)
         jobs = jobs_for(srv.url, 80)
-        failures = sched.run_sync(jobs)
+        failures = sched.send_all(jobs)
         stats = srv.stats()
     FIGURES["faults injected"] += 8
     assert tally(answered(stats), stored(sched, jobs)) == 0
@@ -139,7 +140,7 @@ def test_repeated_429s_bring_concurrency_down_to_one_never_zero(tmp_path):
     faults = [("status", 429, {"Retry-After": "0"})] * 16
     with running_server(answer="A", latency=0.02, faults=faults) as srv:
         sched = scheduler(tmp_path, concurrency=8, retries=10)
-        failures = sched.run_sync(jobs_for(srv.url, 12))
+        failures = sched.send_all(jobs_for(srv.url, 12))
         assert srv.stats()["by_status"] == {"429": 16, "200": 12}
     FIGURES["faults injected"] += 16
     assert failures == {}
@@ -151,7 +152,7 @@ def test_retry_after_pauses_every_request_and_is_honoured(tmp_path):
     with running_server(answer="A", faults=faults) as srv:
         sched = scheduler(tmp_path, concurrency=1)
         started = time.monotonic()
-        assert sched.run_sync(jobs_for(srv.url, 3)) == {}
+        assert sched.send_all(jobs_for(srv.url, 3)) == {}
         elapsed = time.monotonic() - started
         arrivals = [r["received_at"] for r in srv.requests]
     FIGURES["faults injected"] += 1
@@ -165,7 +166,7 @@ def test_a_huge_retry_after_is_capped(tmp_path):
     with running_server(answer="A", faults=faults) as srv:
         sched = scheduler(tmp_path, concurrency=2, retry_after_max=0.2)
         started = time.monotonic()
-        assert sched.run_sync(jobs_for(srv.url, 2)) == {}
+        assert sched.send_all(jobs_for(srv.url, 2)) == {}
     FIGURES["faults injected"] += 1
     assert time.monotonic() - started < 5
 
@@ -173,7 +174,7 @@ def test_a_huge_retry_after_is_capped(tmp_path):
 def test_retries_are_bounded_with_exponential_backoff_and_jitter(tmp_path):
     with running_server(answer="A", fail_matching={"question 0?": ("status", 503)}) as srv:
         sched = scheduler(tmp_path, concurrency=1, retries=4, backoff_base=0.05, backoff_max=10)
-        failures = sched.run_sync(jobs_for(srv.url, 1))
+        failures = sched.send_all(jobs_for(srv.url, 1))
         arrivals = [r["received_at"] for r in srv.requests]
     FIGURES["faults injected"] += 5
     [error] = failures.values()
@@ -188,7 +189,7 @@ def test_retries_are_bounded_with_exponential_backoff_and_jitter(tmp_path):
 def test_a_wrong_key_stops_sending_at_once(tmp_path):
     with running_server(answer="A", api_key="sk-right") as srv:
         sched = scheduler(tmp_path, concurrency=4)
-        failures = sched.run_sync(jobs_for(srv.url, 200))
+        failures = sched.send_all(jobs_for(srv.url, 200))
         count = srv.count
     FIGURES["faults injected"] += 1
     assert len(failures) == 200
@@ -201,7 +202,7 @@ def test_connection_refused_fails_fast_after_bounded_retries(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"
     sched = scheduler(tmp_path, concurrency=4, retries=2)
     started = time.monotonic()
-    failures = sched.run_sync(jobs_for(url, 100))
+    failures = sched.send_all(jobs_for(url, 100))
     elapsed = time.monotonic() - started
     FIGURES["faults injected"] += 1
     assert len(failures) == 100
@@ -219,12 +220,12 @@ def test_a_down_endpoint_is_tried_again_later(tmp_path, monkeypatch):
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     sched = scheduler(tmp_path, concurrency=2, retries=1)
-    assert len(sched.run_sync(jobs_for(url, 6))) == 6 and url in sched.down
+    assert len(sched.send_all(jobs_for(url, 6))) == 6 and url in sched.down
     with start_subprocess_server(answer="A", port=port) as srv:
-        assert len(sched.run_sync(jobs_for(url, 6))) == 6  # still marked down: fails at once ...
+        assert len(sched.send_all(jobs_for(url, 6))) == 6  # still marked down: fails at once ...
         assert srv.count == 0  # ... without a request
         monkeypatch.setattr(scheduler_module, "DOWN_RECHECK_S", 0.0)  # (as if DOWN_RECHECK_S had passed)
-        assert sched.run_sync(jobs_for(url, 6)) == {}  # the mark expired: the endpoint is back
+        assert sched.send_all(jobs_for(url, 6)) == {}  # the mark expired: the endpoint is back
         assert srv.count == 6
     assert url not in sched.down
 
@@ -234,7 +235,7 @@ def test_a_server_that_dies_mid_run(tmp_path):
     with running_server(answer="A", latency=0.01, stop_after=5) as srv:
         sched = scheduler(tmp_path, concurrency=1, retries=2)
         started = time.monotonic()
-        failures = sched.run_sync(jobs_for(srv.url, 20))
+        failures = sched.send_all(jobs_for(srv.url, 20))
         elapsed = time.monotonic() - started
         assert srv.stopped
         stats = srv.stats()
@@ -252,7 +253,7 @@ def test_malformed_bodies_are_retried_then_fail(tmp_path):
     with running_server(answer="A", faults=[("malformed",)] * 2,
                         fail_matching={"question 1?": ("malformed", "<html>502 Bad Gateway</html>")}) as srv:
         sched = scheduler(tmp_path, concurrency=1, retries=2)
-        failures = sched.run_sync(jobs_for(srv.url, 3))
+        failures = sched.send_all(jobs_for(srv.url, 3))
     FIGURES["faults injected"] += 5
     assert list(failures) == [jobs_for(srv.url, 3)[1].key]
     [error] = failures.values()
@@ -265,7 +266,7 @@ def test_a_provider_echoing_the_key_is_redacted(tmp_path, monkeypatch):
     monkeypatch.setenv("MEDHELM_API_KEY", secret)
     with running_server(answer="A", fail_matching={"question": ("status", 400, {}, f"bad key {secret} given")}) as srv:
         sched = scheduler(tmp_path, concurrency=1, retries=0)
-        failures = sched.run_sync(jobs_for(srv.url, 1))
+        failures = sched.send_all(jobs_for(srv.url, 1))
     [error] = failures.values()
     assert secret not in str(error) and "bad key *** given" in str(error)
     assert redact(f"x {secret} y") == "x *** y"

@@ -3,21 +3,20 @@
 The scheduler's own failures (``ModelError``) are covered by the fault matrix (test_faults.py). Here the exceptions
 are the ones nobody planned for, injected into real parts against our test server: a cache whose ``put`` raises
 diskcache's lock timeout for one key, a wire that raises ``KeyError`` (a parser bug) or ``asyncio.TimeoutError``
-for one request, a follow-up builder that raises for one answer. Through the scheduler alone, through both
-background senders, and through whole pytest runs (serially with each sender, and under xdist); in other processes
-the fault is planted by a ``sitecustomize``.
+for one request, a follow-up builder that raises for one answer. Through the scheduler alone, through the
+background sender, and through whole pytest runs (serially and under xdist); in other processes the fault is
+planted by a ``sitecustomize``.
 """
 
 from __future__ import annotations
 
 import os
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from pytest_medhelm.models import scheduler as scheduler_module
-from pytest_medhelm.models.background import ProcessSender, ThreadSender
+from pytest_medhelm.models.background import Sender
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
@@ -65,7 +64,7 @@ def test_a_cache_put_that_times_out_fails_that_job_only(tmp_path):
         jobs = jobs_for(srv.url)
         cache.bad_key = jobs[BAD].key
         sched = Scheduler(cache, SETTINGS)
-        failures = sched.run_sync(jobs)
+        failures = sched.send_all(jobs)
         assert srv.count == N  # every job was sent once: the bad one's answer came, it could not be kept
     assert list(failures) == [jobs[BAD].key]
     error = failures[jobs[BAD].key]
@@ -87,7 +86,7 @@ def test_an_unexpected_exception_in_one_request_fails_that_job_only(tmp_path, mo
     with running_server(answer="A") as srv:
         jobs = jobs_for(srv.url)
         sched = Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS)
-        failures = sched.run_sync(jobs)
+        failures = sched.send_all(jobs)
         assert srv.count == N - 1  # the bad request never reached the server; the others all did
     assert list(failures) == [jobs[BAD].key]
     assert str(failures[jobs[BAD].key]) == f"openai/toy: {shown}"
@@ -103,7 +102,7 @@ def test_an_unexpected_exception_releases_the_jobs_budget(tmp_path, monkeypatch)
     with running_server(answer="A") as srv:
         jobs = jobs_for(srv.url)
         sched = Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS, budget=budget)
-        failures = sched.run_sync(jobs)
+        failures = sched.send_all(jobs)
     assert list(failures) == [jobs[BAD].key]
     assert budget.in_flight == 0 and budget.spent > 0
 
@@ -118,7 +117,7 @@ def test_the_thread_sender_goes_on_after_an_odd_failure_and_a_broken_follow_up(t
 
     with running_server(answer="A") as srv:
         jobs = jobs_for(srv.url)
-        sender = ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
+        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
         sender.start(jobs)
         results = {j.key: sender.wait(j.key) for j in jobs}
         sender.stop()
@@ -126,44 +125,8 @@ def test_the_thread_sender_goes_on_after_an_odd_failure_and_a_broken_follow_up(t
     assert all(isinstance(r, Completion) for k, r in results.items() if k != jobs[BAD].key)
 
 
-SITECUSTOMIZE = textwrap.dedent('''
-    # planted by tests/models/test_job_failures.py in the sender child only: one request raises KeyError
-    import os
-    if os.environ.get("MEDHELM_TEST_WIRE_BUG"):
-        from pytest_medhelm.models import transport
-
-        _send = transport.OpenAIWire.send
-
-        async def send(self, spec, request, timeout):
-            if any(os.environ["MEDHELM_TEST_WIRE_BUG"] in text for _role, text in request.messages):
-                raise KeyError("choices")
-            return await _send(self, spec, request, timeout)
-
-        transport.OpenAIWire.send = send
-''')
-
-
-def test_the_process_sender_goes_on_after_an_odd_failure(tmp_path, monkeypatch):
-    plant = tmp_path / "plant"
-    plant.mkdir()
-    (plant / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plant), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("MEDHELM_TEST_WIRE_BUG", f"question {BAD}?")
-    with running_server(answer="A") as srv:
-        jobs = jobs_for(srv.url)
-        sender = ProcessSender(tmp_path / "cache", "on", "run", SETTINGS, tmp_path / "logs" / "sender.log")
-        sender.start(jobs)
-        results = {j.key: sender.wait(j.key) for j in jobs}
-        sender.stop()
-        assert srv.count == N - 1
-    bad = results.pop(jobs[BAD].key)
-    assert isinstance(bad, ModelError) and str(bad) == "openai/toy: KeyError: 'choices'"
-    assert all(isinstance(r, Completion) and r.text == "A" for r in results.values())
-    assert Path(tmp_path / "logs" / "sender.log").read_text() == ""  # no traceback in the child's log
-
-
 PUT_FAILS = textwrap.dedent('''
-    # planted by tests/models/test_job_failures.py (every process of the run: pytest, xdist workers, the sender child):
+    # planted by tests/models/test_job_failures.py (every process of the run: pytest and its xdist workers):
     # the real cache, except that storing the answer to question 3 raises diskcache's lock timeout
     import os
     if os.environ.get("MEDHELM_TEST_PUT_FAILS"):
@@ -182,17 +145,14 @@ PUT_FAILS = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("sender, how", [
-    pytest.param("thread", ["-p", "no:xdist"], id="thread-sender"),
-    pytest.param("process", ["-p", "no:xdist"], id="process-sender"),
-    pytest.param("thread", ["-n", "2"], id="xdist-2"),
+@pytest.mark.parametrize("how", [
+    pytest.param(["-p", "no:xdist"], id="serial"),
+    pytest.param(["-n", "2"], id="xdist-2"),
 ])
-def test_a_whole_run_goes_on_when_one_answer_cannot_be_stored(pytester, toy, tmp_path, monkeypatch, sender, how):
+def test_a_whole_run_goes_on_when_one_answer_cannot_be_stored(pytester, toy, tmp_path, monkeypatch, how):
     """Through pytest, as users run it: the item whose answer could not be stored is an error saying so; every
     other item is scored (before, the sender stopped and every waiting item failed)."""
     import json
-
-    from pytest_medhelm.models.background import SENDER_ENV
 
     data = toy(8)
     plant = tmp_path / "plant"
@@ -200,7 +160,6 @@ def test_a_whole_run_goes_on_when_one_answer_cannot_be_stored(pytester, toy, tmp
     (plant / "sitecustomize.py").write_text(PUT_FAILS)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plant), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("MEDHELM_TEST_PUT_FAILS", "question 3?")
-    monkeypatch.setenv(SENDER_ENV, sender)
     out = pytester.path / "r.json"
     with running_server(answer="A") as srv:
         result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model",

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_medhelm.jury import JUDGE_MAX_TOKENS, judge_requests, local_judges, parse_judgement, rubric_for
 from pytest_medhelm.models import local_endpoints
-from pytest_medhelm.models.background import ProcessSender, ThreadSender
+from pytest_medhelm.models.background import Sender
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
@@ -39,17 +39,16 @@ def _jobs(url: str, n: int, slots: int | None) -> list[Job]:
 def test_never_more_in_flight_than_the_endpoint_has_slots(tmp_path, slots):
     with running_server(answer="A", latency=0.15) as server:
         scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), Settings(concurrency=16, timeout=30))
-        failures = scheduler.run_sync(_jobs(server.url, 12, slots))
+        failures = scheduler.send_all(_jobs(server.url, 12, slots))
         assert failures == {} and server.count == 12
         assert server.max_in_flight == slots  # 16 allowed by the run, the endpoint's slots by the scheduler
-    assert scheduler.slots.peak == {server.url: slots}
 
 
 def test_without_slots_the_run_concurrency_applies(tmp_path):
     """The control: the same jobs without a slot count overlap up to the run's concurrency."""
     with running_server(answer="A", latency=0.3) as server:
         scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), Settings(concurrency=6, timeout=30))
-        assert scheduler.run_sync(_jobs(server.url, 12, None)) == {}
+        assert scheduler.send_all(_jobs(server.url, 12, None)) == {}
         assert server.max_in_flight == 6
 
 
@@ -59,22 +58,18 @@ def test_a_request_waiting_for_a_slot_does_not_spend_its_timeout(tmp_path):
     with running_server(answer="A", latency=0.4) as server:
         scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="r"),
                               Settings(concurrency=16, timeout=1.5, retries=0))
-        failures = scheduler.run_sync(_jobs(server.url, 8, 1))
+        failures = scheduler.send_all(_jobs(server.url, 8, 1))
         assert failures == {}
         assert server.count == 8 and server.max_in_flight == 1
     assert scheduler.stats["retries"] == 0 and scheduler.stats["connection_errors"] == 0
 
 
-@pytest.mark.parametrize("kind", ["thread", "process"])
-def test_background_senders_keep_to_the_slots(tmp_path, kind):
-    """Both ways of sending while items run (the child process gets the slot count with each job)."""
+def test_the_background_sender_keeps_to_the_slots(tmp_path):
+    """Sending while items run keeps to them too."""
     settings = Settings(concurrency=8, timeout=30, retries=0)
     with running_server(answer="A", latency=0.1) as server:
         jobs = _jobs(server.url, 10, 2)
-        if kind == "thread":
-            sender = ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
-        else:
-            sender = ProcessSender(tmp_path / "cache", "on", "r", settings, tmp_path / "sender.log")
+        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
         sender.start(jobs)
         results = [sender.wait(job.key) for job in jobs]
         sender.stop()
@@ -82,8 +77,7 @@ def test_background_senders_keep_to_the_slots(tmp_path, kind):
         assert server.count == 10 and server.max_in_flight == 2
 
 
-@pytest.mark.parametrize("kind", ["thread", "process"])
-def test_a_question_asked_while_the_sender_runs_keeps_to_the_slots_and_goes_first(tmp_path, kind):
+def test_a_question_asked_while_the_sender_runs_keeps_to_the_slots_and_goes_first(tmp_path):
     """An item's own question, asked while the planned answers are still being sent, goes through the same sender:
     one slot stays one request in flight, and the question is sent before the answers that only wait their turn.
     Once the sender has ended, it takes nothing more (the item then sends it itself)."""
@@ -91,12 +85,7 @@ def test_a_question_asked_while_the_sender_runs_keeps_to_the_slots_and_goes_firs
     with running_server(answer="A", latency=0.1) as server:
         jobs = _jobs(server.url, 10, 1)
         ended = threading.Event()
-        if kind == "thread":
-            sender = ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings),
-                                  on_finished=ended.set)
-        else:
-            sender = ProcessSender(tmp_path / "cache", "on", "r", settings, tmp_path / "sender.log",
-                                   on_finished=ended.set)
+        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings), on_finished=ended.set)
         try:
             sender.start(jobs)
             sender.wait(jobs[0].key)
@@ -232,7 +221,7 @@ def test_the_judge_of_an_answer_goes_before_the_answers_still_waiting(tmp_path):
             return [judge] if job is answers[0] else []
 
         settings = Settings(concurrency=4, timeout=30)
-        sender = ThreadSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings), follow_up)
+        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings), follow_up)
         sender.start(answers)
         assert isinstance(sender.wait(judge.key), Completion)
         sender.wait(answers[-1].key)

@@ -24,32 +24,37 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    """A redis-server of our own on 127.0.0.1 (no persistence), for this module's tests."""
+def _start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
+    """A redis-server of our own on a free loopback port (no persistence), answering PING; and its URL."""
     binary = shutil.which("redis-server") or ("/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists()
                                                else None)
     if binary is None:
         pytest.skip("redis-server is not installed (Debian package redis-server; .ci/run installs it)")
     pytest.importorskip("redis", reason="the redis client (pip install 'pytest-medhelm[redis]')")
     port = _free_port()
-    workdir = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                              "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    return proc, f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"redis-server did not start on port {port}")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A redis-server of our own, for this module's tests."""
+    proc, url = _start_redis(tmp_path_factory.mktemp("redis"))
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not start on port {port}")
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield url
     finally:
         proc.terminate()
         proc.wait(10)
@@ -164,14 +169,50 @@ def test_the_ini_key_sets_the_shared_cache(pytester, toy, redis_url, redis_db):
     assert len(redis_db.keys("medhelm:answer:*")) == 2
 
 
-def test_a_child_process_sender_writes_to_redis_too(pytester, toy, redis_url, redis_db, monkeypatch):
-    from pytest_medhelm.models.background import SENDER_ENV
+def test_a_value_over_the_size_cap_is_a_miss_and_is_not_read_whole(redis_url, redis_db, monkeypatch):
+    from pytest_medhelm.models import shared_cache
 
-    monkeypatch.setenv(SENDER_ENV, "process")  # the child process that sends the answers of large runs
-    data = toy(3)
-    with running_server(answer="A") as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "c",
-                                                         "--medhelm-cache-url", redis_url, "-p", "no:xdist"))
-        assert result.ret == 0, result.stdout.str()
-        assert server.count == 3
-    assert len(redis_db.keys("medhelm:answer:*")) == 3
+    monkeypatch.setattr(shared_cache, "MAX_VALUE_BYTES", 1000)
+    small = {"completion": {"text": "A"}, "run_id": "r"}
+    redis_db.set(shared_cache.KEY_PREFIX + "small", json.dumps(small))
+    redis_db.set(shared_cache.KEY_PREFIX + "large", json.dumps({"completion": {"text": "x" * 2_000_000}}))
+    cache = shared_cache.SharedCache(redis_url)
+    try:
+        sent_before = redis_db.info("stats")["total_net_output_bytes"]
+        assert cache.get("large") is None
+        sent = redis_db.info("stats")["total_net_output_bytes"] - sent_before
+        assert sent < 100_000, sent  # (the INFO reply itself is a few kilobytes): not the 2 MB value
+        assert cache.get("small") == small and cache.get("absent") is None
+        assert cache.failure is None  # a value too large is a miss, not a Redis failure
+    finally:
+        cache.close()
+
+
+def test_a_redis_that_stops_during_the_sending_is_said_once(pytester, toy, tmp_path_factory):
+    """The sender writes every answer to Redis too: when Redis goes away mid-run, the run goes on with its local
+    cache and says so once, in the terminal summary."""
+    data = toy(12)
+    proc, url = _start_redis(tmp_path_factory.mktemp("redis-dies"))
+    try:
+        def stop_redis_after_the_third(_body):
+            if server.count >= 3 and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            return None  # (answered as usual)
+
+        with running_server(answer="A", script=stop_redis_after_the_third, latency=0.05) as server:
+            result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "c",
+                                                             "--medhelm-cache-url", url,
+                                                             "--medhelm-concurrency", "1", "-p", "no:xdist"))
+            assert server.count == 12
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    text = result.stdout.str()
+    assert result.ret == 0, text
+    said = [line for line in result.stdout.lines if "stopped answering during the run" in line]
+    assert len(said) == 1, text
+    assert said[0].startswith(f"medhelm: the shared cache {url} stopped answering during the run ("), said
+    assert said[0].endswith("the answers after that are in the local cache only")
+

@@ -9,7 +9,6 @@ import textwrap
 
 import pytest
 
-from pytest_medhelm.models.background import SENDER_ENV
 from pytest_medhelm.testing.server import last_user_text, running_server
 from test_background import TIMED_TEST  # the items that note when they started
 
@@ -43,9 +42,7 @@ def toy_args(server, data, *extra: str) -> list[str]:
             "--medhelm-data-dir", str(data), *extra]
 
 
-@pytest.mark.parametrize("sender", ["thread", "process"])
-def test_under_xdist_the_first_item_runs_before_the_last_answer_arrives(pytester, toy, monkeypatch, sender):
-    monkeypatch.setenv(SENDER_ENV, sender)
+def test_under_xdist_the_first_item_runs_before_the_last_answer_arrives(pytester, toy):
     data = toy(12)
     pytester.makepyfile(test_toy=TIMED_TEST)
     with running_server(answer="A", latency=0.25) as server:
@@ -62,8 +59,7 @@ def test_under_xdist_the_first_item_runs_before_the_last_answer_arrives(pytester
 
 
 
-def test_with_and_without_xdist_the_run_prints_the_same_sending_lines(pytester, toy, monkeypatch):
-    monkeypatch.setenv(SENDER_ENV, "thread")
+def test_with_and_without_xdist_the_run_prints_the_same_sending_lines(pytester, toy):
     data = toy(6)
     seen = {}
     for mode in (["-p", "no:xdist"], ["-n", "2"]):
@@ -128,12 +124,10 @@ ONE_SLOT_PLUGIN = textwrap.dedent('''
 
 
 @pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
-@pytest.mark.parametrize("sender", ["thread", "process"])
-def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, monkeypatch, sender, mode):
+def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, mode):
     """Each item asks a follow-up of its own while the run still sends the planned answers: the follow-up goes
     through the same sender (under xdist, a worker's through the slot's lock file that the controller's sender
     takes too), so a one-slot server never gets two requests at once."""
-    monkeypatch.setenv(SENDER_ENV, sender)
     data = toy(8)
     pytester.makepyfile(test_toy=FOLLOW_UP_TEST)
     with running_server(answer="A", latency=0.05) as server:
