@@ -82,6 +82,13 @@ def test_the_wheel_holds_every_module_of_the_package(installed):
     assert shipped == ours
 
 
+def test_the_wheel_ships_the_results_schema(installed):
+    """The results JSON's schema is package data (pyproject.toml's [tool.setuptools.package-data])."""
+    shipped = installed / "pytest_medhelm" / "report" / "results.schema.json"
+    assert shipped.is_file(), "the wheel lacks pytest_medhelm/report/results.schema.json"
+    assert shipped.read_bytes() == (ROOT / "pytest_medhelm" / "report" / "results.schema.json").read_bytes()
+
+
 def test_the_wheel_holds_the_suite_once(installed):
     suite = installed / "pytest_medhelm" / "suite"
     modules = sorted(p.relative_to(suite).as_posix() for p in suite.rglob("test_*.py"))
