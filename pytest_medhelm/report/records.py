@@ -296,7 +296,7 @@ class RunHeader(Record):
     machine: str | None = about("the machine's architecture")
     interrupted: bool = about("the run was stopped (Ctrl-C) before its end", False)
     filtered: dict[str, dict[str, int]] | None = about("per benchmark and reason, the records a loader dropped")
-    data_unverified: dict[str, dict[str, dict[str, str]]] | None = about(
+    data_unverified: dict[str, dict[str, dict[str, str | None]]] | None = about(
         "files accepted although they differ from their pins: benchmark -> file -> what differed")
     budget: dict[str, Any] | None = about("--medhelm-budget: limit_usd, spent_usd, not_sent, exhausted")
     generation_cap: GenerationCap | None = about("--medhelm-max-tokens: the cap and the benchmarks it shortened")
