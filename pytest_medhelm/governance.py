@@ -172,5 +172,6 @@ def local_only_message(violations: Sequence[str]) -> str:
              "off this machine's network; nothing was sent:"]
     lines += [f"  {v}" for v in violations]
     lines.append("serve the model and the judges on loopback or a private-network IP address (--medhelm-api-base, "
-                 "--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, local/<model>), or leave those benchmarks out (--medhelm-benchmark)")
+                 "--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, local/<model>), "
+                 "or leave those benchmarks out (--medhelm-benchmark)")
     return "\n".join(lines)

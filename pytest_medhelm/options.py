@@ -259,7 +259,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("compare", "compare with a saved run (the latest when no value) or a results JSON", nargs="?",
            const="latest", metavar="NAME|PATH"),
     Option("compare-fail", "fail when there is significant evidence that NAME's score dropped by more than DROP "
-           "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True, parse=parse_compare_fail, metavar="NAME:DROP"),
+           "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True,
+           parse=parse_compare_fail, metavar="NAME:DROP"),
     Option("shard", "run the I-th of N deterministic slices of the items (CI matrix)", parse=parse_shard,
            metavar="I/N", ini=False),
     # cost

@@ -194,7 +194,7 @@ class ChatRequest:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ChatRequest:
-        return cls(model=data["model"], messages=tuple(tuple(m) for m in data["messages"]),  # type: ignore[misc]
+        return cls(model=data["model"], messages=tuple((role, content) for role, content in data["messages"]),
                    max_tokens=data["max_tokens"], temperature=data["temperature"], stop=tuple(data["stop"]),
                    sample=data["sample"], purpose=data["purpose"],
                    response_format=data.get("response_format", ""))
