@@ -227,7 +227,7 @@ def test_a_model_without_any_score_has_no_macro_average():
     assert summaries["up"]["win_rate"] is None  # the only column has one value
 
 
-# ============================================================================================== edges (mutation testing)
+# ========================================================================================= edges (mutation testing)
 def test_two_values_are_bootstrapped_and_a_column_with_one_value_does_not_stop_the_others():
     low, high = bootstrap_ci([0.0, 1.0])
     assert (low, high) == (0.0, 1.0)  # resamples of two 0/1 values: means 0, 0.5 and 1

@@ -194,9 +194,10 @@ def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytest
     server.set_answer(answer_or_judge)
 
     def run(cache: str, out: str, *extra: str):
-        result = pytester.runpytest_subprocess(*suite_args(server.url, shared_data, "aci_bench", 2, "--medhelm-cache-dir",
-                                                           str(pytester.path / cache), "--medhelm-json",
-                                                           str(pytester.path / out), *extra, *xdist))
+        result = pytester.runpytest_subprocess(*suite_args(server.url, shared_data, "aci_bench", 2,
+                                                           "--medhelm-cache-dir", str(pytester.path / cache),
+                                                           "--medhelm-json", str(pytester.path / out),
+                                                           *extra, *xdist))
         assert result.ret == 0, result.stdout.str()[-3000:]
         return result
 

@@ -52,7 +52,7 @@ def test_a_run_stores_its_answers_as_json_text(pytester, toy, server):
     assert result.ret == 0, result.stdout.str()
     stored = rows(cache / "cache.db")
     assert len(stored) == 3
-    for key, raw, mode, filename, value in stored:
+    for _key, raw, mode, filename, value in stored:
         assert (raw, mode, filename) == (1, 1, None)  # diskcache's MODE_RAW: the text itself, no pickle, no file
         entry = json.loads(value)
         assert entry["completion"]["text"] == "A" and entry["request"]["model"] == f"openai/toy-model@{server.url}"

@@ -8,8 +8,8 @@ Two levels:
   leaves the instances it hit as *errors* (E, not misses) carrying the provider's message, exit 1; the run always
   finishes.
 
-``FIGURES`` counts what the suite injected and what it measured: the answers the server gave (completions sent in full) and those
-the run kept (scored, or stored in the cache). Each test counts first, then asserts that nothing was lost; the
+``FIGURES`` counts what the suite injected and what it measured: the answers the server gave (completions sent in full)
+and those the run kept (scored, or stored in the cache). Each test counts first, then asserts that nothing was lost; the
 module prints the measured totals when its last test is done (``_report_figures``).
 """
 

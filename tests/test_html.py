@@ -255,10 +255,11 @@ def test_chromium_search_and_misses_filter(opened, results):
     box.send_keys("window.__pwned")
     wait_rows(driver, 1)
     # the hostile answer shows as text, and did nothing
-    cell = driver.execute_script("return document.querySelector('#instances-table tbody tr td:nth-child(4)').textContent")
+    cell = driver.execute_script(
+        "return document.querySelector('#instances-table tbody tr td:nth-child(4)').textContent")
     assert cell == HOSTILE_ANSWER
-    assert driver.execute_script("return window.__pwned === undefined && "
-                                 "document.querySelectorAll('#instances-table img, #instances-table script').length === 0")
+    assert driver.execute_script("return window.__pwned === undefined && document.querySelectorAll("
+                                 "'#instances-table img, #instances-table script').length === 0")
     box.clear()
     box.send_keys("zzz-nothing-matches")
     wait_rows(driver, 0)
@@ -388,7 +389,7 @@ def test_chromium_heatmap_numbers_are_readable_on_every_cell(browser, results, t
     image = Image.open(io.BytesIO(png)).convert("RGB")
     scale = image.width / heatmap.rect["width"]
     painted = {}
-    for text, ink, bg, left, top, width, height in cells:
+    for text, _ink, _bg, left, top, width, height in cells:  # the screenshot's pixels, not the computed colours
         box = image.crop((round(left * scale), round(top * scale), round((left + width) * scale),
                           round((top + height) * scale)))
         raw = box.tobytes()

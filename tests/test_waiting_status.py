@@ -80,7 +80,7 @@ def test_on_a_terminal_the_status_is_rewritten_in_place_and_erased(pytester, toy
     assert statuses, raw[-2000:]
     assert len({s for s, _ in statuses}) >= 2  # rewritten as the seconds go by, not printed once
     # each status was erased with backspaces on the same line before pytest (or pytest-sugar) wrote again
-    line = [l for l in raw.split("\n") if "test_toy.py" in l and "MISSED" not in l][-1]
+    line = [text for text in raw.split("\n") if "test_toy.py" in text and "MISSED" not in text][-1]
     visible = _render(line)
     assert "medhelm: waiting" not in visible, visible
     if plugins:  # pytest's own line: the file, both letters, the progress column
