@@ -1,7 +1,7 @@
 """The ``pytest-medhelm`` console script: work on results files and saved runs without running pytest.
 
     pytest-medhelm merge A.json B.json ... --json OUT [--markdown OUT] [--threshold NAME>=VALUE ...] [--save NAME]
-    pytest-medhelm list [--rootdir DIR]
+    pytest-medhelm runs [--rootdir DIR]   (the saved runs; ``list`` is its older name, kept as an alias)
     pytest-medhelm compare BASELINE CURRENT [--compare-fail NAME:DROP ...] [--json OUT] [--markdown OUT]
     pytest-medhelm agreement ...          (clinician agreement of the jury; see its own --help)
     pytest-medhelm agreement --healthbench-meta META.jsonl --grader-labels LABELS.jsonl
@@ -49,10 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("-q", "--quiet", action="store_true", help="do not print the tables")
     merge.set_defaults(func=cmd_merge)
 
-    lst = sub.add_parser("list", help="list the saved runs", description="List the runs saved under "
-                                                                           "ROOTDIR/.medhelm/runs/.")
-    lst.add_argument("--rootdir", default=".", metavar="DIR", help="where .medhelm/runs lives (default: .)")
-    lst.set_defaults(func=cmd_list)
+    # (named for what it lists: pytest's --medhelm-list lists the benchmarks; "list" was its first name)
+    saved = sub.add_parser("runs", aliases=["list"], help="list the saved runs (alias: list)",
+                           description="List the runs saved under ROOTDIR/.medhelm/runs/.")
+    saved.add_argument("--rootdir", default=".", metavar="DIR", help="where .medhelm/runs lives (default: .)")
+    saved.set_defaults(func=cmd_runs)
 
     cmp = sub.add_parser("compare", help="compare two runs (paired tests per benchmark and category)",
                          description="Compare CURRENT with BASELINE: per benchmark, category and overall, the "
@@ -113,7 +114,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 1 if _gate_lines(results, {None}) else 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def cmd_runs(args: argparse.Namespace) -> int:
     from pytest_medhelm.compare.storage import list_runs, runs_dir
     from pytest_medhelm.report.tables import render
 

@@ -338,3 +338,15 @@ def raw_value(config: Any, opt: Option) -> Any:
                 return bool(ini)
             return opt.parse(ini) if opt.parse else ini
     return opt.default if not opt.repeat else []
+
+
+# what xdist's options and hand-over say about this process (the run's role is chosen from these, once:
+# pytest_medhelm.run.choose_role)
+def is_xdist_worker(config: Any) -> bool:
+    """An xdist worker: xdist handed it its ``workerinput``."""
+    return getattr(config, "workerinput", None) is not None
+
+
+def starts_xdist_workers(config: Any) -> bool:
+    """xdist's controlling process about to start workers (xdist's pytest_cmdline_main has set its options)."""
+    return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None))

@@ -1,8 +1,10 @@
 """pytest-medhelm's entry point (``pytest11: medhelm``): options, markers, fixtures, and the start of the run.
 
 Kept thin and cheap on purpose: a pytest session that collects no medhelm item imports nothing heavy (no litellm,
-no pydantic, no numpy) and not even :mod:`pytest_medhelm.run`. The work happens in :mod:`pytest_medhelm.run`,
-started (:func:`pytest_medhelm.run.start`) when the run needs it.
+no pydantic, no numpy) and not even :mod:`pytest_medhelm.run`. The work happens in :mod:`pytest_medhelm.run`: the
+run is created in one place (:func:`pytest_medhelm.run.start`, which chooses the process's role once and registers
+it as the run's plugin), at configure whenever a medhelm option is set or xdist is in play; otherwise (no option, a
+single process: the role can only be the central one) when the first medhelm test is collected.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_medhelm.fixtures import medhelm_case, medhelm_instance, medhelm_model  # noqa: F401  (fixtures)
-from pytest_medhelm.options import add_options, option_given
+from pytest_medhelm.options import add_options, is_xdist_worker, option_given, starts_xdist_workers
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.session import Run
@@ -49,10 +51,11 @@ def pytest_cmdline_main(config: pytest.Config):
         config.option.tx = []
     if config.getoption("medhelm_list") or config.getoption("medhelm_tree"):
         from pytest_medhelm.listing import show_list
+        from pytest_medhelm.item_api import RUN_SERVICES
 
-        config._do_configure()
+        config._do_configure()  # (a medhelm option is set: pytest_configure below starts the run)
         try:
-            return show_list(config, start_run(config))
+            return show_list(config, config.stash[RUN_SERVICES])
         finally:
             config._ensure_unconfigure()
     return None
@@ -65,24 +68,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
     install_guard(config)  # benchmarks registered by a conftest that is loaded later would come too late
     if option_given(config):
-        run = start_run(config)
-        run.run_config  # validate now: a bad value is a usage error before anything runs
-        from pytest_medhelm.compare.plugin import register
-
-        register(config)  # saved runs and comparisons: only when one of their options is set
-    elif _distributed(config):
+        _ = start_run(config).run_config  # read now: a bad value is a usage error before anything runs
+    elif is_xdist_worker(config) or starts_xdist_workers(config):
         # xdist: the controller passes the run id to the workers and sends the answers for them, so both sides
         # need the run from the start, before anything is collected
         start_run(config)
     # else the run starts with the first medhelm test collected (pytest_generate_tests below): a session that uses
     # none of the plugin never imports pytest_medhelm.run nor runs a medhelm hook per test
-
-
-def _distributed(config: pytest.Config) -> bool:
-    """An xdist worker, or a controller about to start workers (xdist's pytest_cmdline_main has run by now)."""
-    if getattr(config, "workerinput", None) is not None:
-        return True
-    return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None))
 
 
 def start_run(config: pytest.Config) -> Run:

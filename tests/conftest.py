@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
+import types
 from pathlib import Path
 
 import pytest
+from toy_benchmark import TOY_CONFTEST, TOY_TEST  # the toy benchmark (tests import it from here too)
 
 # pytester's in-process runs drop every module the inner session imported; numpy's C core cannot be imported twice
 # in one process, so what the plugin imports lazily is imported here once, before any inner session.
@@ -59,7 +60,58 @@ pytest_plugins = ["pytester"]
 HUNG_AFTER = 900
 
 
+#: tests/e2e/: whole runs with real heavy parts (a llama.cpp server and its model, real benchmarks' data, a built
+#: wheel, signals to a process group); ``pytest -m "not e2e"`` is the tier a developer runs in a minute
+E2E_FOLDER = Path(__file__).resolve().parent / "e2e"
+#: fixtures that make any test using them end-to-end wherever it lives (a real headless Chromium)
+E2E_FIXTURES = frozenset({"browser"})
+
+
+def _passes_dash_n(code: types.CodeType) -> bool:
+    return "-n" in code.co_consts or any(isinstance(const, types.CodeType) and _passes_dash_n(const)
+                                         for const in code.co_consts)
+
+
+def starts_inner_xdist(item: pytest.Item) -> bool:
+    """The variant of a parametrized whole run that runs it under xdist (a parameter such as ``["-n", "2"]``):
+    its workers are new processes that import everything. The serial variant of the same test stays fast."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:  # a test that always runs under xdist: "-n" written in its code
+        function = getattr(item, "function", None)
+        return function is not None and _passes_dash_n(function.__code__)
+    values = list(callspec.params.values())
+    values += [v for value in values if isinstance(value, tuple) for v in value]  # (a pair such as (env, xdist))
+    return (any(isinstance(value, list | tuple) and "-n" in value for value in values)
+            or callspec.params.get("xdist") is True)  # (a flag the test turns into ["-n", "2"] itself)
+
+
+def _starts_a_pytest_process(code: types.CodeType) -> bool:
+    if "runpytest_subprocess" in code.co_names:
+        return True
+    for const in code.co_consts:
+        if isinstance(const, tuple) and "subprocess" in const:  # the keyword names of pytester_runs.run(subprocess=)
+            return True
+        if isinstance(const, types.CodeType) and _starts_a_pytest_process(const):  # (a nested function, a lambda)
+            return True
+    return False
+
+
+def starts_a_pytest_process(item: pytest.Item) -> bool:
+    """A test that runs pytest in a new interpreter (pytester's runpytest_subprocess): a whole run, imports and
+    all, in a process of its own; read from the test function's code, so no test carries the marker by hand."""
+    function = getattr(item, "function", None)
+    return function is not None and _starts_a_pytest_process(function.__code__)
+
+
+def is_e2e(item: pytest.Item) -> bool:
+    return (item.path.is_relative_to(E2E_FOLDER) or bool(E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+            or starts_inner_xdist(item) or starts_a_pytest_process(item))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_e2e(item):
+            item.add_marker(pytest.mark.e2e)
     if not config.pluginmanager.hasplugin("timeout") or config.getoption("timeout", None):
         return  # (pytest-timeout is a test extra; a --timeout given on the command line is the user's to keep)
     for item in items:
@@ -127,38 +179,6 @@ def server():
     with running_server(answer="A") as srv:
         yield srv
 
-
-TOY_CONFTEST = textwrap.dedent('''
-    import json
-    from pytest_medhelm.catalogue.definition import Benchmark
-    from pytest_medhelm.values import Instance
-    from pytest_medhelm.data.sources import DataFile
-    from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
-    from pytest_medhelm.prompting import MultipleChoicePrompt
-
-    def build(files):
-        rows = json.loads(files["toy.json"].read_text())
-        return [Instance(id=r["id"], input=r["q"], choices=("yes", "no"), correct=r["correct"],
-                         references=(("yes", "no")[r["correct"]],)) for r in rows]
-
-    TOY = Benchmark(slug="toy", name="Toy", category="medical_research", subcategory="Conducting Literature Research",
-                    access="public", kind="closed", files=(DataFile("toy.json", description="toy questions"),),
-                    build_instances=build,
-                    prompt=MultipleChoicePrompt(instructions="Answer A or B.", input_noun="Question"),
-                    metric=MULTIPLE_CHOICE_EXACT_MATCH, max_tokens=1)
-
-    def pytest_medhelm_register_benchmarks(registry):
-        registry.register(TOY)
-''')
-
-TOY_TEST = textwrap.dedent('''
-    import pytest
-    from pytest_medhelm.assertions import assert_metric
-
-    @pytest.mark.medhelm(benchmark="toy")
-    def test_toy(medhelm_instance, medhelm_model):
-        assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
-''')
 
 
 def toy_rows(n: int, yes_every: int = 2) -> list[dict]:

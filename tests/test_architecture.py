@@ -47,7 +47,7 @@ def test_a_module_that_reaches_back_up_breaks_the_contract(tmp_path):
 
 def test_the_run_is_reached_one_way():
     """No module global for the running session and no plugin lookup of it: the run is found through
-    config.stash (pytest_medhelm.recording.RUN_SERVICES)."""
+    config.stash (pytest_medhelm.item_api.RUN_SERVICES)."""
     offenders = [f"{path.relative_to(ROOT)}:{n}" for path in (ROOT / "pytest_medhelm").rglob("*.py")
                  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if 'get_plugin("medhelm-session")' in line or "_ACTIVE" in line]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import pytester_runs
 from pytest_medhelm.budget import (BUDGET_PREFIX, Budget, BudgetExhausted, Reservation, unpriced,
                                    usd_limit)
 from pytest_medhelm.cost import Prices, per_token
@@ -344,7 +345,7 @@ def test_fifty_jobs_at_concurrency_4_with_room_for_ten(tmp_path):
     with running_server(answer="A", latency=0.02) as srv:
         sched = make_scheduler(tmp_path, budget, concurrency=4)
         jobs = make_jobs(srv.url, 50)
-        failures = sched.run_sync(jobs)
+        failures = sched.send_all(jobs)
         assert srv.count == 10
         received = prompts_received(srv)
         assert srv.max_in_flight <= 4
@@ -385,7 +386,7 @@ def test_reservations_in_flight_stop_a_burst(tmp_path):
     budget = Budget(2 * upper, price_of, server_tokens)
     with running_server(answer="A", latency=0.05) as srv:
         sched = make_scheduler(tmp_path, budget, concurrency=4)
-        failures = sched.run_sync(make_jobs(srv.url, 12, max_tokens=50))
+        failures = sched.send_all(make_jobs(srv.url, 12, max_tokens=50))
         assert srv.count == 2
     assert len(failures) == 10
     assert budget.spent == 2 * PER_REQUEST and budget.in_flight == 0.0
@@ -398,7 +399,7 @@ def test_sequential_sending_fits_as_many_as_the_bound_allows(tmp_path):
     with running_server(answer="A") as srv:
         sched = make_scheduler(tmp_path, budget, concurrency=1)
         jobs = make_jobs(srv.url, 20, max_tokens=50)
-        failures = sched.run_sync(jobs)
+        failures = sched.send_all(jobs)
         assert srv.count == 7
         assert prompts_received(srv) == {f"question {i}?" for i in range(7)}  # in order: a prefix of the run
     assert set(failures) == {j.key for j in jobs[7:]}
@@ -411,12 +412,37 @@ def test_retries_reserve_once_per_job(tmp_path):
     budget = Budget(PER_REQUEST * 3, price_of, server_tokens)
     with running_server(answer="A", faults=[("status", 500), ("status", 500)]) as srv:
         sched = make_scheduler(tmp_path, budget, concurrency=1, retries=3)
-        failures = sched.run_sync(make_jobs(srv.url, 3))
+        failures = sched.send_all(make_jobs(srv.url, 3))
         assert srv.stats()["by_status"] == {"500": 2, "200": 3}
     assert failures == {}
     assert (budget.sent, budget.answered, budget.not_sent) == (3, 3, 0)
     assert budget.spent == math.fsum([PER_REQUEST] * 3) and budget.in_flight == 0.0
     assert sched.stats["retries"] == 2 and sched.stats["requests"] == 5
+
+
+def test_every_malformed_reply_is_counted_at_its_upper_bound(tmp_path):
+    """A 2xx that is no chat completion came back: the provider may have charged for it. Each such try is counted at
+    its upper bound, and the next try reserves anew: two malformed replies then an answer cost three requests."""
+    budget = Budget(PER_REQUEST * 10, price_of, server_tokens)
+    with running_server(answer="A", faults=[("malformed",), ("malformed",)]) as srv:
+        sched = make_scheduler(tmp_path, budget, concurrency=1, retries=3)
+        failures = sched.send_all(make_jobs(srv.url, 1))
+        assert srv.count == 3
+    assert failures == {} and sched.stats["malformed"] == 2
+    assert budget.spent == math.fsum([PER_REQUEST] * 3) and budget.in_flight == 0.0
+
+
+def test_malformed_replies_never_take_a_job_past_the_budget(tmp_path):
+    """Room for two and a half requests; the provider answers malformed bodies: the third try does not fit, so it is
+    not sent, and the job is refused by the budget (its items skipped), never over the limit."""
+    budget = Budget(PER_REQUEST * 2.5, price_of, server_tokens)
+    with running_server(answer="A", faults=[("malformed",)] * 3) as srv:
+        sched = make_scheduler(tmp_path, budget, concurrency=1, retries=3)
+        jobs = make_jobs(srv.url, 1)
+        failures = sched.send_all(jobs)
+        assert srv.count == 2
+    assert isinstance(failures[jobs[0].key], BudgetExhausted)
+    assert budget.spent == math.fsum([PER_REQUEST] * 2) <= budget.limit_usd and budget.in_flight == 0.0
 
 
 def test_a_failed_request_releases_its_reservation(tmp_path):
@@ -425,7 +451,7 @@ def test_a_failed_request_releases_its_reservation(tmp_path):
     with running_server(answer="A", fail_matching={"question 1?": ("status", 500)}) as srv:
         sched = make_scheduler(tmp_path, budget, concurrency=1, retries=1)
         jobs = make_jobs(srv.url, 5)
-        failures = sched.run_sync(jobs)
+        failures = sched.send_all(jobs)
         assert srv.count == 6  # the failing one twice
     assert set(failures) == {jobs[1].key}
     assert type(failures[jobs[1].key]) is ModelError
@@ -442,7 +468,7 @@ def test_a_dead_endpoint_releases_every_reservation(tmp_path):
         port = sock.getsockname()[1]
     budget = Budget(PER_REQUEST * 100, price_of, server_tokens)
     sched = make_scheduler(tmp_path, budget, concurrency=2, retries=1)
-    failures = sched.run_sync(make_jobs(f"http://127.0.0.1:{port}/v1", 6))
+    failures = sched.send_all(make_jobs(f"http://127.0.0.1:{port}/v1", 6))
     assert len(failures) == 6 and not any(isinstance(e, BudgetExhausted) for e in failures.values())
     assert budget.spent == 0.0 and budget.in_flight == 0.0 and budget.not_sent == 0
 
@@ -471,7 +497,7 @@ def test_two_threads_share_one_budget(tmp_path):
         results: dict[int, dict] = {}
 
         def send(part: int) -> None:
-            results[part] = sched.run_sync(jobs[part::2])
+            results[part] = sched.send_all(jobs[part::2])
 
         threads = [threading.Thread(target=send, args=(p,)) for p in (0, 1)]
         for thread in threads:
@@ -487,7 +513,7 @@ def test_without_a_budget_nothing_changes(tmp_path):
     with running_server(answer="A") as srv:
         sched = make_scheduler(tmp_path, None, concurrency=4)
         assert sched.budget is None
-        assert sched.run_sync(make_jobs(srv.url, 20)) == {}
+        assert sched.send_all(make_jobs(srv.url, 20)) == {}
         assert srv.count == 20
     assert sched.stats["not_sent_budget"] == 0 and sched.summary() == ""
 
@@ -502,9 +528,8 @@ DOLLAR_PER_ANSWER = '["openai/toy-model"]\ninput_per_million = 0.0\noutput_per_m
 
 
 def budget_run(pytester, data, server, *extra: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-rs", "--medhelm-model",
-                              "openai/toy-model", "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-                              *extra)
+    return pytester_runs.run(pytester, "-rs", "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                             "--medhelm-data-dir", str(data), *extra)
 
 
 @pytest.mark.parametrize("xdist", [False, True], ids=["serial", "xdist"])

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TOY_CONFTEST, TOY_TEST
+import pytester_runs
 from pytest_medhelm.governance import (is_local_address, is_local_endpoint, local_only_message,
                                        local_only_violations)
 from pytest_medhelm.values import ModelSpec
@@ -163,8 +164,7 @@ def gated_project(pytester: pytest.Pytester, conftest: str = GATED_CONFTEST) -> 
 
 def run(pytester, *args):
     # bounded, in case a request went out after all: TEST-NET never answers
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-timeout", "1",
-                              "--medhelm-retries", "0", *args)
+    return pytester_runs.run(pytester, "--medhelm-timeout", "1", "--medhelm-retries", "0", *args)
 
 
 def test_local_only_refuses_a_gated_benchmark_on_an_off_network_model(pytester, server):

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+import pytester_runs
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
 
@@ -27,7 +28,7 @@ def project(pytester: pytest.Pytester):
 
 def run_from(pytester, monkeypatch, where, *args):
     monkeypatch.chdir(where)
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    return pytester_runs.run(pytester, *args)
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES)

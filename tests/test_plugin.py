@@ -9,14 +9,10 @@ import stat
 import pytest
 
 from conftest import toy_rows
+from pytester_runs import run
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-p", "no:xdist"], id="p-no-xdist"),
                pytest.param(["-n", "2"], id="xdist-2")]
-
-
-def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False) -> pytest.RunResult:
-    runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
-    return runner("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
 def model_args(server, data, *extra: str) -> list[str]:

@@ -6,7 +6,7 @@ and starts no child with a ``preexec_fn`` (code between fork and exec in a proce
 * importing litellm and loading tiktoken's encodings leave ``os.environ`` unchanged (checked in a fresh
   interpreter, where the import really happens), and a value the user set is kept;
 * llama.cpp's server is launched without ``preexec_fn`` and still stops when its parent is killed (the SIGKILL
-  test of tests/test_local_server.py covers the second half).
+  test of tests/e2e/test_local_server.py covers the second half).
 """
 
 from __future__ import annotations

@@ -25,18 +25,20 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: the end-to-end tests of tests/test_compare.py (pytester runs), left out of the unit selections
+#: the end-to-end tests of tests/compare/test_compare.py (pytester runs), left out of the unit selections
 _COMPARE_UNIT = ("not toy_regression and not autosave and not missing_baseline and not shard and not pubmedqa_200 "
                  "and not storage and not cli")
 
 #: module (relative to pytest_medhelm/, without .py) -> the pytest arguments that select its own unit tests
 MODULES: dict[str, list[str]] = {
     "budget": ["tests/test_budget.py", "-k", "not a_run_stops and not refused_before_anything"],
-    "compare/stats": ["tests/test_compare_stats.py", "tests/test_compare.py", "-k", _COMPARE_UNIT],
-    "metrics/icd10": ["tests/test_catalogue_gated.py", "-k", "icd10"],
-    "metrics/exact_match": ["tests/test_catalogue_core.py", "tests/test_exact_match_metric.py", "-k", "exact_match"],
-    "metrics/medcalc": ["tests/test_catalogue_core.py", "tests/test_medcalc_metric.py", "-k", "medcalc"],
-    "report/aggregate": ["tests/test_aggregate.py"],
+    "compare/stats": ["tests/compare/test_compare_stats.py", "tests/compare/test_compare.py", "-k", _COMPARE_UNIT],
+    "metrics/icd10": ["tests/catalogue/test_catalogue_gated.py", "-k", "icd10"],
+    "metrics/exact_match": ["tests/catalogue/test_catalogue_core.py", "tests/metrics/test_exact_match_metric.py",
+                            "-k", "exact_match"],
+    "metrics/medcalc": ["tests/catalogue/test_catalogue_core.py", "tests/metrics/test_medcalc_metric.py",
+                        "-k", "medcalc"],
+    "report/aggregate": ["tests/report/test_aggregate.py"],
 }
 
 

@@ -3,7 +3,7 @@
     answer = medhelm_model.answer(medhelm_instance)
     assert_metric(answer, medhelm_instance)
 
-A wrong answer raises :class:`~pytest_medhelm.recording.Missed`: the item shows as MISSED (``m``), a measurement
+A wrong answer raises :class:`~pytest_medhelm.item_api.Missed`: the item shows as MISSED (``m``), a measurement
 rather than a failure, unless ``--medhelm-strict``.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_medhelm.recording import CURRENT_ITEM, RUN_SERVICES, Missed, record_for
+from pytest_medhelm.item_api import CURRENT_ITEM, RUN_SERVICES, Missed, record_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import Instance

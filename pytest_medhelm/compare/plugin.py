@@ -1,13 +1,14 @@
 """The pytest side of saved runs and comparisons: :class:`ComparePlugin`, registered by :func:`register`.
 
-``register(config)`` is called by the run when it starts. It registers the plugin (as "medhelm-compare") only
+``register(config)`` is called by the run when it starts, in the process that reports (never in an xdist worker:
+:meth:`pytest_medhelm.run.roles.Role.register_reporting`). It registers the plugin (as "medhelm-compare") only
 when one of ``--medhelm-save``, ``--medhelm-autosave``, ``--medhelm-compare`` or ``--medhelm-compare-fail`` (or
 their ini keys) is set, and is idempotent: a second call returns the registered object. The options are read
 through the run (``config.stash[RUN_SERVICES]``). Shards (``--medhelm-shard``) are the run's collection's job.
 
 Hooks:
 
-* ``pytest_sessionstart`` (not in xdist workers): loads the baseline of ``--medhelm-compare`` (or "latest" when
+* ``pytest_sessionstart``: loads the baseline of ``--medhelm-compare`` (or "latest" when
   only ``--medhelm-compare-fail`` is given), so that a missing or malformed baseline is a usage error (exit 4)
   before any model is called.
 * ``pytest_medhelm_results`` (trylast): the comparison under ``results["comparison"]`` and the compare-fail gates
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from pytest_medhelm.recording import RUN_SERVICES
+from pytest_medhelm.item_api import RUN_SERVICES
 
 PLUGIN_NAME = "medhelm-compare"
 _OPTIONS = ("save", "autosave", "compare", "compare-fail")
@@ -63,7 +64,6 @@ def register(config: pytest.Config) -> ComparePlugin | None:
 class ComparePlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.is_worker = getattr(config, "workerinput", None) is not None
         self.baseline: dict[str, Any] | None = None
         self.saved_path: Path | None = None
         self.save_note: str | None = None
@@ -79,8 +79,6 @@ class ComparePlugin:
     # ------------------------------------------------------------------------------------------ baseline
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.is_worker:
-            return
         rc = self.run_config
         target = rc.compare or ("latest" if rc.compare_fail else None)
         if target is None:
@@ -121,8 +119,6 @@ class ComparePlugin:
     # ------------------------------------------------------------------------------------------ saving
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker:
-            return
         rc = self.run_config
         if not (rc.save or rc.autosave):
             return

@@ -18,12 +18,10 @@ that a loader accepts the archive as published or the extracted member file alik
 
 from __future__ import annotations
 
-import http.cookiejar
 import os
 import re
 import tempfile
 import urllib.parse
-import urllib.request
 import zipfile
 from html import unescape
 from html.parser import HTMLParser
@@ -136,6 +134,11 @@ def urlopen(url: str, timeout: float = 60.0) -> Any:
 
     Raises :class:`GoogleDriveError` when Drive answers with a page that leads nowhere (quota exceeded, no
     access), and the usual :mod:`urllib` errors for HTTP and network failures."""
+    # imported here: the catalogue imports this module for its URLs, and the HTTP client (with ssl) is a
+    # noticeable part of a run's start-up that only a download needs
+    import http.cookiejar
+    import urllib.request
+
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     for _ in range(MAX_CONFIRMATIONS + 1):

@@ -8,60 +8,41 @@ the results from memory (xdist workers, from the shared cache). ``stop()`` on Ct
 an interrupted run loses at most those requests; ``stop(drain=...)`` (a run that stopped by itself: its last item,
 ``-x``, ``--maxfail``) sends nothing more but lets the requests in flight finish, since they are paid for.
 
-Two ways to send, the same contract: ``start(jobs)``; ``wait(key)`` for a planned job's result; ``ask(job)`` for a
-request an item needs now (sent ahead of what waits, or None once the sender takes no more); ``stop()``:
-
-* :class:`ThreadSender`: the scheduler's event loop on a thread of this process. Starts at once; but the items and
-  the HTTP client then share one interpreter lock, so with a fast model the run is bound by one core.
-* :class:`ProcessSender`: the scheduler in a child process (``python -m pytest_medhelm.models.sender_process``),
-  jobs and results as JSON lines over its stdin/stdout (a writer thread feeds the one, a reader thread takes the
-  other, so neither pipe can hold the other up). Costs a Python start (~0.3 s) but the requests and the items then
-  run on two cores. Used for large runs (``choose_sender``).
+The sender's contract: ``start(jobs)``; ``wait(key)`` for a planned job's result; ``ask(job)`` for a request an
+item needs now (sent ahead of what waits, or None once the sender takes no more); ``stop()``. The scheduler's event
+loop runs on a thread of this process (:meth:`Scheduler.serve <pytest_medhelm.models.scheduler.Scheduler.serve>`,
+the one way requests are sent). A sender in a child process was measured against it on the acceptance workload
+(2,000 answers at concurrency 64 against a 100 ms server) and bought less than the 15 % that would pay for a second
+way to send (BENCHMARKS.md); a thread also dies with pytest, however pytest ends, so nothing goes on spending.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import subprocess
-import sys
+import asyncio
 import threading
 import time
 from collections import Counter
-from pathlib import Path
-from typing import Any
 from collections.abc import Callable, Iterable
+from typing import Any
 
-from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
-from pytest_medhelm.models.scheduler import Job, Scheduler, Settings, progress_text
+from pytest_medhelm.models.scheduler import Job, Scheduler
+from pytest_medhelm.values import Completion, ModelError
 
 Result = Completion | ModelError
 #: called with each finished job; returns the jobs that follow from it (the jury's)
 FollowUp = Callable[[Job, Result], Iterable[Job]]
-
-#: below this many jobs a run sends from a thread: a child process's start-up would cost more than it saves
-PROCESS_MIN_JOBS = 200
-SENDER_ENV = "MEDHELM_SENDER"  # "thread" or "process" forces one (tests, and users who need one); default: auto
-#: the shared cache URL (--medhelm-cache-url) handed to a child sender (kept off its command line)
-SHARED_CACHE_ENV = "PYTEST_MEDHELM_SHARED_CACHE_URL"
-
-
-def choose_sender(n_jobs: int, in_process_only: bool) -> str:
-    forced = os.environ.get(SENDER_ENV, "").strip().lower()
-    if forced in ("thread", "process"):
-        return "thread" if in_process_only else forced
-    return "process" if n_jobs >= PROCESS_MIN_JOBS and not in_process_only else "thread"
-
 
 class SenderCrashed(RuntimeError):
     """The background sender stopped on an unexpected error: the items that wait for it get this error."""
 
 
 class Sender:
-    """What both ways share: which answers are expected, the results as they arrive, and the waiting."""
+    """The scheduler's loop on a thread of this process: which answers are expected, the results as they arrive,
+    and the waiting for them."""
 
-    def __init__(self, follow_up: FollowUp | None = None, on_finished: Callable[[], None] | None = None) -> None:
+    def __init__(self, scheduler: Scheduler, follow_up: FollowUp | None = None,
+                 on_finished: Callable[[], None] | None = None) -> None:
+        self.scheduler = scheduler
         self.follow_up = follow_up
         self.on_finished = on_finished  # called once, from the sending side, when nothing more will be sent
         self.done: Counter[str] = Counter()  # finished jobs (answered or failed for good), by kind
@@ -76,10 +57,15 @@ class Sender:
         self._crash: BaseException | str | None = None
         self._finished = threading.Event()
         self._draining = False  # set by stop(drain=True): no follow-ups, nothing new is started
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue[Job | None] | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._thread: threading.Thread | None = None
+        self._ended = False  # (on the loop) nothing is outstanding: the sending ends and takes no more jobs
 
     @property
     def crash(self) -> str | None:
-        """Why the sender stopped before its work was done (its child killed, a bug); None when it did not."""
+        """Why the sender stopped before its work was done (a bug); None when it did not."""
         return None if self._crash is None else str(self._crash)
 
     # ------------------------------------------------------------------ the caller's side
@@ -112,12 +98,6 @@ class Sender:
             if on_wait is not None:
                 on_wait(time.monotonic() - began)
 
-    def ask(self, job: Job) -> Result | None:  # (each way of sending has its own)
-        """Send one request an item needs now (its own question, or one asked again after its error) through this
-        running sender, ahead of what waits, and wait for its result: the endpoint's slots and the run's limits
-        then hold for it too. None when the sender no longer takes requests (the caller sends it itself)."""
-        raise NotImplementedError
-
     def _take(self, job: Job) -> list[Job]:
         """``job`` claimed as outstanding (again, when what the sender has for it is an error that is being asked
         anew): the jobs to send, none when it is already on its way."""
@@ -142,8 +122,7 @@ class Sender:
             lines.append(text)
         return lines
 
-    # ------------------------------------------------------------------ the sending side (the thread sender's loop;
-    # the process sender's reader, and an item's ask, under its lock)
+    # ------------------------------------------------------------------ the sending side (the loop)
     def _claim(self, jobs: Iterable[Job]) -> list[Job]:
         """The jobs not expected yet, now counted as outstanding."""
         new = []
@@ -185,18 +164,7 @@ class Sender:
         if first and self.on_finished is not None:
             self.on_finished()
 
-
-class ThreadSender(Sender):
-    def __init__(self, scheduler: Scheduler, follow_up: FollowUp | None = None,
-                 on_finished: Callable[[], None] | None = None) -> None:
-        super().__init__(follow_up, on_finished)
-        self.scheduler = scheduler
-        self._loop: Any = None
-        self._queue: Any = None
-        self._task: Any = None
-        self._thread: threading.Thread | None = None
-        self._ended = False  # (on the loop) nothing is outstanding: the sending ends and takes no more jobs
-
+    # ------------------------------------------------------------------ the thread and its loop
     @property
     def summary(self) -> str:
         return self.scheduler.summary()
@@ -227,6 +195,9 @@ class ThreadSender(Sender):
             self._thread.join(timeout)
 
     def ask(self, job: Job) -> Result | None:
+        """Send one request an item needs now (its own question, or one asked again after its error) through this
+        running sender, ahead of what waits, and wait for its result: the endpoint's slots and the run's limits
+        then hold for it too. None when the sender no longer takes requests (the caller sends it itself)."""
         taken = threading.Event()
         accepted: list[bool] = []
 
@@ -234,7 +205,7 @@ class ThreadSender(Sender):
             try:
                 if not self._ended and not self._draining:
                     for new in self._take(job):
-                        self._queue.put_nowait(new)
+                        self._put(new)
                     accepted.append(True)
             finally:  # (whatever happens, the asking item does not wait for this forever)
                 taken.set()
@@ -265,9 +236,11 @@ class ThreadSender(Sender):
         if queue is not None:
             queue.put_nowait(None)  # the workers end once their requests in flight are answered
 
-    def _main(self, jobs: list[Job], ready: threading.Event) -> None:
-        import asyncio
+    def _put(self, job: Job | None) -> None:  # on the loop
+        assert self._queue is not None
+        self._queue.put_nowait(job)
 
+    def _main(self, jobs: list[Job], ready: threading.Event) -> None:
         crash: BaseException | None = None
         try:
             asyncio.run(self._serve(jobs, ready))
@@ -280,13 +253,11 @@ class ThreadSender(Sender):
             self._mark_finished(repr(crash) if crash is not None else None)
 
     async def _serve(self, jobs: list[Job], ready: threading.Event) -> None:
-        import asyncio
-
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._queue = asyncio.Queue()
         for job in self._claim(jobs):
-            self._queue.put_nowait(job)
+            self._put(job)
         ready.set()
         if self._outstanding == 0:
             self._ended = True
@@ -295,166 +266,10 @@ class ThreadSender(Sender):
 
     def _on_done(self, job: Job, result: Result) -> None:  # on the loop
         for follow in self._finish_job(job, result):
-            self._queue.put_nowait(follow)
+            self._put(follow)
         if self._outstanding == 0:
             self._ended = True
-            self._queue.put_nowait(None)
-
-
-class ProcessSender(Sender):
-    """The scheduler in a child process. The child writes every answer to the shared cache itself (so nothing is
-    lost if this process dies) and reports each result on its stdout; a reader thread here records them and
-    claims their follow-ups, a writer thread feeds the child's stdin."""
-
-    def __init__(self, cache_dir: Path, cache_mode: str, run_id: str, settings: Settings, log_path: Path,
-                 follow_up: FollowUp | None = None, on_finished: Callable[[], None] | None = None,
-                 cache_url: str | None = None) -> None:
-        super().__init__(follow_up, on_finished)
-        # if pytest dies (even kill -9) the child must not go on spending: it asks the kernel for a SIGTERM when
-        # this process ends (set by the child itself: no preexec_fn in a process with threads), and it also stops
-        # by itself when its stdin closes
-        self._config = {"parent_pid": os.getpid(), "cache_dir": str(cache_dir), "cache_mode": cache_mode,
-                        "run_id": run_id, "concurrency": settings.concurrency, "timeout": settings.timeout,
-                        "retries": settings.retries}
-        # the shared cache's URL may hold a password: in the child's environment, never on its command line (ps)
-        self._cache_url = cache_url
-        self._log_path = log_path
-        self._proc: subprocess.Popen | None = None
-        self._reader: threading.Thread | None = None
-        self._writer: threading.Thread | None = None
-        # what goes to the child's stdin, written by one thread of its own: the reader must never block on a write
-        # while the child is itself blocked writing results that only the reader would take (a pipe holds 64 KiB;
-        # one judge request of a long clinical note is more than that)
-        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._cancelled = False  # set by stop(): lines not yet written are dropped, the child's input is closed
-        # the reader (results, follow-ups, the end) and an item asking its own question both claim jobs: the end is
-        # said once nothing is outstanding, under this lock, and after it no job is taken
-        self._ending = threading.Lock()
-        self._ended = False
-        self._jobs: dict[str, Job] = {}
-        self.broken: dict[str, str] = {}
-        self.summary = ""
-
-    def start(self, jobs: list[Job]) -> None:
-        from pytest_medhelm.models.cache import make_private_dir
-
-        self._started = time.perf_counter()
-        make_private_dir(self._log_path.parent)
-        log = os.fdopen(os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
-        env = {name: value for name, value in os.environ.items() if name != SHARED_CACHE_ENV}
-        if self._cache_url:
-            env[SHARED_CACHE_ENV] = self._cache_url
-        try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pytest_medhelm.models.sender_process", json.dumps(self._config)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, close_fds=True,
-                env=env)
-        finally:
-            log.close()
-        self._reader = threading.Thread(target=self._read, name="medhelm-sender-reader", daemon=True)
-        self._reader.start()
-        self._writer = threading.Thread(target=self._pump, name="medhelm-sender-writer", daemon=True)
-        self._writer.start()
-        with self._ending:
-            self._send(self._claim(jobs))
-            self._end_if_done()
-
-    def ask(self, job: Job) -> Result | None:
-        with self._ending:
-            proc = self._proc
-            if self._ended or self._draining or self._cancelled or proc is None or proc.poll() is not None:
-                return None
-            self._send(self._take(job))
-        return self.wait(job.key)
-
-    def stop(self, timeout: float = 10.0, drain: float | None = None) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if drain and proc.poll() is None:
-            self._draining = True
-            self._write('{"drain": true}\n')  # the child drops what is queued and ends after what is in flight
-            try:
-                proc.wait(drain)
-            except subprocess.TimeoutExpired:
-                pass
-        # an end of input before {"end": true} (sent once nothing is outstanding) tells the child to cancel what is
-        # queued or in flight and exit; lines still waiting to be written are not sent at all
-        self._cancelled = True
-        self._outbox.put(None)
-        if proc.poll() is None:
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # (a write the child no longer reads then fails, and the writer ends)
-                proc.wait()
-        for thread in (self._writer, self._reader):
-            if thread is not None:
-                thread.join(timeout)
-
-    # ------------------------------------------------------------------ the pipes
-    def _send(self, jobs: list[Job]) -> None:
-        if not jobs:
-            return
-        for job in jobs:
-            self._jobs[job.key] = job
-        self._write("\n".join(_job_line(job) for job in jobs) + "\n")
-
-    def _end_if_done(self) -> None:  # (holding self._ending)
-        if self._outstanding == 0 and not self._ended:
-            self._ended = True
-            self._write('{"end": true}\n')
-
-    def _write(self, text: str) -> None:
-        self._outbox.put(text.encode("utf-8"))  # never blocks: see _pump
-
-    def _pump(self) -> None:
-        """The writer thread: the only one that writes to the child's stdin, and the one that closes it."""
-        stdin = self._proc.stdin  # type: ignore[union-attr]
-        assert stdin is not None
-        try:
-            while True:
-                chunk = self._outbox.get()
-                if chunk is None:
-                    break
-                if self._cancelled:
-                    continue
-                stdin.write(chunk)
-                stdin.flush()
-        except (OSError, ValueError):  # the child is gone (its log says why); the reader reports it
-            pass
-        finally:
-            try:
-                stdin.close()
-            except OSError:
-                pass
-
-    def _read(self) -> None:
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None
-        crash: str | None = None
-        try:
-            for raw in proc.stdout:
-                message = json.loads(raw)
-                if "summary" in message:  # the child's last line
-                    self.broken, self.summary = message["broken"], message["summary"]
-                    continue
-                job = self._jobs[message["key"]]
-                if "error" in message:
-                    result: Result = ModelError.from_json(message["error"])
-                else:
-                    result = Completion(**message["completion"])
-                with self._ending:
-                    self._send(self._finish_job(job, result))
-                    self._end_if_done()
-        except Exception as exc:  # a bug: the waiting items report it rather than hang
-            crash = repr(exc)
-            self._mark_finished(crash)  # (first: the items stop waiting even if the child does not end)
-            proc.kill()  # its results would no longer be read: it would block on a full pipe forever
-        code = proc.wait()
-        if crash is None and self._outstanding and code != 0:
-            crash = f"the sender process exited with status {code}; its log: {self._log_path}"
-        self._mark_finished(crash)
+            self._put(None)
 
 
 def _kind(job: Job) -> str:
@@ -465,13 +280,15 @@ def _kind(job: Job) -> str:
     return "answers" if job.request.purpose == "answer" else "jury"
 
 
-def _job_line(job: Job) -> str:
-    """A job as the child reads it (:func:`job_from_json`): one JSON line."""
-    spec = job.spec
-    return json.dumps({"spec": {"name": spec.name, "litellm_model": spec.litellm_model, "api_base": spec.api_base,
-                                "identity": spec.identity, "api_key_env": spec.api_key_env, "slots": spec.slots},
-                       "request": job.request.to_json(), "urgent": job.urgent})
-
-
-def job_from_json(message: dict[str, Any]) -> Job:
-    return Job(ModelSpec(**message["spec"]), ChatRequest.from_json(message["request"]), bool(message.get("urgent")))
+def progress_text(label: str, done: int, total: int, elapsed: float, failed: int = 0,
+                  final: bool | None = None) -> str:
+    """``medhelm answers: 40/40 (12.5/s, done in 3.2s)``, with the ETA while not final, and the failures."""
+    elapsed = max(elapsed, 1e-9)
+    rate = done / elapsed
+    if done == total if final is None else final:
+        text = f"medhelm {label}: {done}/{total} ({rate:.1f}/s, done in {elapsed:.1f}s)"
+    elif rate > 0:
+        text = f"medhelm {label}: {done}/{total} ({rate:.1f}/s, ETA {(total - done) / rate:.1f}s)"
+    else:  # nothing back yet
+        text = f"medhelm {label}: {done}/{total} (waiting {elapsed:.0f}s for the first)"
+    return text + (f", {failed} failed" if failed else "")

@@ -35,13 +35,14 @@ import time
 from typing import Any
 from collections.abc import Callable, Iterable
 
-from pytest_medhelm.models.background import FollowUp, Result, ThreadSender
+from pytest_medhelm.models.background import FollowUp, Result, Sender
 from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
                                              OpenAIBatches, BadLine, batch_line, chunks, line_limit,
                                              parse_result_line, results_limit)
 from pytest_medhelm.models.endpoints import is_local_model
 from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
-from pytest_medhelm.models.scheduler import Job, Scheduler, redact
+from pytest_medhelm.models.failures import redact
+from pytest_medhelm.models.scheduler import Job, Scheduler
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
 
@@ -106,7 +107,7 @@ def _poll_intervals() -> Iterable[float]:
         delay = min(POLL_MAX_S, delay * 1.5)
 
 
-class BatchSender(ThreadSender):
+class BatchSender(Sender):
     """The thread sender's loop (its start, stop, ask: an item's own question goes directly), with batches: the
     planned requests of batchable models wait in ``_pending`` for the next round instead of the direct queue."""
 
@@ -177,7 +178,7 @@ class BatchSender(ThreadSender):
             self._wake.set()
         else:
             self._direct.add(job.key)
-            self._queue.put_nowait(job)
+            self._put(job)
 
     def _on_done(self, job: Job, result: Result) -> None:  # on the loop: a request sent directly
         self._direct.discard(job.key)
@@ -192,7 +193,7 @@ class BatchSender(ThreadSender):
     def _end_if_done(self) -> None:
         if self._outstanding == 0 and not self._ended:
             self._ended = True
-            self._queue.put_nowait(None)
+            self._put(None)
             self._wake.set()
 
     # ------------------------------------------------------------------ batches

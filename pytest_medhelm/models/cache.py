@@ -33,7 +33,6 @@ import stat
 import time
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable
 
 from pytest_medhelm.values import Completion, ModelError
 
@@ -297,9 +296,6 @@ class AnswerCache:
     def __contains__(self, key: str) -> bool:
         return self._entry(key) is not None
 
-    def missing(self, keys: Iterable[str]) -> list[str]:
-        return [k for k in keys if k not in self]
-
     # --------------------------------------------------------------------------------------------- writing
     def put(self, key: str, completion: Completion, request_json: dict[str, Any] | None = None) -> None:
         entry: dict[str, Any] = {"completion": completion.to_cache(), "run_id": self.run_id, "stored": time.time()}
@@ -320,19 +316,6 @@ class AnswerCache:
 
     def clear_errors(self) -> None:
         self._cache.evict(f"error:{self.run_id}")
-
-    # --------------------------------------------------------------------------------------------- state
-    # Small JSON records that other parts of the run keep in the cache directory across runs (a submitted batch's
-    # id, say), under their own namespace: never an answer, never shared.
-    def put_state(self, name: str, value: Any) -> None:
-        self._cache.set(f"state:{name}", value)
-
-    def get_state(self, name: str) -> Any:
-        """The JSON value stored under ``name``, or None; the caller validates it (it is untrusted like the rest)."""
-        return self._read(f"state:{name}")
-
-    def delete_state(self, name: str) -> None:
-        self._cache.delete(f"state:{name}")
 
     def close(self) -> None:
         self._cache.close()

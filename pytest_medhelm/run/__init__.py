@@ -7,12 +7,13 @@
     run items  items.ItemHooks          the per-item hooks: record, miss, error, teststatus
     aggregate, gate, report             reporting.Reporting (results, terminal summary, files)
     preflight  preflight                dry run, --medhelm-local-only, prices for a budget
-    xdist      xdist                    the hooks only a distributed run needs (registered only then)
+    roles      roles.Central           the run's pytest plugin, what this process does (xdist.Controller, .Worker)
 
-:class:`pytest_medhelm.run.session.Run` holds these and registers them with pytest; the plugin entry point starts
-it (:func:`start`). Library code reaches the run in one way only: ``config.stash[RUN_SERVICES]`` (defined in
-:mod:`pytest_medhelm.recording`), which the fixtures use; metrics get a :class:`~pytest_medhelm.metrics.base.
-ScoringContext` from the assertion, never a global.
+:class:`pytest_medhelm.run.session.Run` holds these rooms; the role of the process (chosen once, by
+:func:`choose_role`) owns the run, is registered as its pytest plugin and drives it. The plugin entry point starts
+it (:func:`start`, the only place a run is created). Library code reaches the run in one way only:
+``config.stash[RUN_SERVICES]`` (defined in :mod:`pytest_medhelm.item_api`), which the fixtures use; metrics get a
+:class:`~pytest_medhelm.metrics.base.ScoringContext` from the assertion, never a global.
 """
 
 from __future__ import annotations
@@ -22,23 +23,35 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     import pytest
 
+    from pytest_medhelm.run.roles import Role
     from pytest_medhelm.run.session import Run
+
+
+def choose_role(config: pytest.Config) -> type[Role]:
+    """The role of this process, decided here only: an xdist worker, xdist's controller, or the one process of the
+    run."""
+    from pytest_medhelm.options import is_xdist_worker, starts_xdist_workers
+
+    if is_xdist_worker(config):
+        from pytest_medhelm.run.xdist import Worker
+
+        return Worker
+    if starts_xdist_workers(config):
+        from pytest_medhelm.run.xdist import Controller
+
+        return Controller
+    from pytest_medhelm.run.roles import Central
+
+    return Central
 
 
 def start(config: pytest.Config) -> Run:
-    """The run of this pytest process, created and registered once."""
-    from pytest_medhelm.recording import RUN_SERVICES
-    from pytest_medhelm.run.session import Run
+    """The run of this pytest process, created with its role and registered, once."""
+    from pytest_medhelm.item_api import RUN_SERVICES
 
-    run = config.stash.get(RUN_SERVICES, None)
-    if run is None:
-        run = Run(config)
-        config.stash[RUN_SERVICES] = run
-        run.register()
-    return run  # type: ignore[return-value]
-
-
-def started(config: pytest.Config) -> bool:
-    from pytest_medhelm.recording import RUN_SERVICES
-
-    return RUN_SERVICES in config.stash
+    services = config.stash.get(RUN_SERVICES, None)
+    if services is None:
+        role = choose_role(config)(config)
+        config.stash[RUN_SERVICES] = services = role.run
+        role.register()
+    return services  # type: ignore[return-value]  # (the stash holds the Run, typed as the items' view of it)

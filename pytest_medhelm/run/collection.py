@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_medhelm.recording import Case, case_of
+from pytest_medhelm.item_api import Case, case_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.context import RunContext
+    from pytest_medhelm.values import Instance
 
 MARKER = "medhelm"
 
@@ -162,7 +163,8 @@ class Collection:
         bench = self.ctx.registry.get(slug).for_run(rc)  # (HealthBench: the subset's file)
         files: Any = {}
         try:
-            files = resolve_files(bench, rc.data_dir, verification=self.ctx.data_verification)
+            files = resolve_files(bench, rc.data_dir,  # type: ignore[arg-type]  # a frozen Benchmark is a FileSet
+                                  verification=self.ctx.data_verification)
             loaded = bench.instance_builder(rc.compat, rc.arguments_of(slug))(files)
             # a loader's filters never drop silently: what they removed is reported with the results
             self.removed[slug] = dict(getattr(loaded, "removed", {}) or {})
@@ -179,14 +181,14 @@ class Collection:
             return DataError(where, "", f"cannot be read ({type(exc).__name__}: {exc})")
 
 
-def medhelm_items(items: list[pytest.Item]) -> list[tuple[pytest.Item, Case]]:
-    """The collected items that ask a model: (item, its case), in collection order."""
+def asked_pairs(items: list[pytest.Item]) -> list[tuple[Instance, str]]:
+    """(instance, model) of each collected item that asks a model, in collection order."""
     out = []
     for item in items:
         case = case_of(item)
         if case is None or case.instance is None or case.model is None or item.get_closest_marker("skip"):
             continue
-        out.append((item, case))
+        out.append((case.instance, case.model))
     return out
 
 

@@ -5,20 +5,18 @@ process, the run id, the answer cache, prices, the budget, model specs and the e
 ``local/...`` model's llama.cpp server is started here, by the process that sends). Nothing heavy is imported
 until it is asked for.
 
-Roles, chosen once (as pytest-cov's Central / DistMaster / DistWorker):
-
-* ``central``: no xdist; this process collects, sends and runs the items;
-* ``controller``: xdist's controlling process; it sends the answers the workers' items wait for, aggregates and
-  reports, and runs no item;
-* ``worker``: an xdist worker; it collects, runs items, and reads the answers from the shared cache.
+The process's role (:mod:`pytest_medhelm.run.roles`: central, xdist's controller, or a worker) is chosen once, when
+the run starts; the context reads only what the role says this process does (:class:`ProcessRole`), and the run's
+identity from :class:`Handover` (made here, or handed by xdist's controller to its workers).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -31,10 +29,58 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ModelSpec
     from pytest_medhelm.models.scheduler import Scheduler
 
-CENTRAL, CONTROLLER, WORKER = "central", "controller", "worker"
+
+class ProcessRole(Protocol):
+    """What this process does in the run (the role object chosen once: :mod:`pytest_medhelm.run.roles`)."""
+
+    @property
+    def sends_answers(self) -> bool:
+        """It sends the planned answers: it starts the local servers, owns the run's error entries and ledger."""
+
+    @property
+    def reports(self) -> bool:
+        """It aggregates the items' records, evaluates the gates and writes the reports."""
+
+    @property
+    def runs_items(self) -> bool:
+        """It runs items (and so shows, while an item waits, how the sending goes)."""
 
 
-def run_every_step(steps: list[Callable[[], object]]) -> None:
+@dataclass(frozen=True)
+class Handover:
+    """The run's identity and storage, made by the process that sends and handed to xdist's workers at their start
+    (through xdist's ``workerinput``)."""
+
+    run_id: str
+    #: signs the files the processes of this run leave each other in the cache directory (plans, local servers'
+    #: URLs): handed to the workers by xdist, never written anywhere, so a file planted there cannot make the run
+    #: send a prompt it did not plan, nor send one to another URL
+    coordination_key: bytes
+    cache_dir: str | None = None
+    #: the shared cache as the controller found it at start-up ("": none, or unreachable); None: not handed
+    shared_cache: str | None = None
+
+    @classmethod
+    def new(cls) -> Handover:
+        return cls(run_id=os.urandom(16).hex(), coordination_key=os.urandom(32))
+
+    def write(self, workerinput: dict[str, Any]) -> None:
+        workerinput["medhelm_run_id"] = self.run_id
+        workerinput["medhelm_coordination_key"] = self.coordination_key.hex()
+        if self.shared_cache is not None:
+            workerinput["medhelm_shared_cache"] = self.shared_cache
+        if self.cache_dir is not None:
+            workerinput["medhelm_cache_dir"] = self.cache_dir
+
+    @classmethod
+    def read(cls, workerinput: dict[str, Any]) -> Handover:
+        return cls(run_id=workerinput["medhelm_run_id"],
+                   coordination_key=bytes.fromhex(workerinput.get("medhelm_coordination_key", "")),
+                   cache_dir=workerinput.get("medhelm_cache_dir"),
+                   shared_cache=workerinput.get("medhelm_shared_cache"))
+
+
+def run_every_step(steps: Sequence[Callable[[], object]]) -> None:
     """Call every step, whatever the earlier ones raise; then raise the first failure (the others added as its
     notes), so that no cleanup is skipped and no failure is hidden."""
     failures: list[BaseException] = []
@@ -50,30 +96,14 @@ def run_every_step(steps: list[Callable[[], object]]) -> None:
         raise first
 
 
-def role_of(config: pytest.Config) -> str:
-    if getattr(config, "workerinput", None) is not None:
-        return WORKER
-    if getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "tx", None)):
-        return CONTROLLER
-    return CENTRAL
-
-
 class RunContext:
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, role: ProcessRole, handover: Handover) -> None:
         self.config = config
-        self.role = role_of(config)
-        workerinput = getattr(config, "workerinput", None)
-        if workerinput is not None:
-            self.run_id: str = workerinput["medhelm_run_id"]
-            self._cache_dir: str | None = workerinput.get("medhelm_cache_dir")
-            self.coordination_key: bytes = bytes.fromhex(workerinput.get("medhelm_coordination_key", ""))
-        else:
-            self.run_id = os.urandom(16).hex()
-            self._cache_dir = None
-            #: signs the files the processes of this run leave each other in the cache directory (plans, local
-            #: servers' URLs): handed to the workers by xdist, never written anywhere, so a file planted there
-            #: cannot make the run send a prompt it did not plan, nor send one to another URL
-            self.coordination_key = os.urandom(32)
+        self.role = role
+        self.run_id = handover.run_id
+        self.coordination_key = handover.coordination_key
+        self._cache_dir: str | None = handover.cache_dir
+        self._handed_shared_cache = handover.shared_cache
         self._run_config: RunConfig | None = None
         self._registry: Registry | None = None
         self._cache: AnswerCache | None = None
@@ -87,10 +117,6 @@ class RunContext:
         self._shared_unreachable = False
         self._jury: Any = None  # (JuryInstrument, warning or None), loaded at first use
         self._grader_prompts: dict[bool, Any] = {}  # fork? -> GraderPrompts (HealthBench), loaded at first use
-
-    @property
-    def is_worker(self) -> bool:
-        return self.role == WORKER
 
     @property
     def configured(self) -> bool:
@@ -178,9 +204,8 @@ class RunContext:
         it could not be reached at start-up (said once; a worker learns it from the controller)."""
         if self._shared_unreachable or self.run_config.cache == "off":
             return None
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is not None and "medhelm_shared_cache" in workerinput:
-            return workerinput["medhelm_shared_cache"] or None
+        if self._handed_shared_cache is not None:
+            return self._handed_shared_cache or None
         return self.run_config.cache_url
 
     def shared_cache_failure(self) -> str | None:
@@ -227,10 +252,10 @@ class RunContext:
         steps = []
         cache = self._cache
         if cache is not None:
-            if not self.is_worker:
+            if self.role.sends_answers:
                 steps.append(cache.clear_errors)
             steps.append(cache.close)
-        if not self.is_worker and self._cache_dir is not None:
+        if self.role.sends_answers and self._cache_dir is not None:
             self._budget_made = True  # (a budget asked for after this would leave a ledger file behind)
             if self._budget is not None:
                 steps.append(self._budget.close)
@@ -354,7 +379,7 @@ class RunContext:
             return spec
         from pytest_medhelm.values import ModelError
 
-        if self.is_worker:
+        if not self.role.sends_answers:
             entry = local_endpoints.read_published(self._local_publish_path(), spec.name, self.coordination_key)
             if entry is None:
                 raise ModelError(spec.name, "the controlling process started no llama.cpp server for this model "

@@ -1,8 +1,8 @@
 """Delivery: the one path by which requests are sent and answers reach the items.
 
 **Sending** (the central process, or xdist's controller): the planned answers that the cache does not hold go out
-in item order through one background sender (:mod:`pytest_medhelm.models.background`: a thread, or a child
-process for large runs), while the items run; each answer is cached the moment it arrives, and an answer of a
+in item order through one background sender (:mod:`pytest_medhelm.models.background`: the scheduler's loop on a
+thread), while the items run; each answer is cached the moment it arrives, and an answer of a
 judged benchmark is followed at once by its judge requests. Both modes print the same summary lines.
 
 **Receiving** (:meth:`Delivery.complete`, the central process or an xdist worker): an item waits only for its own
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pytest_medhelm.recording import CURRENT_ITEM, TIMEOUT_SETTINGS
+from pytest_medhelm.item_api import CURRENT_ITEM, TIMEOUT_SETTINGS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
@@ -139,17 +139,10 @@ class Delivery:
             return
         from pytest_medhelm.models import background
 
-        ctx = self.ctx
-        if ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.models.batches)
+        if self.ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.models.batches)
             self._sender = self._batch_sender(follow_up, judged)
-        # a budget is kept with prices and a token counter in this process: then a thread
-        elif background.choose_sender(len(jobs), in_process_only=ctx.budget is not None) == "process":
-            self._sender = background.ProcessSender(
-                ctx.cache_dir(), ctx.cache_mode, ctx.run_id, ctx.settings(),
-                ctx.cache_dir() / "logs" / f"sender-{ctx.run_id}.log", follow_up, self._sender_finished,
-                cache_url=ctx.shared_cache_url)
         else:
-            self._sender = background.ThreadSender(ctx.scheduler, follow_up, self._sender_finished)
+            self._sender = background.Sender(self.ctx.scheduler, follow_up, self._sender_finished)
         self._sender.start(jobs)
 
     def _batch_sender(self, follow_up: Any, judged: bool) -> Any:
@@ -161,7 +154,8 @@ class Delivery:
         line = unbatchable_line(specs + (self.ctx.judge_specs() if judged else []))
         if line:
             self.write_line(line, {"yellow": True})
-        announce = (lambda text: self.write_line(text, {})) if self.ctx.role == "controller" else None
+        # (no item waits here to show how the batches go: the sender says it)
+        announce = None if self.ctx.role.runs_items else (lambda text: self.write_line(text, {}))
         return BatchSender(self.ctx.scheduler, self.ctx.cache_dir(), follow_up, self._sender_finished, announce)
 
     def _sender_finished(self) -> None:
@@ -178,7 +172,9 @@ class Delivery:
         if missing:
             raise pytest.UsageError(f"--medhelm-budget needs a price for {', '.join(missing)}: give it in "
                                     "--medhelm-prices FILE (input_per_million, output_per_million)")
-        self.ctx.budget.prompt_tokens(specs[0], planned[0].request)  # the token counter loads here, not later
+        budget = self.ctx.budget
+        assert budget is not None  # (checked only with a budget)
+        budget.prompt_tokens(specs[0], planned[0].request)  # the token counter loads here, not later
 
     def finish(self, interrupted: bool = True) -> None:
         """After the item loop: stop the sender, and keep its summary for the terminal summary (the item progress
@@ -223,7 +219,7 @@ class Delivery:
                 with self._timeout_paused():
                     return wait_for_answer(self.ctx.config, sender, key)  # with the sending's progress meanwhile
             except SenderCrashed as exc:
-                # the sender died (its child killed, a bug): this item asks for its own answer, as every item
+                # the sender died (a bug): this item asks for its own answer, as every item
                 # waiting for it does, rather than all of them failing; said once
                 self._say_sender_crash(exc)
                 return None
@@ -258,7 +254,7 @@ class Delivery:
         the item's), and starts again, whole, when its answer is here."""
         item = CURRENT_ITEM.get()
         settings = item.stash.get(TIMEOUT_SETTINGS, None) if item is not None else None
-        if settings is None:
+        if item is None or settings is None:
             yield
             return
         hook = item.config.hook
@@ -302,7 +298,8 @@ class Delivery:
             result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
         if result is None:
             job = self._job_or_error(spec, request)
-            result = self.ctx.cache.get_error(key) if job is None else self._ask_now(job)
+            # (no job: the model cannot be reached; its error, stored for this key, or said by its target)
+            result = self._ask_now(job) if job is not None else (self.ctx.cache.get_error(key) or self.target(spec))
         if isinstance(result, BudgetExhausted):
             pytest.skip(str(result))
         if isinstance(result, ModelError):
@@ -318,7 +315,7 @@ class Delivery:
     def answers_at_hand(self, slug: str) -> list[tuple[str, Instance]]:
         """(answer text, instance) of every planned answer of benchmark ``slug`` already here (in memory, from the
         sender, or in the shared cache), without waiting."""
-        out = []
+        out: list[tuple[str, Instance]] = []
         for key, instances in self.plan.keys_of(slug):
             answer = self._answers.get(key)
             if answer is None and self._sender is not None and self._sender.has(key):
@@ -337,7 +334,7 @@ class Delivery:
         from pytest_medhelm.values import ModelError
 
         requests = self.plan.judge_requests(instance, answer_text)
-        if self.ctx.is_worker and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
+        if not self.ctx.role.sends_answers and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
             # the planned answer: its judgements are on their way from the controller, which sent the answer
             self._from_controller.update(r.request.cache_key() for r in requests)
         replies: dict[str, Any] = {}
@@ -362,7 +359,7 @@ class Delivery:
             calls, specs = self.plan.grader_calls(instance, answer_text)
         except GraderPromptsUnavailable as exc:
             return GraderReplies(unavailable=str(exc))
-        if self.ctx.is_worker and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
+        if not self.ctx.role.sends_answers and self._delivered.get((instance.benchmark, instance.id)) == answer_text:
             self._from_controller.update(call.request.cache_key() for call in calls)
         replies: list[Any] = []
         for call in calls:
@@ -376,7 +373,7 @@ class Delivery:
         """A wrong key or an unknown model (401/403/404), or an endpoint that never answered, fails every request
         the same way: once every model under test is in that state, the run stops after this item instead of
         printing the same error on each (under xdist, each worker stops after its first such item)."""
-        from pytest_medhelm.models.scheduler import systematic_failure
+        from pytest_medhelm.models.failures import systematic_failure
 
         models = self.ctx.run_config.models
         if not systematic_failure(error) or spec.name not in models:

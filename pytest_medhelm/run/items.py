@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_medhelm.recording import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
+from pytest_medhelm.item_api import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.context import RunContext
@@ -149,7 +149,7 @@ class ItemHooks:
     @pytest.hookimpl(trylast=True)  # after the cache plugin's own bookkeeping, which drops passed items
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rec = getattr(report, "medhelm", None)
-        if rec is None or self.ctx.is_worker:
+        if rec is None or not self.ctx.role.reports:
             return
         self.on_record(report, rec)
         if rec.get("missed") and not report.failed:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ChatRequest, Instance, ModelSpec
+    from pytest_medhelm.metrics.healthbench import RubricGradedMetric
     from pytest_medhelm.run.context import RunContext
 
 
@@ -87,7 +88,7 @@ class AnswerPlan:
     def graders(self, slug: str) -> tuple[bool, list[ModelSpec]]:
         """(the fork's prompts?, the graders) of a rubric-graded benchmark under the run's compat: the grader
         (``--medhelm-grader``) for the reference, every judge of the jury for medhelm 0.8.0's grading."""
-        fork = self.ctx.registry.get(slug).metric.fork_prompts(self.ctx.run_config.compat)
+        fork = rubric_metric(self.ctx, slug).fork_prompts(self.ctx.run_config.compat)
         return fork, (self.ctx.judge_specs() if fork else [self.ctx.grader_spec()])
 
     def grader_calls(self, instance: Instance, answer_text: str) -> tuple[list[Any], dict[str, ModelSpec]]:
@@ -126,3 +127,13 @@ class AnswerPlan:
         specs = {spec.name: spec for spec in judges}
         requests = self.ctx.jury_instrument.judge_requests(instance.benchmark, instance, answer_text, judges)
         return [JudgeRequest(name, specs[name], request) for name, request in requests]
+
+
+def rubric_metric(ctx: RunContext, slug: str) -> RubricGradedMetric:
+    """The metric of a benchmark graded per rubric criterion (HealthBench)."""
+    from pytest_medhelm.metrics.healthbench import RubricGradedMetric
+
+    metric = ctx.registry.get(slug).metric
+    if not isinstance(metric, RubricGradedMetric):
+        raise TypeError(f"{slug} is not graded per rubric criterion (its metric is {metric!r})")
+    return metric

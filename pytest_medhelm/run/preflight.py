@@ -98,7 +98,8 @@ def dry_run(ctx: RunContext, planned: list[PlannedAnswer], write_line: Any) -> N
     if ctx.prices.batched:  # --medhelm-batch
         write_line("medhelm dry run: --medhelm-batch: priced at the batch rate: " + ", ".join(
             f"{name} ×{factor:g}" for name, factor in ctx.prices.batched.items()))
-    rows = estimate(items, judges if judged else (), open_benchmarks=judged, prices=_RunPrices(ctx, specs),
+    rows = estimate(items, judges if judged else (), open_benchmarks=judged,
+                    prices=_RunPrices(ctx, specs),  # type: ignore[arg-type]  # the estimate asks only price_for
                     litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS, count_tokens=counter,
                     grader_work=work)
     for line in render(rows, judges if judged else ()).splitlines():
@@ -112,6 +113,7 @@ def grader_work(ctx: RunContext, planned: list[PlannedAnswer], counter: Any, wri
     conversation, the criterion and the answer at its longest. The template is counted once per grader, the
     conversation once per answer: the sum of the parts (token boundaries aside) is the prompt's count."""
     from pytest_medhelm.dryrun import JUDGE_PROMPT_TOKENS_ESTIMATE, GraderWork
+    from pytest_medhelm.run.plan import rubric_metric
     from pytest_medhelm.jury.rubric_grader import (FORK_MAX_TOKENS, REFERENCE_MAX_TOKENS, fork_rubric_item,
                                                   reference_rubric_item)
 
@@ -119,8 +121,7 @@ def grader_work(ctx: RunContext, planned: list[PlannedAnswer], counter: Any, wri
     template_tokens: dict[tuple[str, bool], int] = {}
     said: set[bool] = set()
     for p in planned:
-        metric = ctx.registry.get(p.instance.benchmark).metric
-        fork = metric.fork_prompts(ctx.run_config.compat)
+        fork = rubric_metric(ctx, p.instance.benchmark).fork_prompts(ctx.run_config.compat)
         graders = ctx.judge_names() if fork else [ctx.run_config.grader]
         prompts = ctx.grader_prompts(fork, download_allowed=False)
         template = prompts.fork_rubric if fork else prompts.reference

@@ -1,13 +1,15 @@
-"""The hooks only a distributed (xdist) run needs; registered only then, one class per side.
+"""The two roles of a distributed (xdist) run, chosen only then (:mod:`~.roles`).
 
-* :class:`WorkerHooks`: when a worker has collected, it plans its medhelm items and writes the plan (each answer's
-  request, and for a judged benchmark what the jury reads of the instance) to a private file named by run id;
-  its items then wait on the shared cache for the answers the controller sends.
-* :class:`ControllerHooks`: passes the run id (and a private cache directory) to the workers; when the first
+* :class:`Worker`: when it has collected, it plans its medhelm items and writes the plan (each answer's request,
+  and for a judged benchmark what the jury reads of the instance) to a private file named by run id; its items
+  then wait on the shared cache for the answers the controller sends. At its end it tells the controller, in
+  xdist's ``workeroutput``, whether it stopped because every model under test fails every request.
+* :class:`Controller`: hands the run's identity (:class:`~.context.Handover`) to the workers; when the first
   worker's collection arrives it reads that plan and starts the same background sender as a single-process run.
   It does not wait: xdist schedules items at once, each waiting only for its own answer. When the sender has
   finished (or stopped), a marker file tells the workers that whatever is not in the cache by now will not come
-  (a worker then asks itself).
+  (a worker then asks itself). It aggregates and reports; how the loop ended it reads from pytest's own count of
+  failures and from what the workers sent back, never from xdist's message.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_medhelm.run.context import Handover
+from pytest_medhelm.run.roles import Role, StoppedEarly
+
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.run.collection import Collection
-    from pytest_medhelm.run.context import RunContext
-    from pytest_medhelm.run.delivery import Delivery
-    from pytest_medhelm.run.plan import AnswerPlan, PlannedAnswer
-    from pytest_medhelm.run.reporting import Reporting
+    from pytest_medhelm.run.plan import PlannedAnswer
+
+#: the key of a worker's ``workeroutput`` saying that it stopped because every model under test fails every request
+EVERY_MODEL_BROKEN_OUTPUT = "medhelm_every_model_broken"
 
 
 def plans_dir(cache_dir: Path) -> Path:
@@ -101,75 +105,123 @@ def plan_from_json(text: str) -> tuple[list[PlannedAnswer], set[str], dict[str, 
     return out, set(data["selected"]), dict(data["planned"]), dict(data.get("data_unverified") or {})
 
 
-class WorkerHooks:
-    def __init__(self, ctx: RunContext, plan: AnswerPlan, delivery: Delivery, collection: Collection) -> None:
-        self.ctx, self.plan, self.delivery, self.collection = ctx, plan, delivery, collection
+class Worker(Role):
+    """An xdist worker: it collects and runs items; the controller sends their answers and reports."""
+
+    sends_answers = False
+    reports = False
+
+    def handover(self) -> Handover:
+        return Handover.read(self.config.workerinput)  # type: ignore[attr-defined]  # xdist's, on a worker only
+
+    def register_reporting(self) -> None:
+        pass  # (the controller reports)
+
+    def check_start(self) -> None:
+        pass  # (the controller checked, before it sent anything)
+
+    def before_items(self, session: pytest.Session) -> None:
+        if self.uses_models(session):
+            self.freeze_if_large(session)
+
+    def after_items(self, session: pytest.Session) -> None:
+        pass  # (the controller aggregates the records its workers' reports carry)
+
+    def summarize(self, terminalreporter: Any, config: pytest.Config) -> None:
+        pass
+
+    def end_session(self, session: pytest.Session, exitstatus: int) -> None:
+        from pytest_medhelm.run.delivery import EVERY_MODEL_BROKEN
+
+        # before xdist's own pytest_sessionfinish sends the worker's output to the controller
+        self.config.workeroutput[EVERY_MODEL_BROKEN_OUTPUT] = (  # type: ignore[attr-defined]  # xdist's
+            session.shouldfail == EVERY_MODEL_BROKEN)
 
     @pytest.hookimpl(tryfirst=True)  # before xdist tells the controller that this worker has collected
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if self.ctx.config.option.collectonly:
+        if self.config.option.collectonly:
             return
-        from pytest_medhelm.run.collection import has_medhelm_items, medhelm_items
+        from pytest_medhelm.run.collection import asked_pairs, has_medhelm_items
 
+        ctx, run = self.ctx, self.run
         planned: list[PlannedAnswer] = []
-        if has_medhelm_items(session.items) and self.ctx.run_config.models:
-            planned = self.plan.answers([(case.instance, case.model) for _item, case in medhelm_items(session.items)])
-        judged = {p.instance.benchmark for p in planned if self.plan.is_judged(p.instance.benchmark)}
-        selected, counts = self.collection.selection(session.items)
-        cache_dir = self.ctx.cache_dir()
+        if has_medhelm_items(session.items) and ctx.run_config.models:
+            planned = run.plan.answers(asked_pairs(session.items))
+        judged = {p.instance.benchmark for p in planned if run.plan.is_judged(p.instance.benchmark)}
+        selected, counts = run.collection.selection(session.items)
+        cache_dir = ctx.cache_dir()
         from pytest_medhelm.models.cache import signed
 
-        _write_private(plans_dir(cache_dir) / f"{self.ctx.run_id}-{self.ctx.config.workerinput['workerid']}.json",
-                       signed(self.ctx.coordination_key,
-                              plan_to_json(planned, judged, selected, counts, self.ctx.data_verification.record(),
-                                           {slug: self.collection.removed[slug] for slug in selected
-                                            if self.collection.removed.get(slug)})))
-        marker = sent_marker(cache_dir, self.ctx.run_id)
-        self.delivery.expect_from_controller(planned, marker.exists)
+        removed = run.collection.removed
+        worker_id = self.config.workerinput["workerid"]  # type: ignore[attr-defined]  # xdist's, on a worker only
+        _write_private(plans_dir(cache_dir) / f"{ctx.run_id}-{worker_id}.json",
+                       signed(ctx.coordination_key,
+                              plan_to_json(planned, judged, selected, counts, ctx.data_verification.record(),
+                                           {slug: removed[slug] for slug in selected if removed.get(slug)})))
+        marker = sent_marker(cache_dir, ctx.run_id)
+        run.delivery.expect_from_controller(planned, marker.exists)
 
 
-class ControllerHooks:
-    def __init__(self, ctx: RunContext, delivery: Delivery, reporting: Reporting) -> None:
-        self.ctx, self.delivery, self.reporting = ctx, delivery, reporting
+class Controller(Role):
+    """xdist's controlling process: it sends the answers the workers' items wait for, aggregates and reports."""
+
+    runs_items = False
+
+    def __init__(self, config: pytest.Config) -> None:
+        super().__init__(config)
         self._started = False
+        self._every_model_broken = False  # a worker said so at its end
+
+    def stop_reason(self, session: pytest.Session) -> StoppedEarly | None:
+        if self._every_model_broken:
+            return StoppedEarly.EVERY_MODEL_BROKEN
+        maxfail = self.config.getoption("maxfail")
+        if maxfail and session.testsfailed >= maxfail:  # pytest's own count of the failures the workers reported
+            return StoppedEarly.MAXFAIL
+        return None  # Ctrl-C (here or in a worker), or a crash
+
+    def sender_finished(self) -> None:
+        _write_private(sent_marker(self.ctx.cache_dir(), self.ctx.run_id), "")
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["medhelm_run_id"] = self.ctx.run_id
-        node.workerinput["medhelm_coordination_key"] = self.ctx.coordination_key.hex()
-        if self.ctx.configured:  # the shared cache as the controller found it at start-up ("" = none, unreachable)
-            node.workerinput["medhelm_shared_cache"] = self.ctx.shared_cache_url or ""
-        if self.ctx.cache_dir_chosen or (self.ctx.configured and self.ctx.run_config.cache == "off"):
-            node.workerinput["medhelm_cache_dir"] = str(self.ctx.cache_dir())
+        ctx = self.ctx
+        handed_dir = ctx.cache_dir_chosen or (ctx.configured and ctx.run_config.cache == "off")
+        Handover(run_id=ctx.run_id, coordination_key=ctx.coordination_key,
+                 cache_dir=str(ctx.cache_dir()) if handed_dir else None,
+                 # the shared cache as found at start-up ("": none, or unreachable)
+                 shared_cache=(ctx.shared_cache_url or "") if ctx.configured else None).write(node.workerinput)
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        if (getattr(node, "workeroutput", None) or {}).get(EVERY_MODEL_BROKEN_OUTPUT):
+            self._every_model_broken = True
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         if self._started:
             return
         self._started = True
-        path = plans_dir(self.ctx.cache_dir()) / f"{self.ctx.run_id}-{node.gateway.id}.json"
+        ctx, reporting, delivery = self.ctx, self.run.reporting, self.run.delivery
+        path = plans_dir(ctx.cache_dir()) / f"{ctx.run_id}-{node.gateway.id}.json"
         from pytest_medhelm.models.cache import CacheRefused
 
         try:
-            text = read_plan(path, self.ctx.coordination_key)  # signed by this run's worker, or refused
-            planned, self.reporting.selected, self.reporting.planned, self.reporting.data_unverified = plan_from_json(
-                text)
-            self.reporting.removed.update(filtered_of(text))
+            text = read_plan(path, ctx.coordination_key)  # signed by this run's worker, or refused
+            planned, reporting.selected, reporting.planned, reporting.data_unverified = plan_from_json(text)
+            reporting.removed.update(filtered_of(text))
         except FileNotFoundError:
             planned = []  # the worker collected nothing of ours
         except (OSError, ValueError, KeyError, TypeError, AttributeError, CacheRefused) as exc:
             planned = []
-            self.delivery.write_line(f"medhelm: the plan of worker {node.gateway.id} cannot be read ({exc}): the "
-                                     "workers ask for their answers themselves", {"yellow": True})
+            delivery.write_line(f"medhelm: the plan of worker {node.gateway.id} cannot be read ({exc}): the "
+                                "workers ask for their answers themselves", {"yellow": True})
         try:
-            self.delivery.start(planned, keep_in_memory=False)
+            delivery.start(planned, keep_in_memory=False)
         except BaseException:
             self.sender_finished()  # the workers must not wait for answers that will not come
             raise
 
-    @pytest.hookimpl(tryfirst=True)  # before the run closes its context
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not (self.ctx.configured and self.ctx.run_config.cache == "off"):
-            remove_plan_files(self.ctx.cache_dir(), self.ctx.run_id)
-
-    def sender_finished(self) -> None:
-        """Called by the sender when nothing more will be sent (or at once, when there is nothing to send)."""
-        _write_private(sent_marker(self.ctx.cache_dir(), self.ctx.run_id), "")
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        try:
+            if not (self.ctx.configured and self.ctx.run_config.cache == "off"):
+                remove_plan_files(self.ctx.cache_dir(), self.ctx.run_id)
+        finally:  # before the run closes its context (a --medhelm-cache off directory goes whole)
+            super().pytest_sessionfinish(session, exitstatus)

@@ -760,6 +760,10 @@ class _ServerCore:
             return self._error(record, 500, f"test server script raised {type(exc).__name__}: {exc}")
         if delay:
             await asyncio.sleep(delay)
+            if request.transport is None or request.transport.is_closing():
+                # the client gave up meanwhile (its timeout): nothing is sent in full, so nothing counts as answered
+                state.finish(record, None)
+                return web.Response(status=204)
         state.finish(record, 200, answered=True)
         return web.json_response(_shaped(completion_body(model, answer, messages), cfg.reply_shape))
 

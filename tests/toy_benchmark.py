@@ -1,0 +1,41 @@
+"""The toy benchmark of the plugin's own tests and of tests/perf/bench.py: a conftest registering a two-choice
+benchmark read from DIR/toy/toy.json, and a test module running it.
+
+Text only (no import of the package), so that the benchmark script can use it whatever checkout it measures.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+TOY_CONFTEST = textwrap.dedent('''
+    import json
+    from pytest_medhelm.catalogue.definition import Benchmark
+    from pytest_medhelm.values import Instance
+    from pytest_medhelm.data.sources import DataFile
+    from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
+    from pytest_medhelm.prompting import MultipleChoicePrompt
+
+    def build(files):
+        rows = json.loads(files["toy.json"].read_text())
+        return [Instance(id=r["id"], input=r["q"], choices=("yes", "no"), correct=r["correct"],
+                         references=(("yes", "no")[r["correct"]],)) for r in rows]
+
+    TOY = Benchmark(slug="toy", name="Toy", category="medical_research", subcategory="Conducting Literature Research",
+                    access="public", kind="closed", files=(DataFile("toy.json", description="toy questions"),),
+                    build_instances=build,
+                    prompt=MultipleChoicePrompt(instructions="Answer A or B.", input_noun="Question"),
+                    metric=MULTIPLE_CHOICE_EXACT_MATCH, max_tokens=1)
+
+    def pytest_medhelm_register_benchmarks(registry):
+        registry.register(TOY)
+''')
+
+TOY_TEST = textwrap.dedent('''
+    import pytest
+    from pytest_medhelm.assertions import assert_metric
+
+    @pytest.mark.medhelm(benchmark="toy")
+    def test_toy(medhelm_instance, medhelm_model):
+        assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
+''')
