@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pytest_medhelm.models.local import (  # noqa: E402  (after the sys.path line)
+from pytest_medhelm.models.local import (
     LocalServer,
     find_llama_processes,
     resolve_gguf,
