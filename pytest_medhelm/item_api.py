@@ -18,6 +18,7 @@ import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue import Registry
+    from pytest_medhelm.config import RunConfig
     from pytest_medhelm.values import Instance
     from pytest_medhelm.metrics.base import ScoringContext
     from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
@@ -44,6 +45,9 @@ class ItemServices(Protocol):
 
     @property
     def registry(self) -> Registry: ...
+
+    @property
+    def run_config(self) -> RunConfig: ...
 
     def model_spec(self, name: str) -> ModelSpec: ...
 

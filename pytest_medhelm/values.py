@@ -20,7 +20,7 @@ import json
 import logging
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 from collections.abc import Iterable, Mapping
 
 LOG = logging.getLogger("pytest_medhelm.catalogue")
@@ -139,6 +139,12 @@ class ModelSpec:
 
 
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@?#]+@")
+
+
+@overload
+def redact_url(text: str) -> str: ...
+@overload
+def redact_url(text: None) -> None: ...
 
 
 def redact_url(text: str | None) -> str | None:
