@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Iterator
 
 from pytest_medhelm.cost import Price, cost, format_usd
-from pytest_medhelm.values import BudgetExhausted
+from pytest_medhelm.values import BudgetExhausted, is_llama_cpp_model
 
 if TYPE_CHECKING:
     import sqlite3
@@ -73,7 +73,6 @@ CountTokens = Callable[["ModelSpec", "ChatRequest"], int]
 
 #: every message of a request refused by the budget starts with this
 BUDGET_PREFIX = "medhelm budget of $"
-LOCAL_PREFIX = "local/"
 FREE: Price = (0.0, 0.0)
 
 
@@ -86,16 +85,12 @@ def usd_limit(value: float) -> str:
 
 
 
-def is_local(spec: ModelSpec) -> bool:
-    return spec.name.startswith(LOCAL_PREFIX)
-
-
 def unpriced(specs: Iterable[ModelSpec], price_of: PriceOf) -> list[str]:
     """The names of the models (in order, once each) that have no price and are not ``local/...`` models: a
     budget cannot bound what they cost."""
     names: list[str] = []
     for spec in specs:
-        if spec.name in names or is_local(spec):
+        if spec.name in names or is_llama_cpp_model(spec.name):
             continue
         if price_of(spec) is None:
             names.append(spec.name)
@@ -224,7 +219,7 @@ class Budget:
     def price(self, spec: ModelSpec) -> Price | None:
         """The model's price for the budget: its own, else free for a ``local/...`` model, else None."""
         price = self._price_of(spec)
-        if price is None and is_local(spec):
+        if price is None and is_llama_cpp_model(spec.name):
             return FREE
         return price
 

@@ -344,8 +344,8 @@ def _check_local_models(rc: RunConfig, models: Sequence[str], judges: Sequence[s
 
     Each name is resolved as the run resolves it (the ``pytest_medhelm_model_spec`` hook): a plugin that serves a
     ``local/...`` name from a server of its own needs no llama.cpp here."""
-    from pytest_medhelm.models.endpoints import is_local_model
-    from pytest_medhelm.models.local import unavailable_reason
+    from pytest_medhelm.models.llama.gguf import unavailable_reason
+    from pytest_medhelm.values import is_llama_cpp_model
 
     # the users' implementations only: the built-in one ("medhelm-run") reads the run configuration being built
     users_resolution = config.pluginmanager.subset_hook_caller(
@@ -354,10 +354,10 @@ def _check_local_models(rc: RunConfig, models: Sequence[str], judges: Sequence[s
                                           ("--medhelm-jury", "judge", rc.jury_api_base, judges),
                                           ("--medhelm-grader", "judge", rc.jury_api_base, [rc.grader])):
         for name in names:
-            if not is_local_model(name):
+            if not is_llama_cpp_model(name):
                 continue
             spec = users_resolution(name=name, api_base=api_base, config=config, role=role)
-            if spec is None or (is_local_model(spec.name) and spec.api_base is None):
+            if spec is None or (is_llama_cpp_model(spec.name) and spec.api_base is None):
                 name = spec.name if spec is not None else name
                 reason = unavailable_reason(name)
                 if reason:

@@ -51,6 +51,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable, Mapping
 
+from pytest_medhelm.values import is_llama_cpp_model
+
 #: (USD per prompt token, USD per completion token)
 Price = tuple[float, float]
 
@@ -61,8 +63,7 @@ BATCH_KEY = "batch"
 DEFAULT_BATCH_FACTORS = {"openai": 0.5, "anthropic": 0.5}
 
 #: ``local/...`` models: the llama.cpp server the plugin starts on this machine; no one bills for its tokens
-LOCAL_PREFIX = "local/"
-LOCAL_PRICE: Price = (0.0, 0.0)
+LLAMA_CPP_PRICE: Price = (0.0, 0.0)
 
 
 class PricesError(ValueError):
@@ -241,8 +242,8 @@ class Prices:
                     found = (self.table[name], "file")
                     break
             else:
-                if model_name.startswith(LOCAL_PREFIX):
-                    found = (LOCAL_PRICE, "local")
+                if is_llama_cpp_model(model_name):
+                    found = (LLAMA_CPP_PRICE, "local")
                 elif self.use_litellm:
                     for name in dict.fromkeys(n for n in (litellm_model, model_name) if n):
                         price = litellm_price(name)
@@ -264,7 +265,7 @@ class Prices:
             if name and name in self.table:
                 return self._scaled(model_name, self.table[name])
         # a local/... model runs on this machine's llama.cpp server: no one bills for it, whatever its endpoint
-        return LOCAL_PRICE if model_name.startswith(LOCAL_PREFIX) else None
+        return LLAMA_CPP_PRICE if is_llama_cpp_model(model_name) else None
 
     def source_of(self, model_name: str, litellm_model: str | None = None) -> str | None:
         """Where the price came from: "file", "local" (a ``local/...`` model: $0), "litellm", or None (unknown)."""

@@ -2,19 +2,19 @@
 
 Gated and private benchmarks hold patient text (MIMIC notes, a hospital's own records). With
 ``--medhelm-local-only`` the run refuses, *before any request*, to send that text to a model or judge endpoint
-that is not on this machine or on a private network. This module decides what "local" means and lists the
-violations; the session turns a non-empty list into a usage error (exit status 4) naming each benchmark and
-endpoint.
+that is not on this machine or on a private network. This module decides what "private network" means (the
+option's "local": loopback included) and lists the violations; the session turns a non-empty list into a usage
+error (exit status 4) naming each benchmark and endpoint.
 
-What counts as local
---------------------
+What counts as a private network
+--------------------------------
 * loopback: ``127.0.0.0/8``, ``::1`` and the host name ``localhost``;
 * private networks: ``10.0.0.0/8``, ``172.16.0.0/12``, ``192.168.0.0/16`` (RFC 1918) and IPv6 unique local
   addresses ``fc00::/7`` (RFC 4193); an IPv4 address written as IPv4-mapped IPv6 (``::ffff:10.0.0.5``) counts as
   the IPv4 address;
 * a ``local/...`` model: a llama.cpp server this plugin starts on ``127.0.0.1``.
 
-Not local:
+Not a private network:
 
 * **any other host name**, even one that would resolve to a private address (``llm.hospital.internal``). Deciding
   by resolving it would need a DNS query (a network request made before the check that is meant to precede every
@@ -43,18 +43,16 @@ from typing import Any
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
-from pytest_medhelm.values import REPLICA_SEPARATOR
+from pytest_medhelm.values import LLAMA_CPP_PREFIX, REPLICA_SEPARATOR, is_llama_cpp_model
 
 #: the networks that count as local (see the module docstring for what is deliberately left out)
-LOCAL_NETWORKS = tuple(
+PRIVATE_NETWORKS = tuple(
     ipaddress.ip_network(net)
     for net in ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "::1/128", "fc00::/7")
 )
-LOCAL_HOSTNAMES = frozenset({"localhost"})
+LOOPBACK_HOSTNAMES = frozenset({"localhost"})
 #: the access levels whose data must stay on the network under --medhelm-local-only
 PROTECTED_ACCESS = frozenset({"gated", "private"})
-#: models served by a llama.cpp server the plugin starts on loopback
-LOCAL_MODEL_PREFIX = "local/"
 
 
 def _host(url: str) -> str | None:
@@ -70,10 +68,10 @@ def _host(url: str) -> str | None:
     return host.rstrip(".")
 
 
-def is_local_address(host: str) -> bool:
+def is_private_network_address(host: str) -> bool:
     """Whether ``host`` (a literal IP address or ``localhost``) is loopback or on a private network."""
     host = host.strip().lower().rstrip(".")
-    if host in LOCAL_HOSTNAMES:
+    if host in LOOPBACK_HOSTNAMES:
         return True
     try:
         address = ipaddress.ip_address(host.split("%", 1)[0])  # an IPv6 zone ("fe80::1%eth0") names no network
@@ -81,10 +79,10 @@ def is_local_address(host: str) -> bool:
         return False  # a host name: never resolved, never local (see the module docstring)
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
-    return any(address.version == net.version and address in net for net in LOCAL_NETWORKS)
+    return any(address.version == net.version and address in net for net in PRIVATE_NETWORKS)
 
 
-def is_local_endpoint(url: str | None) -> bool:
+def is_private_network_endpoint(url: str | None) -> bool:
     """Whether requests to ``url`` stay on this machine or a private network, decided without any network access.
 
     Only literal IP addresses and ``localhost`` can be local; any other host name is not (it would have to be
@@ -94,7 +92,7 @@ def is_local_endpoint(url: str | None) -> bool:
     if not url:
         return False
     host = _host(url)
-    return host is not None and is_local_address(host)
+    return host is not None and is_private_network_address(host)
 
 
 def _name_and_base(model: Any) -> tuple[str, str | None]:
@@ -110,12 +108,12 @@ def _name_and_base(model: Any) -> tuple[str, str | None]:
 def endpoint_problem(model: Any) -> str | None:
     """None when ``model`` is served locally; otherwise where its requests would go and why that is not local."""
     name, api_base = _name_and_base(model)
-    if name.startswith(LOCAL_MODEL_PREFIX):
+    if is_llama_cpp_model(name):
         return None  # the llama.cpp server this plugin starts on 127.0.0.1
     if not api_base:
         return f"{name} (no API base: litellm sends it to the provider's cloud API)"
     # replicas of one model (their URLs joined, see values.replica_group): every one of them must be local
-    outside = [url for url in api_base.split(REPLICA_SEPARATOR) if not is_local_endpoint(url)]
+    outside = [url for url in api_base.split(REPLICA_SEPARATOR) if not is_private_network_endpoint(url)]
     if not outside:
         return None
     api_base = outside[0]
@@ -143,7 +141,7 @@ def _benchmark(entry: Any) -> tuple[str, str, str | None]:
     return str(entry.slug), str(entry.access), getattr(entry, "kind", None)
 
 
-def local_only_violations(models: Iterable[Any], judges: Iterable[Any], benchmarks: Iterable[Any]) -> list[str]:
+def private_network_violations(models: Iterable[Any], judges: Iterable[Any], benchmarks: Iterable[Any]) -> list[str]:
     """Every gated or private benchmark × endpoint pair that would send patient data off the network.
 
     ``models`` and ``judges``: ModelSpec-like objects (``.name``, ``.api_base``) or ``(name, api_base)`` pairs; a
@@ -166,12 +164,12 @@ def local_only_violations(models: Iterable[Any], judges: Iterable[Any], benchmar
     return out
 
 
-def local_only_message(violations: Sequence[str]) -> str:
+def private_network_message(violations: Sequence[str]) -> str:
     """The usage error for ``--medhelm-local-only`` with the violations found."""
     lines = [f"--medhelm-local-only: {len(violations)} benchmark/endpoint pair(s) would send gated or private data "
              "off this machine's network; nothing was sent:"]
     lines += [f"  {v}" for v in violations]
     lines.append("serve the model and the judges on loopback or a private-network IP address (--medhelm-api-base, "
-                 "--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, local/<model>), "
-                 "or leave those benchmarks out (--medhelm-benchmark)")
+                 f"--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, {LLAMA_CPP_PREFIX}<model>), or leave those "
+                 "benchmarks out (--medhelm-benchmark)")
     return "\n".join(lines)

@@ -25,6 +25,16 @@ from collections.abc import Iterable, Mapping
 
 LOG = logging.getLogger("pytest_medhelm.catalogue")
 
+#: what starts the name of a llama.cpp model (``local/<name or path.gguf>``): a GGUF file served by a llama.cpp
+#: server the run starts on loopback (:mod:`pytest_medhelm.models.llama`). Not a private network
+#: (``--medhelm-local-only``, :mod:`pytest_medhelm.governance`), not the user's data files.
+LLAMA_CPP_PREFIX = "local/"
+
+
+def is_llama_cpp_model(name: str) -> bool:
+    """Whether ``name`` is a llama.cpp model (``local/...``) that the run serves itself."""
+    return name.startswith(LLAMA_CPP_PREFIX)
+
 
 @dataclass(frozen=True)
 class Instance:

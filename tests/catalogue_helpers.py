@@ -7,6 +7,8 @@ Real data is read from ``../shared/data`` beside the repository when it exists (
 from __future__ import annotations
 
 import json
+import sqlite3
+import zipfile
 from pathlib import Path
 from typing import Any
 from collections.abc import Sequence
@@ -117,3 +119,120 @@ def assert_missing_column(slug: str, data_dir: Path, path: Path, column: str, wh
         load(slug, data_dir)
     assert (info.value.path, info.value.where) == (str(path), where)
     assert repr(column) in info.value.problem
+
+
+SCHEMA = """DROP TABLE IF EXISTS patient;
+CREATE TABLE patient
+(
+    uniquepid VARCHAR(10) NOT NULL,
+    patientunitstayid INT NOT NULL PRIMARY KEY,
+    age VARCHAR(10) NOT NULL,
+    hospitaladmittime TIMESTAMP(0) NOT NULL
+) ;
+
+DROP TABLE IF EXISTS medication;
+CREATE TABLE medication
+(
+    medicationid INT NOT NULL PRIMARY KEY,
+    patientunitstayid INT NOT NULL,
+    drugname VARCHAR(220) NOT NULL,
+    routeadmin VARCHAR(120) NOT NULL,
+    drugstarttime TIMESTAMP(0),
+    FOREIGN KEY(patientunitstayid) REFERENCES patient(patientunitstayid)
+) ;
+
+DROP TABLE IF EXISTS vitalperiodic;
+CREATE TABLE vitalperiodic
+(
+    vitalperiodicid BIGINT NOT NULL PRIMARY KEY,
+    patientunitstayid INT NOT NULL,
+    heartrate INT,
+    observationtime TIMESTAMP(0) NOT NULL
+) ;
+"""
+
+
+SCHEMA_IN_PROMPT = (
+    "CREATE TABLE patient\n(\nuniquepid VARCHAR(10) NOT NULL,\npatientunitstayid INT NOT NULL PRIMARY KEY,\n"
+    "age VARCHAR(10) NOT NULL,\nhospitaladmittime TIMESTAMP(0) NOT NULL\n) ;\n\n"
+    "CREATE TABLE medication\n(\nmedicationid INT NOT NULL PRIMARY KEY,\npatientunitstayid INT NOT NULL,\n"
+    "drugname VARCHAR(220) NOT NULL,\nrouteadmin VARCHAR(120) NOT NULL,\ndrugstarttime TIMESTAMP(0),\n"
+    "FOREIGN KEY(patientunitstayid) REFERENCES patient(patientunitstayid)\n) ;\n\n"
+    "CREATE TABLE vitalperiodic\n(\nvitalperiodicid BIGINT NOT NULL PRIMARY KEY,\npatientunitstayid INT NOT NULL,\n"
+    "heartrate INT,\nobservationtime TIMESTAMP(0) NOT NULL\n) ;"
+)
+
+
+ROWS = {
+    "patient": [("001-1", 10, "60", "2104-05-01 10:00:00"), ("001-2", 20, "45", "2103-02-01 09:00:00")],
+    "medication": [
+        (1, 10, "aspirin 81 mg", "po", "2104-05-02 08:00:00"),
+        (2, 10, "heparin", "iv", "2104-05-03 08:00:00"),
+        (3, 20, "aspirin 81 mg", "po", "2103-02-02 08:00:00"),
+    ],
+    "vitalperiodic": [(1, 10, 72, "2104-05-01 11:00:00"), (2, 10, 130, "2104-05-01 12:00:00")],
+}
+
+
+def make_database(path: Path, schema: str = SCHEMA) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    with con:
+        con.executescript(schema)
+        for table, rows in ROWS.items():
+            con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    con.close()
+    return path
+
+
+def entry(entry_id: str, question: str, query: str, value: dict | None = None, impossible: bool = False) -> dict:
+    record = {"db_id": "eicu", "question": question, "query": query, "is_impossible": impossible, "id": entry_id,
+              "split": "x"}
+    if value is not None:
+        record["value"] = value
+    return record
+
+
+def write_ehrsql(tmp_path: Path, valid: list[dict], test: list[dict]) -> None:
+    write(tmp_path, "ehrsql", "valid.json", json.dumps(valid))
+    write(tmp_path, "ehrsql", "test.json", json.dumps(test))
+    write(tmp_path, "ehrsql", "eicu.sql", SCHEMA)
+    make_database(tmp_path / "ehrsql" / "eicu.sqlite")
+
+
+ROUTE_QUERY = "select distinct medication.routeadmin from medication where medication.drugname = 'aspirin 81 mg'"
+
+
+def sql_instance(db: Path, gold: str, value: dict | None = None, impossible: bool = False) -> Instance:
+    return Instance(id="e", input="?", references=(gold,),
+                    extra={"db_path": str(db), "is_impossible": impossible, "value": {} if value is None else value})
+
+
+MEDQA_DEV = [
+    {"question": "A 23-year-old woman has burning on urination. Best treatment?", "answer": "Nitrofurantoin",
+     "options": {"A": "Ampicillin", "B": "Ceftriaxone", "C": "Doxycycline", "D": 'Nitrofurantoin\n"'},
+     "meta_info": "step2&3", "answer_idx": "D"},
+    {"question": "Which nerve?", "answer": "Ulnar", "options": {"A": "Ulnar", "B": "Radial", "C": "Median",
+                                                                "D": "Axillary"},
+     "meta_info": "step1", "answer_idx": "A"},
+]
+
+
+MEDQA_TEST = [
+    {"question": "Which drug?", "answer": "Heparin", "options": {"A": "Warfarin", "B": "Heparin", "C": "Aspirin",
+                                                                 "D": "Clopidogrel"},
+     "meta_info": "step1", "answer_idx": "B"},
+]
+
+
+MEDQA_MEMBER = "data_clean/questions/US/4_options/phrases_no_exclude_{}.jsonl"
+
+
+def medqa_zip(path: Path, dev: list[dict] = MEDQA_DEV, test: list[dict] = MEDQA_TEST) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(MEDQA_MEMBER.format("dev"), jsonl(dev))
+        zf.writestr(MEDQA_MEMBER.format("test"), jsonl(test))
+        zf.writestr(MEDQA_MEMBER.format("train"), jsonl(dev))
+        zf.writestr("data_clean/questions/Mainland/4_options/phrases_no_exclude_dev.jsonl", "not read\n")
+    return path

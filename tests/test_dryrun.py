@@ -148,7 +148,7 @@ def test_the_dry_run_counts_the_judge_prompts_a_run_would_send(pytester, shared_
     from pathlib import Path
 
     from catalogue_helpers import BENCHMARKS, load
-    from test_jury_helm_run import helm_judge_prompt, helm_template
+    from helm_reference import helm_judge_prompt, helm_template
 
     suite = Path(__file__).resolve().parents[1] / "benchmarks"
     result = pytester.runpytest_subprocess(

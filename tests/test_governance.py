@@ -1,6 +1,6 @@
 """Patient data: ``--medhelm-local-only`` and the privacy of the cache directory.
 
-* ``is_local_endpoint`` / ``local_only_violations`` (pytest_medhelm.governance), unit tests;
+* ``is_private_network_endpoint`` / ``private_network_violations`` (pytest_medhelm.governance), unit tests;
 * whole runs: with ``--medhelm-local-only`` a gated benchmark and a model or judge endpoint off the network is a
   usage error (exit 4) naming the benchmark and the endpoint, before any request. The endpoints used are in
   TEST-NET-3 (``203.0.113.0/24``, RFC 5737: reserved for documentation, never routed) and are never contacted.
@@ -21,15 +21,15 @@ import pytest
 
 from conftest import TOY_CONFTEST, TOY_TEST
 import pytester_runs
-from pytest_medhelm.governance import (is_local_address, is_local_endpoint, local_only_message,
-                                       local_only_violations)
+from pytest_medhelm.governance import (is_private_network_address, is_private_network_endpoint,
+                                       private_network_message, private_network_violations)
 from pytest_medhelm.values import ModelSpec
 
 OFF_NETWORK = "http://203.0.113.10/v1"  # TEST-NET-3: documentation only, never contacted
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# is_local_endpoint
+# is_private_network_endpoint
 
 
 @pytest.mark.parametrize("url", [
@@ -39,7 +39,7 @@ OFF_NETWORK = "http://203.0.113.10/v1"  # TEST-NET-3: documentation only, never 
     "http://[::ffff:10.1.2.3]/v1", "http://[::ffff:127.0.0.1]", "10.0.0.5:8000/v1", "http://user:pw@10.0.0.5/v1",
 ])
 def test_loopback_and_private_networks_are_local(url):
-    assert is_local_endpoint(url)
+    assert is_private_network_endpoint(url)
 
 
 @pytest.mark.parametrize("url", [
@@ -58,12 +58,12 @@ def test_loopback_and_private_networks_are_local(url):
     "http://[::1", "", None, "http://", "not a url at all",
 ])
 def test_everything_else_is_not_local(url):
-    assert not is_local_endpoint(url)
+    assert not is_private_network_endpoint(url)
 
 
-def test_is_local_address_takes_bare_hosts():
-    assert is_local_address("127.0.0.1") and is_local_address("::1") and is_local_address("localhost")
-    assert not is_local_address("example.org") and not is_local_address("203.0.113.10")
+def test_is_private_network_address_takes_bare_hosts():
+    assert all(is_private_network_address(host) for host in ("127.0.0.1", "::1", "localhost"))
+    assert not is_private_network_address("example.org") and not is_private_network_address("203.0.113.10")
 
 
 def test_no_network_access_is_made(monkeypatch):
@@ -75,13 +75,13 @@ def test_no_network_access_is_made(monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", forbidden)
     monkeypatch.setattr(socket, "gethostbyname", forbidden)
     monkeypatch.setattr(socket, "create_connection", forbidden)
-    assert not is_local_endpoint("http://llm.hospital.internal/v1")
-    assert is_local_endpoint("http://localhost/v1")
-    assert local_only_violations([("openai/m", "http://llm.hospital.internal/v1")], [], [("x", "private")])
+    assert not is_private_network_endpoint("http://llm.hospital.internal/v1")
+    assert is_private_network_endpoint("http://localhost/v1")
+    assert private_network_violations([("openai/m", "http://llm.hospital.internal/v1")], [], [("x", "private")])
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# local_only_violations
+# private_network_violations
 
 
 @dataclass
@@ -91,7 +91,7 @@ class Bench:
     kind: str
 
 
-def test_gated_and_private_benchmarks_times_non_local_endpoints():
+def test_gated_and_private_benchmarks_times_endpoints_off_the_private_network():
     models = [ModelSpec("openai/gpt-4o", "openai/gpt-4o"),  # no api base: the provider's cloud
               ModelSpec("local/smollm2", "openai/smollm2"),  # our llama.cpp server on loopback
               ModelSpec("openai/ft", "openai/ft", "http://10.1.2.3:8000/v1"),
@@ -99,7 +99,7 @@ def test_gated_and_private_benchmarks_times_non_local_endpoints():
     judges = [("anthropic/claude-3-7-sonnet", None), ("openai/judge", "http://127.0.0.1:9000/v1")]
     benchmarks = [("pubmedqa", "public", "closed"), ("mimic_billing", "gated", "closed"),
                   Bench("noteextract", "private", "open")]
-    violations = local_only_violations(models, judges, benchmarks)
+    violations = private_network_violations(models, judges, benchmarks)
     assert violations == [
         "mimic_billing (gated) -> model openai/gpt-4o (no API base: litellm sends it to the provider's cloud API)",
         f"mimic_billing (gated) -> model hosted_vllm/x at {OFF_NETWORK} (not a loopback or private-network address)",
@@ -108,27 +108,27 @@ def test_gated_and_private_benchmarks_times_non_local_endpoints():
         "noteextract (private) -> judge anthropic/claude-3-7-sonnet (no API base: litellm sends it to the "
         "provider's cloud API)",
     ]
-    message = local_only_message(violations)
+    message = private_network_message(violations)
     assert message.startswith("--medhelm-local-only: 5 benchmark/endpoint pair(s)")
     assert all(v in message for v in violations)
 
 
-def test_public_data_and_local_endpoints_are_fine():
+def test_public_data_and_private_network_endpoints_are_fine():
     local = [("openai/a", "http://127.0.0.1:8000/v1"), ("local/smollm2", None), ModelSpec("o/b", "o/b", "http://[::1]")]
-    assert local_only_violations(local, local, [("mimic_bhc", "gated"), ("bmt_status", "private", "closed")]) == []
+    assert private_network_violations(local, local, [("mimic_bhc", "gated"), ("bmt_status", "private", "closed")]) == []
     cloud = [("openai/gpt-4o", None)]
-    assert local_only_violations(cloud, cloud, [("pubmedqa", "public"), ("medqa", "public", "open")]) == []
+    assert private_network_violations(cloud, cloud, [("pubmedqa", "public"), ("medqa", "public", "open")]) == []
 
 
 def test_judges_are_checked_for_open_benchmarks_and_when_the_kind_is_unknown():
     judges = [("openai/gpt-4o", None)]
-    assert local_only_violations([], judges, [("mimic_billing", "gated", "closed")]) == []
-    assert len(local_only_violations([], judges, [("mimic_bhc", "gated", "open")])) == 1
-    assert len(local_only_violations([], judges, [("mimic_bhc", "gated")])) == 1  # unknown kind: checked
+    assert private_network_violations([], judges, [("mimic_billing", "gated", "closed")]) == []
+    assert len(private_network_violations([], judges, [("mimic_bhc", "gated", "open")])) == 1
+    assert len(private_network_violations([], judges, [("mimic_bhc", "gated")])) == 1  # unknown kind: checked
 
 
 def test_a_host_name_violation_says_why():
-    [violation] = local_only_violations([("openai/m", "http://llm.hospital.internal:8000/v1")], [],
+    [violation] = private_network_violations([("openai/m", "http://llm.hospital.internal:8000/v1")], [],
                                         [("bmt_status", "private")])
     assert "host names are not resolved" in violation and "llm.hospital.internal" in violation
 
@@ -138,7 +138,7 @@ def test_every_shipped_gated_or_private_benchmark_is_protected():
 
     protected = [b for b in builtin_benchmarks() if b.access in ("gated", "private")]
     assert protected  # the catalogue has them
-    violations = local_only_violations([("openai/gpt-4o", None)], [], protected)
+    violations = private_network_violations([("openai/gpt-4o", None)], [], protected)
     assert {v.split(" ", 1)[0] for v in violations} == {b.slug for b in protected}
 
 

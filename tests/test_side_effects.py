@@ -153,7 +153,7 @@ def test_a_value_the_user_set_is_kept(tmp_path):
 
 def test_counting_tokens_offline_leaves_the_environment_as_it_was():
     action = """
-    from pytest_medhelm.catalogue.local_data import count_tokens
+    from pytest_medhelm.catalogue.user_files import count_tokens
     from pytest_medhelm.dryrun import TokenCounter
     counter = TokenCounter()
     result = [count_tokens("a patient with a cough"), counter("openai/gpt-4o", "a patient with a cough"),
@@ -167,7 +167,8 @@ def test_counting_tokens_offline_leaves_the_environment_as_it_was():
 
 
 def test_llama_cpp_is_started_without_preexec_fn(tmp_path, monkeypatch):
-    from pytest_medhelm.models import local
+    from pytest_medhelm.models.llama import process
+    from pytest_medhelm.models.llama import server as llama_server
 
     launched: list[dict] = []
 
@@ -176,12 +177,12 @@ def test_llama_cpp_is_started_without_preexec_fn(tmp_path, monkeypatch):
             launched.append(dict(kwargs))
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(local.subprocess, "Popen", Recorded)
+    monkeypatch.setattr(process.subprocess, "Popen", Recorded)
     gguf = tmp_path / "not-a-model.gguf"
     gguf.write_bytes(b"GGUF but not really")
-    monkeypatch.setattr(local, "require_server", lambda: None)  # the launch is what is checked, not llama.cpp
-    server = local.LocalServer(gguf, tmp_path / "llama.log", startup_timeout=20)
-    with pytest.raises(local.LocalModelUnavailable):
+    monkeypatch.setattr(llama_server, "require_server", lambda: None)  # the launch is what is checked, not llama.cpp
+    server = llama_server.LlamaServer(gguf, tmp_path / "llama.log", startup_timeout=20)
+    with pytest.raises(llama_server.LlamaModelUnavailable):
         server.start()  # the child starts, then fails on the file (or on llama.cpp missing): either way it ran
     assert launched, "no process was started"
     assert all(kw.get("preexec_fn") is None for kw in launched)

@@ -39,3 +39,18 @@ TOY_TEST = textwrap.dedent('''
     def test_toy(medhelm_instance, medhelm_model):
         assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
 ''')
+
+
+TIMED_TEST = textwrap.dedent('''
+    import json, time
+    import pytest
+    from pytest_medhelm.assertions import assert_metric
+
+    @pytest.mark.medhelm(benchmark="toy")
+    def test_toy(medhelm_instance, medhelm_model):
+        started = time.time()
+        answer = medhelm_model.answer(medhelm_instance)
+        with open("item_times.jsonl", "a") as fh:
+            fh.write(json.dumps([medhelm_instance.id, started]) + "\\n")
+        assert_metric(answer, medhelm_instance)
+''')

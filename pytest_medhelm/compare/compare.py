@@ -45,21 +45,19 @@ A gate (appended to ``results["gates"]``)::
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pytest_medhelm.compare import stats
+from pytest_medhelm.report.formatting import fixed, p_value
+from pytest_medhelm.report.records import Gate, InstanceRecord, Results, section
 
 _EPS = 1e-12
 
 
 # ---------------------------------------------------------------------------------------------------- building
-def run_models(results: Mapping[str, Any]) -> list[str]:
-    models = list(results.get("run", {}).get("models") or [])
-    for inst in results.get("instances", []):
-        if inst.get("model") is not None and inst["model"] not in models:
-            models.append(inst["model"])
-    return models
+def run_models(results: Results | Mapping[str, Any]) -> list[str]:
+    return Results.read(results).model_names()
 
 
 def model_pairs(baseline_models: Sequence[str], current_models: Sequence[str]) -> tuple[list[tuple[str, str]],
@@ -71,29 +69,32 @@ def model_pairs(baseline_models: Sequence[str], current_models: Sequence[str]) -
     return pairs, [m for m in current_models if m not in baseline_models]
 
 
-def _index(results: Mapping[str, Any]) -> dict[str, dict[str, dict[str, dict[str, dict[str, Any]]]]]:
+Index = dict[str, dict[str, dict[str, dict[str, InstanceRecord]]]]
+
+
+def _index(results: Results) -> Index:
     """model → benchmark → subset → instance id → instance (scored or not)."""
-    index: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
-    for inst in results.get("instances", []):
-        index[inst["model"]][inst["benchmark"]][inst.get("subset") or ""][str(inst["instance_id"])] = inst
+    index: Index = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    for inst in results.instances:
+        index[inst.model][inst.benchmark][inst.subset or ""][str(inst.instance_id)] = inst
     return index
 
 
-def _categories(*results: Mapping[str, Any]) -> dict[str, str]:
+def _categories(*results: Results) -> dict[str, str]:
     """benchmark slug → category slug, from the runs' benchmark rows (the current run's first)."""
     from pytest_medhelm.catalogue.taxonomy import category_named
 
     out: dict[str, str] = {}
     for res in results:
-        for row in res.get("benchmarks", []):
-            if row.get("slug") in out:
+        for row in res.benchmarks:
+            if row.slug in out:
                 continue
-            slug = row.get("category_slug")
-            if not slug and row.get("category"):
-                cat = category_named(row["category"])
-                slug = cat.slug if cat else row["category"]
+            slug = row.category_slug
+            if not slug and row.category:
+                cat = category_named(row.category)
+                slug = cat.slug if cat else row.category
             if slug:
-                out[row["slug"]] = slug
+                out[row.slug] = slug
     return out
 
 
@@ -125,13 +126,14 @@ def _row(scope: str, name: str, label: str, model: str, baseline_model: str, res
     return row
 
 
-def baseline_info(baseline: Mapping[str, Any]) -> dict[str, Any]:
-    run = baseline.get("run", {})
-    saved = baseline.get("saved") or {}
-    commit = run.get("commit_info") or {}
-    return {"source": baseline.get("source"), "name": saved.get("name"), "number": saved.get("number"),
-            "models": run_models(baseline), "git_commit": commit.get("commit") or run.get("git_commit"),
-            "branch": commit.get("branch"), "started": run.get("started")}
+def baseline_info(baseline: Results | Mapping[str, Any]) -> dict[str, Any]:
+    baseline = Results.read(baseline)
+    run, saved = baseline.run, baseline.saved
+    commit = run.commit_info or {}
+    return {"source": (baseline.model_extra or {}).get("source"), "name": saved.name if saved else None,
+            "number": saved.number if saved else None, "models": baseline.model_names(),
+            "git_commit": commit.get("commit") or run.git_commit, "branch": commit.get("branch"),
+            "started": run.started}
 
 
 def baseline_label(info: Mapping[str, Any]) -> str:
@@ -145,16 +147,18 @@ def baseline_label(info: Mapping[str, Any]) -> str:
     return "baseline"
 
 
-def jury_instruments(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, str] | None:
+def jury_instruments(baseline: Results | Mapping[str, Any],
+                     current: Results | Mapping[str, Any]) -> dict[str, str] | None:
     """{"baseline": name, "current": name} when both runs had a jury and its instruments differ, else None."""
+    from pytest_medhelm.report.records import header
     from pytest_medhelm.report.results import MIXED
 
     names = []
     for res in (baseline, current):
-        run = res.get("run", {})
-        if not run.get("judges") and not run.get("jury_prompts"):
+        run = header(res)
+        if not run.judges and not run.jury_prompts:
             return None  # a run without a jury: nothing scored by an instrument
-        names.append(run.get("jury_prompts") or "unknown")
+        names.append(run.jury_prompts or "unknown")
     if names[0] == names[1] and not names[0].startswith(MIXED):  # a mixed run is one measurement with neither
         return None
     return {"baseline": names[0], "current": names[1]}
@@ -165,12 +169,13 @@ def instrument_message(mismatch: Mapping[str, str]) -> str:
             f"{mismatch['baseline']}, this run {mismatch['current']}); compare-fail gates are not evaluated")
 
 
-def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
+def build_comparison(baseline: Results | Mapping[str, Any], current: Results | Mapping[str, Any], *,
                      compare_fail: Iterable[tuple[str, float]] = (), alpha: float = stats.ALPHA,
                      power: float = stats.POWER, resamples: int = stats.RESAMPLES,
                      seed: int = stats.SEED) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The comparison section and the compare-fail gates (see the module docstring)."""
-    pairs, unmatched = model_pairs(run_models(baseline), run_models(current))
+    baseline, current = Results.read(baseline), Results.read(current)
+    pairs, unmatched = model_pairs(baseline.model_names(), current.model_names())
     base_index, cur_index = _index(baseline), _index(current)
     category_of = _categories(current, baseline)
     rows: list[dict[str, Any]] = []
@@ -186,17 +191,15 @@ def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
             only_base = only_cur = 0
             for subset in sorted(set(cur_b) | set(base_b)):
                 cur_s, base_s = cur_b.get(subset, {}), base_b.get(subset, {})
-                cur_ok = {i for i, inst in cur_s.items() if inst.get("score") is not None}
-                base_ok = {i for i, inst in base_s.items() if inst.get("score") is not None}
-                common = sorted(cur_ok & base_ok)
-                only_base += len(base_ok - cur_ok)
-                only_cur += len(cur_ok - base_ok)
+                cur_ok = {i: inst.score for i, inst in cur_s.items() if inst.score is not None}
+                base_ok = {i: inst.score for i, inst in base_s.items() if inst.score is not None}
+                common = sorted(cur_ok.keys() & base_ok.keys())
+                only_base += len(base_ok.keys() - cur_ok.keys())
+                only_cur += len(cur_ok.keys() - base_ok.keys())
                 if common:
-                    matched[subset] = ([float(base_s[i]["score"]) for i in common],
-                                       [float(cur_s[i]["score"]) for i in common])
-                    prompts_differ += sum(1 for i in common if base_s[i].get("prompt_sha256")
-                                          and cur_s[i].get("prompt_sha256")
-                                          and base_s[i]["prompt_sha256"] != cur_s[i]["prompt_sha256"])
+                    matched[subset] = ([base_ok[i] for i in common], [cur_ok[i] for i in common])
+                    prompts_differ += sum(1 for i in common if base_s[i].prompt_sha256 and cur_s[i].prompt_sha256
+                                          and base_s[i].prompt_sha256 != cur_s[i].prompt_sha256)
             result = stats.compare_benchmark(matched, key=slug, resamples=resamples, seed=seed, alpha=alpha,
                                              power=power) if matched else None
             if result is not None:
@@ -220,13 +223,12 @@ def build_comparison(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
     if prompts_differ:
         warnings.append(f"{prompts_differ} matched instance(s) were asked with a different prompt than in the "
                         "baseline (prompt_sha256 differs): the comparison mixes prompt and model changes")
-    for key in ("compat",):
-        b, c = baseline.get("run", {}).get(key), current.get("run", {}).get(key)
-        if b and c and b != c:
-            warnings.append(f"the baseline ran with {key}={b}, this run with {key}={c}: scores are not comparable")
+    b, c = baseline.run.compat, current.run.compat
+    if b and c and b != c:
+        warnings.append(f"the baseline ran with compat={b}, this run with compat={c}: scores are not comparable")
     if unmatched:
         warnings.append("no baseline model for " + ", ".join(unmatched) + " (the baseline has "
-                        + ", ".join(run_models(baseline)) + ")")
+                        + ", ".join(baseline.model_names()) + ")")
     if pairs and not any(r["scope"] == "benchmark" and r["n"] for r in rows):
         warnings.append("no instance was scored by both runs: nothing to compare")
     mismatch = jury_instruments(baseline, current)
@@ -264,68 +266,73 @@ def compare_gates(comparison: Mapping[str, Any], paired: Mapping[tuple[str, str,
     """The compare-fail gates: each one-sided margin test (``paired`` holds each row's statistics, keyed by
     (scope, name, model)), Holm-adjusted over all of them (module docstring)."""
     rows = comparison["rows"]
-    gates: list[dict[str, Any]] = []
+    gates: list[Gate] = []
     for name, drop in compare_fail:
         target = _normalize_name(name, rows)
         for pair in comparison["pairs"]:
             row = _find(rows, target, pair["model"])
             result = None if row is None else paired.get((row["scope"], row["name"], row["model"]))
             p, test = stats.margin_p(result, drop) if result is not None else (None, None)
-            gates.append({"spec": f"compare-fail {name}:{drop:g}", "kind": "compare_fail", "name": target,
-                          "drop": drop, "model": pair["model"], "baseline_model": pair["baseline_model"],
-                          "value": None if result is None else result.delta,
-                          "baseline": None if result is None else result.baseline,
-                          "current": None if result is None else result.current,
-                          "p": p, "test": test, "p_holm": None, "passed": False})
+            gates.append(Gate(spec=f"compare-fail {name}:{drop:g}", kind="compare_fail", name=target, drop=drop,
+                              model=pair["model"], baseline_model=pair["baseline_model"],
+                              value=None if result is None else result.delta,
+                              baseline=None if result is None else result.baseline,
+                              current=None if result is None else result.current,
+                              p=p, test=test, p_holm=None, passed=False))
     mismatch = comparison.get("instrument_mismatch")
     if mismatch:
         for gate in gates:  # not evaluated: a drop could be the instrument's, not the model's
-            gate.update(value=None, evaluated=False, passed=False,
-                        reason=f"not evaluated: different judge prompts (baseline {mismatch['baseline']}, "
-                               f"this run {mismatch['current']})")
-        return gates
-    adjusted = stats.holm([g["p"] for g in gates])
-    for gate, p_holm in zip(gates, adjusted):
-        gate["p_holm"] = p_holm
-        if gate["value"] is None or p_holm is None:
-            gate["reason"] = "no score in common with the baseline"
-            gate["passed"] = False
-            continue
-        drop, limit = -gate["value"], gate["drop"]
-        failed = p_holm < alpha
-        gate["passed"] = not failed
-        evidence = f"p={_p(p_holm)} (Holm) for a drop of at most {limit:g}"
-        if failed:
-            gate["reason"] = f"dropped by {drop:.3f}, significantly more than {limit:g}: {evidence} < {alpha:g}"
-        elif drop > limit + _EPS:
-            gate["reason"] = f"dropped by {drop:.3f} > {limit:g} but not significantly more ({evidence})"
-        elif gate["value"] >= 0:
-            gate["reason"] = f"no drop ({gate['value']:+.3f})"
-        else:
-            gate["reason"] = f"dropped by {drop:.3f} <= {limit:g}"
-    return gates
+            gate.value, gate.evaluated, gate.passed = None, False, False
+            gate.reason = (f"not evaluated: different judge prompts (baseline {mismatch['baseline']}, "
+                           f"this run {mismatch['current']})")
+    else:
+        for gate, p_holm in zip(gates, stats.holm([g.p for g in gates])):
+            _judge(gate, p_holm, alpha)
+    return [gate.model_dump(exclude_unset=True) for gate in gates]
 
 
-def win_rate_rows(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _judge(gate: Gate, p_holm: float | None, alpha: float) -> None:
+    """A compare-fail gate's verdict and reason from its Holm-adjusted p-value."""
+    gate.p_holm = p_holm
+    if gate.value is None or p_holm is None or gate.drop is None:
+        gate.reason = "no score in common with the baseline"
+        gate.passed = False
+        return
+    drop, limit = -gate.value, gate.drop
+    failed = p_holm < alpha
+    gate.passed = not failed
+    evidence = f"p={p_value(p_holm)} (Holm) for a drop of at most {limit:g}"
+    if failed:
+        gate.reason = f"dropped by {drop:.3f}, significantly more than {limit:g}: {evidence} < {alpha:g}"
+    elif drop > limit + _EPS:
+        gate.reason = f"dropped by {drop:.3f} > {limit:g} but not significantly more ({evidence})"
+    elif gate.value >= 0:
+        gate.reason = f"no drop ({gate.value:+.3f})"
+    else:
+        gate.reason = f"dropped by {drop:.3f} <= {limit:g}"
+
+
+def win_rate_rows(baseline: Results | Mapping[str, Any], current: Results | Mapping[str, Any]) -> list[dict[str, Any]]:
     """HELM's win rate over the current run's benchmarks, with each baseline model as one more model named
     ``<model> (baseline)``; macro-averages over the same columns."""
     from pytest_medhelm.report.aggregate import win_rates
 
-    columns = {r["slug"] for r in current.get("benchmarks", []) if r.get("mean") is not None}
+    current_rows, baseline_rows = section(current, "benchmarks"), section(baseline, "benchmarks")
+    columns = {r.slug for r in current_rows if r.mean is not None}
     table: dict[str, dict[str, float | None]] = defaultdict(dict)
     is_baseline: dict[str, bool] = {}
-    for res, suffix in ((current, ""), (baseline, " (baseline)")):
-        for r in res.get("benchmarks", []):
-            if r["slug"] in columns and r.get("mean") is not None:
-                name = f"{r['model']}{suffix}"
-                table[name][r["slug"]] = r["mean"]
+    for rows, suffix in ((current_rows, ""), (baseline_rows, " (baseline)")):
+        for r in rows:
+            if r.slug in columns and r.mean is not None:
+                name = f"{r.model}{suffix}"
+                table[name][r.slug] = r.mean
                 is_baseline[name] = bool(suffix)
     if len(table) < 2:
         return []
     rates = win_rates(table)
     out = []
     for name, (rate, sd) in rates.items():
-        values = list(table[name].values())
+        values = [v for v in table[name].values() if v is not None]
         out.append({"model": name, "win_rate": rate, "win_sd": sd,
                     "macro_avg": sum(values) / len(values) if values else None, "baseline": is_baseline[name]})
     return sorted(out, key=lambda r: (-(r["win_rate"] if r["win_rate"] is not None else -1.0),
@@ -335,12 +342,6 @@ def win_rate_rows(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> li
 # ---------------------------------------------------------------------------------------------------- rendering
 _TESTS = {"mcnemar_exact": "McNemar", "paired_bootstrap": "bootstrap",
           "stratified_paired_bootstrap": "strat. bootstrap", None: "-"}
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "-"
-    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
 def _marks(p: float | None) -> str:
@@ -355,10 +356,6 @@ def _arrow(delta: float | None) -> str:
     return "=" if abs(delta) < 0.0005 else ("↑" if delta > 0 else "↓")
 
 
-def _f(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def table_rows(comparison: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     several = len(comparison["pairs"]) > 1
     header = (["model"] if several else []) + ["", "baseline", "current", "delta", "95% CI", "p", "MDE", "n",
@@ -367,25 +364,27 @@ def table_rows(comparison: Mapping[str, Any]) -> tuple[list[str], list[list[str]
     for r in comparison["rows"]:
         label = r["label"] if r["scope"] == "benchmark" else (
             f"[{r['label']}]" if r["scope"] == "category" else "OVERALL")
-        delta = "-" if r["delta"] is None else f"{_arrow(r['delta'])} {r['delta']:+.3f} {_marks(r['p'])}".rstrip()
-        ci = "-" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        delta = "-" if r["delta"] is None else f"{_arrow(r['delta'])} {fixed(r['delta'], sign=True)} {_marks(r['p'])}"
+        ci = "-" if r["ci_low"] is None else f"[{fixed(r['ci_low'], sign=True)}, {fixed(r['ci_high'], sign=True)}]"
         n = str(r["n"]) + (f" ({r['n_benchmarks']} bench)" if r["scope"] != "benchmark" and r["n"] else "")
-        rows.append(([r["model"]] if several else []) + [label, _f(r["baseline"]), _f(r["current"]), delta, ci,
-                                                          _p(r["p"]), _f(r["mde"]), n, _TESTS.get(r["test"], "-")])
+        rows.append(([r["model"]] if several else []) + [label, fixed(r["baseline"]), fixed(r["current"]),
+                                                          delta.rstrip(), ci, p_value(r["p"]), fixed(r["mde"]), n,
+                                                          _TESTS.get(r["test"], "-")])
     return header, rows
 
 
 def win_rate_table(comparison: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["model", "win rate", "win SD", "macro avg"]
-    return header, [[r["model"], _f(r["win_rate"], 2), _f(r["win_sd"], 2), _f(r["macro_avg"])]
+    return header, [[r["model"], fixed(r["win_rate"], 2), fixed(r["win_sd"], 2), fixed(r["macro_avg"])]
                     for r in comparison.get("win_rates", [])]
 
 
-def gate_rows(gates: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def gate_rows(gates: Iterable[Gate | Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
     header = ["gate", "model", "delta", "p (drop > DROP)", "p (Holm)", "verdict", "why"]
-    rows = [[g["spec"], g["model"], "-" if g["value"] is None else f"{g['value']:+.3f}", _p(g.get("p")),
-             _p(g.get("p_holm")), "PASS" if g["passed"] else "FAIL", g.get("reason", "")]
-            for g in gates if g.get("kind") == "compare_fail"]
+    typed = [g if isinstance(g, Gate) else Gate.model_validate(g) for g in gates]
+    rows = [[g.spec, g.model or "", fixed(g.value, sign=True), p_value(g.p), p_value(g.p_holm),
+             "PASS" if g.passed else "FAIL", g.reason or ""]
+            for g in typed if g.kind == "compare_fail"]
     return header, rows
 
 
@@ -417,25 +416,32 @@ def _title(comparison: Mapping[str, Any]) -> str:
     return title
 
 
-def terminal_sections(results: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _comparison(results: Results | Mapping[str, Any]) -> Mapping[str, Any]:
+    comparison = results.comparison if isinstance(results, Results) else results.get("comparison")
+    if comparison is None:
+        raise ValueError("these results hold no comparison with a baseline")
+    return comparison
+
+
+def terminal_sections(results: Results | Mapping[str, Any]) -> list[tuple[str, str]]:
     from pytest_medhelm.report.tables import render
 
-    comparison = results["comparison"]
+    comparison = _comparison(results)
     body = render(*table_rows(comparison)) if comparison["rows"] else "(no benchmark in common)"
     notes = [legend(comparison)] + [f"warning: {w}" for w in comparison.get("warnings", [])]
     sections = [(_title(comparison), body + "\n" + "\n".join(notes))]
     if comparison.get("win_rates"):
         sections.append(("leaderboard with the baseline", render(*win_rate_table(comparison))))
-    header, rows = gate_rows(results.get("gates", []))
+    header, rows = gate_rows(section(results, "gates"))
     if rows:
         sections.append(("compare-fail gates", render(header, rows)))
     return sections
 
 
-def markdown_section(results: Mapping[str, Any]) -> str:
+def markdown_section(results: Results | Mapping[str, Any]) -> str:
     from pytest_medhelm.report.tables import render
 
-    comparison = results["comparison"]
+    comparison = _comparison(results)
     title = _title(comparison)
     lines = [f"### {title[0].upper()}{title[1:]}", ""]
     if comparison["rows"]:
@@ -447,7 +453,7 @@ def markdown_section(results: Mapping[str, Any]) -> str:
         lines += [f"> ⚠️ {w}", ""]
     if comparison.get("win_rates"):
         lines += ["#### Leaderboard with the baseline", "", render(*win_rate_table(comparison), fmt="github"), ""]
-    header, rows = gate_rows(results.get("gates", []))
+    header, rows = gate_rows(section(results, "gates"))
     if rows:
         lines += ["#### Compare-fail gates", "", render(header, rows, fmt="github"), ""]
     return "\n".join(lines)

@@ -16,23 +16,26 @@ no row.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-from collections.abc import Iterable, Mapping, Sequence
+
+from pytest_medhelm.report.records import InstanceRecord, MergedFrom, Results, dump
 
 _SAME = ("score", "raw_score", "error", "answer", "prompt_sha256")
+Key = tuple[str, str, str, str]
 
 
 class MergeError(ValueError):
     pass
 
 
-def _key(inst: Mapping[str, Any]) -> tuple[str, str, str, str]:
-    return (inst["benchmark"], inst.get("subset") or "", str(inst["instance_id"]), inst["model"])
+def _key(inst: InstanceRecord) -> Key:
+    return (inst.benchmark, inst.subset or "", str(inst.instance_id), inst.model)
 
 
-def _union(lists: Iterable[Iterable[str]]) -> list[str]:
+def _union(lists: Iterable[Iterable[str] | None]) -> list[str]:
     out: list[str] = []
     for values in lists:
         for v in values or ():
@@ -41,21 +44,20 @@ def _union(lists: Iterable[Iterable[str]]) -> list[str]:
     return out
 
 
-def catalogue_for(inputs: Sequence[tuple[str, Mapping[str, Any]]], slugs: Iterable[str]) -> dict[str, Any]:
+def catalogue_for(inputs: Sequence[tuple[str, Results]], slugs: Iterable[str]) -> dict[str, Any]:
     from pytest_medhelm.catalogue.taxonomy import category_named
 
     catalogue: dict[str, Any] = {}
     for _, data in inputs:
-        for row in data.get("benchmarks", []):
-            slug = row.get("slug")
-            if not slug or slug in catalogue:
+        for row in data.benchmarks:
+            if not row.slug or row.slug in catalogue:
                 continue
-            category = row.get("category_slug")
-            if not category and row.get("category"):
-                cat = category_named(row["category"])
-                category = cat.slug if cat else row["category"]
-            catalogue[slug] = SimpleNamespace(category=category or "", subcategory=row.get("subcategory") or "",
-                                              metric=SimpleNamespace(name=row.get("metric") or ""))
+            category = row.category_slug
+            if not category and row.category:
+                cat = category_named(row.category)
+                category = cat.slug if cat else row.category
+            catalogue[row.slug] = SimpleNamespace(category=category or "", subcategory=row.subcategory or "",
+                                                  metric=SimpleNamespace(name=row.metric or ""))
     missing = [s for s in slugs if s not in catalogue]
     if missing:
         from pytest_medhelm.catalogue import builtin_benchmarks
@@ -92,64 +94,78 @@ def _thresholds(specs: Iterable[str], known: set[str]) -> list[SimpleNamespace]:
     return out
 
 
-def merge_results(inputs: Sequence[tuple[str, Mapping[str, Any]]], thresholds: Iterable[str] = ()) -> dict[str, Any]:
-    """``inputs``: (label, results dict) pairs, e.g. (file name, data). Returns the merged results dict."""
-    from pytest_medhelm.report.results import build_results, evaluate_gates, jury_prompts_of
+def _shown(value: Any) -> str:
+    """A value as the files hold it (a whole score read as a float is shown as the file wrote it: 0, not 0.0)."""
+    return repr(int(value)) if isinstance(value, float) and value.is_integer() else repr(value)
 
-    if not inputs:
-        raise MergeError("nothing to merge")
-    compats = {data.get("run", {}).get("compat") or "default" for _, data in inputs}
-    if len(compats) > 1:
-        raise MergeError("the inputs ran with different --medhelm-compat values (" + ", ".join(sorted(compats))
-                         + "): their scores are not comparable")
-    records: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    origin: dict[tuple[str, str, str, str], str] = {}
+
+def _instances(inputs: Sequence[tuple[str, Results]]) -> dict[Key, InstanceRecord]:
+    """The inputs' instances, each measurement once; the same instance measured differently is a MergeError."""
+    records: dict[Key, InstanceRecord] = {}
+    origin: dict[Key, str] = {}
     for label, data in inputs:
-        for inst in data.get("instances", []):
+        for inst in data.instances:
             key = _key(inst)
             if key in records:
                 before = records[key]
-                diff = [f for f in _SAME if before.get(f) != inst.get(f)]
+                diff = [f for f in _SAME if getattr(before, f) != getattr(inst, f)]
                 if diff:
                     field = diff[0]
                     raise MergeError(
                         f"conflicting results for benchmark {key[0]!r}, instance {key[2]!r}"
                         + (f" (subset {key[1]!r})" if key[1] else "") + f", model {key[3]!r}: {field} "
-                        f"{before.get(field)!r} in {origin[key]} but {inst.get(field)!r} in {label}")
+                        f"{_shown(getattr(before, field))} in {origin[key]} but {_shown(getattr(inst, field))} "
+                        f"in {label}")
                 continue
-            records[key] = dict(inst)
+            records[key] = inst
             origin[key] = label
-    runs = [data.get("run", {}) for _, data in inputs]
-    models = _union([r.get("models") for r in runs] + [[k[3] for k in records]])
-    judges = _union(r.get("judges") for r in runs)
-    options = dict(runs[0].get("options") or {})
+    return records
+
+
+def merge_results(inputs: Sequence[tuple[str, Results | Mapping[str, Any]]],
+                  thresholds: Iterable[str] = ()) -> dict[str, Any]:
+    """``inputs``: (label, results) pairs, e.g. (file name, data). Returns the merged results' data."""
+    from pytest_medhelm.report.results import build_report, evaluate_gates, jury_prompts_of
+
+    if not inputs:
+        raise MergeError("nothing to merge")
+    typed = [(label, Results.read(data)) for label, data in inputs]
+    compats = {data.run.compat or "default" for _, data in typed}
+    if len(compats) > 1:
+        raise MergeError("the inputs ran with different --medhelm-compat values (" + ", ".join(sorted(compats))
+                         + "): their scores are not comparable")
+    records = _instances(typed)
+    runs = [data.run for _, data in typed]
+    models = _union([r.models for r in runs] + [[k[3] for k in records]])
+    judges = _union(r.judges for r in runs)
+    options = dict(runs[0].options)
     options["shard"] = None
-    commits = {r.get("git_commit") for r in runs}
-    starts = [r.get("started") for r in runs if r.get("started")]
-    ends = [r.get("finished") for r in runs if r.get("finished")]
-    catalogue = catalogue_for(inputs, {k[0] for k in records})
+    commits = {r.git_commit for r in runs}
+    starts = [r.started for r in runs if r.started]
+    ends = [r.finished for r in runs if r.finished]
+    catalogue = catalogue_for(typed, {k[0] for k in records})
     # every shard planned the whole sample of each benchmark: the merged run is partial only if the union is
     planned: dict[str, int] = {}
-    for _label, data in inputs:
-        for row in data.get("benchmarks", []):
-            if row.get("n_planned") is not None:
-                planned[row["slug"]] = max(planned.get(row["slug"], 0), row["n_planned"])
-    results = build_results(list(records.values()), catalogue, models=models, judges=judges, options=options,
-                            started=min(starts) if starts else "", finished=max(ends) if ends else "",
-                            compat=compats.pop(), commit=commits.pop() if len(commits) == 1 else None,
-                            planned=planned, interrupted=any(r.get("interrupted") for r in runs),
-                            jury_prompts=jury_prompts_of((r.get("jury_prompts") for r in runs), None))
-    results["run"]["merged_from"] = [
-        {"file": label, "shard": (r.get("options") or {}).get("shard"), "started": r.get("started"),
-         "git_commit": r.get("git_commit"), "instances": len(data.get("instances", []))}
-        for (label, data), r in zip(inputs, runs)]
-    specs = _union([(r.get("options") or {}).get("thresholds") or [] for r in runs] + [list(thresholds)])
+    for _label, data in typed:
+        for row in data.benchmarks:
+            if row.n_planned is not None:
+                planned[row.slug] = max(planned.get(row.slug, 0), row.n_planned)
+    results = build_report(list(records.values()), catalogue, models=models, judges=judges, options=options,
+                           started=min(starts) if starts else "", finished=max(ends) if ends else "",
+                           compat=compats.pop(), commit=commits.pop() if len(commits) == 1 else None,
+                           planned=planned, interrupted=any(r.interrupted for r in runs),
+                           jury_prompts=jury_prompts_of((r.jury_prompts for r in runs), None))
+    results.run.merged_from = [
+        MergedFrom(file=label, shard=r.options.get("shard"), started=r.started, git_commit=r.git_commit,
+                   instances=len(data.instances))
+        for (label, data), r in zip(typed, runs)]
+    specs = _union([r.options.get("thresholds") or [] for r in runs] + [list(thresholds)])
     known = {k[0] for k in records}
     gates = _thresholds(specs, known)
     options["thresholds"] = [g.spec for g in gates]
-    results["run"]["options"] = options
+    results.run.options = options
     evaluate_gates(results, gates)
-    return results
+    return dump(results)
 
 
 def merge_files(paths: Sequence[Path | str], thresholds: Iterable[str] = ()) -> dict[str, Any]:

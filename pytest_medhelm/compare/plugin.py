@@ -65,6 +65,8 @@ class ComparePlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.baseline: dict[str, Any] | None = None
+        #: the run's final results (the data the run hands to pytest_medhelm_results), to save
+        self.results: dict[str, Any] | None = None
         self.saved_path: Path | None = None
         self.save_note: str | None = None
 
@@ -98,6 +100,7 @@ class ComparePlugin:
     # ------------------------------------------------------------------------------------------ comparison
     @pytest.hookimpl(trylast=True)
     def pytest_medhelm_results(self, results: dict, config: pytest.Config) -> None:
+        self.results = results
         if self.baseline is None:
             return
         from pytest_medhelm.compare.compare import build_comparison
@@ -122,7 +125,7 @@ class ComparePlugin:
         rc = self.run_config
         if not (rc.save or rc.autosave):
             return
-        results = self.config.stash[RUN_SERVICES].results
+        results = self.results
         if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             self.save_note = f"run not saved: the session ended with {pytest.ExitCode(exitstatus).name}"
             return

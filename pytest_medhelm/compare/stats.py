@@ -267,7 +267,8 @@ def combine(results: Sequence[PairedResult], *, alpha: float = ALPHA, power: flo
     delta = current - baseline
     boot = np.mean([r.boot for r in results], axis=0)
     ci_low, ci_high = percentile_ci(boot)
-    se = None if any(r.se is None for r in results) else math.sqrt(sum(r.se ** 2 for r in results)) / k
+    errors = [r.se for r in results if r.se is not None]
+    se = math.sqrt(sum(e ** 2 for e in errors)) / k if len(errors) == k else None
     return PairedResult(n=sum(r.n for r in results), baseline=baseline, current=current, delta=delta,
                         ci_low=ci_low, ci_high=ci_high, p=bootstrap_p(boot, delta),
                         test="stratified_paired_bootstrap", mde=mde_from_se(se, alpha, power), se=se,

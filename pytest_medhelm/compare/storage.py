@@ -1,9 +1,10 @@
 """Saved runs under ``<rootdir>/.medhelm/runs/``, numbered like pytest-benchmark's storage.
 
-A saved run is a results JSON (the contract of docs/contract.md, ``schema_version`` 1) named ``NNNN_<name>.json``: ``NNNN``
-is one more than the highest number already there (``0001_base.json``, ``0002_autosave.json``, ...), ``<name>``
-the sanitized ``--medhelm-save`` name (``autosave`` for ``--medhelm-autosave``). The file is the run's results with
-three additions, so that it still reads back as a results file anywhere (a baseline, a shard to merge):
+A saved run is a results JSON (the contract of docs/contract.md, ``schema_version`` 1) named
+``NNNN_<name>.json``: ``NNNN`` is one more than the highest number already there (``0001_base.json``,
+``0002_autosave.json``, ...), ``<name>`` the sanitized ``--medhelm-save`` name (``autosave`` for
+``--medhelm-autosave``). The file is the run's results with three additions, so that it still reads back as a
+results file anywhere (a baseline, a shard to merge):
 
 * ``run.machine_info``: platform, system, machine, Python version and implementation, CPU count;
 * ``run.commit_info``: git ``commit``, ``branch`` and ``dirty`` (tracked files modified) of the rootdir, or nulls;
@@ -31,9 +32,9 @@ from typing import Any
 from collections.abc import Mapping
 
 from pytest_medhelm.gitinfo import commit_info
+from pytest_medhelm.report.records import SCHEMA_VERSION, Results, SavedInfo, dump
 
 RUNS_DIR = Path(".medhelm") / "runs"
-SCHEMA_VERSION = 1
 _FILE = re.compile(r"^(\d{4,})_(.+)\.json$")
 
 
@@ -51,15 +52,14 @@ class SavedRun:
         """Number, name, file, and what the file says about itself (models, commit, when); never raises."""
         info: dict[str, Any] = {"number": self.number, "name": self.name, "path": str(self.path)}
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            run = data.get("run", {})
-            commit = run.get("commit_info") or {}
-            info.update(saved_at=(data.get("saved") or {}).get("saved_at") or run.get("finished"),
-                        models=run.get("models", []), commit=commit.get("commit") or run.get("git_commit"),
+            results = Results.model_validate_json(self.path.read_bytes())
+            run = results.run
+            commit = run.commit_info or {}
+            info.update(saved_at=results.saved.saved_at if results.saved else run.finished,
+                        models=run.models, commit=commit.get("commit") or run.git_commit,
                         branch=commit.get("branch"), dirty=commit.get("dirty"),
-                        benchmarks=len({r.get("slug") for r in data.get("benchmarks", [])}),
-                        instances=len(data.get("instances", [])))
-        except (OSError, ValueError, AttributeError) as exc:
+                        benchmarks=len({r.slug for r in results.benchmarks}), instances=len(results.instances))
+        except (OSError, ValueError, AttributeError) as exc:  # (pydantic's ValidationError is a ValueError)
             info["problem"] = f"{type(exc).__name__}: {exc}"
         return info
 
@@ -95,7 +95,7 @@ def list_runs(rootdir: Path | str) -> list[SavedRun]:
     return sorted(runs, key=lambda r: (r.number, r.name))
 
 
-def save(results: Mapping[str, Any], name: str, rootdir: Path | str) -> Path:
+def save(results: Results | Mapping[str, Any], name: str, rootdir: Path | str) -> Path:
     """Write ``results`` (with machine, git and save information) as the next numbered run; return its path."""
     from filelock import FileLock
 
@@ -103,20 +103,22 @@ def save(results: Mapping[str, Any], name: str, rootdir: Path | str) -> Path:
 
     folder = runs_dir(rootdir)
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    data = dict(results)
-    data["run"] = {**results.get("run", {}), "machine_info": machine_info(), "commit_info": commit_info(rootdir)}
+    saved = Results.read(results).model_copy(deep=True)
+    saved.run.machine_info, saved.run.commit_info = machine_info(), commit_info(rootdir)
     clean = sanitize(name)
     with FileLock(str(folder / ".lock")):
         number = max((r.number for r in list_runs(rootdir)), default=0) + 1
         path = folder / f"{number:04d}_{clean}.json"
-        data["saved"] = {"name": clean, "number": number, "file": path.name,
-                         "saved_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        write_json(data, path)
+        saved.saved = SavedInfo(name=clean, number=number, file=path.name,
+                                saved_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        write_json(saved, path)
     return path
 
 
 def read_results(path: Path | str) -> dict[str, Any]:
-    """Any results JSON, validated: ``schema_version`` 1 and lists of benchmarks and instances."""
+    """Any results JSON, read through the models (:class:`~pytest_medhelm.report.records.Results`): ``schema_version``
+    1, lists of benchmarks and instances, and every record of the kind its list holds (fields the models do not
+    know are kept; fields a newer version always writes and an older file lacks get their defaults)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -144,10 +146,15 @@ def read_results(path: Path | str) -> dict[str, Any]:
         if not isinstance(inst, dict) or not all(k in inst for k in ("benchmark", "instance_id", "model")):
             raise StorageError(f"{path}: malformed results file: instances[{i}] lacks benchmark, instance_id "
                                "or model")
-    data.setdefault("categories", [])
-    data.setdefault("models", [])
-    data.setdefault("gates", [])
-    return data
+    from pydantic import ValidationError
+
+    try:
+        return dump(Results.model_validate(data))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+                             for error in exc.errors()[:3])
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        raise StorageError(f"{path}: malformed results file: {problems}{more}") from None
 
 
 def resolve(name_or_path: str, rootdir: Path | str) -> Path:

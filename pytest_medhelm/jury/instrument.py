@@ -208,7 +208,7 @@ class JuryInstrument:
     def judge_requests(self, slug: str, instance: Instance, answer_text: str,
                        judges: Sequence[ModelSpec]) -> list[tuple[str, ChatRequest]]:
         """(judge name, request) per judge, all with the same prompt; none for an empty answer (HELM sends none)."""
-        from pytest_medhelm.jury import local_judges
+        from pytest_medhelm.jury import llama_judges
         from pytest_medhelm.values import ChatRequest
 
         text = self.judge_prompt(slug, instance, answer_text)
@@ -218,10 +218,10 @@ class JuryInstrument:
         criteria = self.criteria(slug)
         requests = []
         for judge in judges:
-            if local_judges.constrained(judge.name):  # a llama.cpp server we start: the schema, a small max_tokens
-                request = ChatRequest.for_prompt(judge, text, local_judges.max_tokens_for(criteria),
+            if llama_judges.constrained(judge.name):  # a llama.cpp server we start: the schema, a small max_tokens
+                request = ChatRequest.for_prompt(judge, text, llama_judges.max_tokens_for(criteria),
                                                  temperature=JUDGE_TEMPERATURE, purpose=purpose,
-                                                 response_format=local_judges.response_format(criteria))
+                                                 response_format=llama_judges.response_format(criteria))
             else:  # HELM's request: the same prompt for every judge
                 request = ChatRequest.for_prompt(judge, text, JUDGE_MAX_TOKENS, temperature=JUDGE_TEMPERATURE,
                                                  purpose=purpose)

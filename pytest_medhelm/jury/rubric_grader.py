@@ -23,7 +23,7 @@ checked against their pinned sha256.
   (the fork sends none; it scores 0).
 
 A ``local/...`` grader (a llama.cpp server the run starts) also gets the verdict's JSON schema as
-``response_format``, as local judges do (:mod:`pytest_medhelm.jury.local_judges`).
+``response_format``, as local judges do (:mod:`pytest_medhelm.jury.llama_judges`).
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def grading_calls(slug: str, instance: Instance, answer: str, graders: Sequence[
     """The grader requests for ``answer``, in order: grader by grader, criterion by criterion (then, for a
     benchmark with a physician's answer, the comparison). Raises :class:`GraderPromptsUnavailable` when the
     prompts the mode needs are not there."""
-    from pytest_medhelm.jury import local_judges
+    from pytest_medhelm.jury import llama_judges
     from pytest_medhelm.values import ChatRequest
 
     grading = instance.extra["grading"]
@@ -267,7 +267,7 @@ def grading_calls(slug: str, instance: Instance, answer: str, graders: Sequence[
     purpose = f"grader:{slug}:{FORK_INSTRUMENT if fork else REFERENCE_INSTRUMENT}"
     calls = []
     for grader in graders:
-        local = local_judges.constrained(grader.name)
+        local = llama_judges.constrained(grader.name)
         for kind, index, text in texts:
             messages = (("user", text),) if fork else (("system", REFERENCE_SYSTEM_MESSAGE), ("user", text))
             request = ChatRequest(

@@ -31,7 +31,7 @@ def judge_requests(slug: str, instance: Instance, answer_text: str, judges: Sequ
     our own rubric. The prompt has ``{QUESTION}`` = ``instance.input``, ``{RESPONSE}`` = the answer as given,
     ``{GOLD_RESPONSE}`` = ``instance.references[0]``; temperature 0, 4096 tokens, no stop sequence, and a
     ``purpose`` naming the instrument (part of the cache key). A ``local/...`` judge's request also carries the
-    judgement's JSON schema and a smaller ``max_tokens`` (:mod:`pytest_medhelm.jury.local_judges`).
+    judgement's JSON schema and a smaller ``max_tokens`` (:mod:`pytest_medhelm.jury.llama_judges`).
     """
     from pytest_medhelm.jury.instrument import default_instrument
 

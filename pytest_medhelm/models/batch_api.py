@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -121,12 +120,20 @@ def parse_result_line(raw: bytes | str, expected: Iterable[str] | set[str]) -> t
         return key, LineError(str(message or body or f"HTTP {status}")[:2000], status)
     try:  # the checks of a direct reply (pytest_medhelm.models.replies): a batch's answer is no less untrusted
         choice = _choice(body)
-        text, usage = reply_text(choice["message"].get("content")), reply_usage(body.get("usage"))
+        text = reply_text(choice["message"].get("content"))
+        usage = reply_usage(body.get("usage") if isinstance(body, dict) else None)
     except ValueError as exc:  # (MalformedReply is one)
         raise BadLine(f"the result line's response is not a chat completion: {exc}", key) from None
     finish = choice.get("finish_reason")
     return key, Completion(text=text, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cost_usd=None,
                            finish_reason=finish if isinstance(finish, str) else None, usage_known=usage.known)
+
+
+def _timestamp(value: Any) -> float | None:
+    """A time the server gave (seconds since the epoch), or None when it is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _count(counts: dict, name: str) -> int:
@@ -162,14 +169,13 @@ class BatchState:
         status = data.get("status")
         if status not in KNOWN_STATUSES:
             raise RequestFailed(f"batch {data['id']}: unknown status {str(status)[:40]!r}")
-        counts = data.get("request_counts") if isinstance(data.get("request_counts"), dict) else {}
-        errors = data.get("errors") if isinstance(data.get("errors"), dict) else {}
+        raw_counts, raw_errors = data.get("request_counts"), data.get("errors")
+        counts: dict[str, Any] = raw_counts if isinstance(raw_counts, dict) else {}
+        errors: dict[str, Any] = raw_errors if isinstance(raw_errors, dict) else {}
         messages = tuple(str(e.get("message") or e.get("code"))[:500] for e in errors.get("data") or ()
                          if isinstance(e, dict))
-        created, finished = data.get("created_at"), data.get("completed_at")
-        took = (float(finished - created) if all(isinstance(t, (int, float)) and not isinstance(t, bool)
-                                                 and math.isfinite(t) for t in (created, finished))
-                and finished >= created else None)
+        created, finished = _timestamp(data.get("created_at")), _timestamp(data.get("completed_at"))
+        took = finished - created if created is not None and finished is not None and finished >= created else None
 
         def file_id(name: str) -> str | None:
             value = data.get(name)
@@ -299,21 +305,16 @@ class BatchRecords:
         return self.folder / f"{hashlib.sha256(batch_id.encode('utf-8')).hexdigest()[:24]}.json"
 
     def save(self, record: BatchRecord) -> None:
-        from pytest_medhelm.models.cache import make_private_dir
+        from pytest_medhelm.models.cache import write_private_text
 
-        make_private_dir(self.folder)
-        path = self._path(record.batch_id)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
-            json.dump(asdict(record), fh)
-        os.replace(tmp, path)
+        write_private_text(self._path(record.batch_id), json.dumps(asdict(record)))
 
     def remove(self, batch_id: str) -> None:
         self._path(batch_id).unlink(missing_ok=True)
 
     def pending(self, base: str, model: str) -> list[BatchRecord]:
         """The recorded batches submitted to ``base`` for ``model`` whose results were not stored yet."""
-        out = []
+        out: list[BatchRecord] = []
         if not self.folder.is_dir():
             return out
         from pytest_medhelm.models.cache import CacheRefused, read_private_text

@@ -33,18 +33,18 @@ import os
 import threading
 import time
 from typing import Any
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 
 from pytest_medhelm.models.background import FollowUp, Result, Sender
 from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
                                              OpenAIBatches, BadLine, batch_line, chunks, line_limit,
                                              parse_result_line, results_limit)
-from pytest_medhelm.models.endpoints import is_local_model
 from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.failures import redact
 from pytest_medhelm.models.scheduler import Job, Scheduler
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
-from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec, is_llama_cpp_model
 
 OPENAI_PUBLIC = "https://api.openai.com/v1"
 POLL_ENV = "MEDHELM_BATCH_POLL_S"
@@ -58,7 +58,7 @@ POLL_FAILURES_MAX = 10
 def batchable(spec: ModelSpec) -> bool:
     """Whether ``spec``'s requests can go through OpenAI's Batch API protocol: an OpenAI-compatible endpoint we
     reach by URL (vLLM, a gateway; one without a Batch API is found out at the first upload) or OpenAI's own."""
-    if is_local_model(spec.name) or spec.is_replica_group:  # (a replica group's requests go to the least busy)
+    if is_llama_cpp_model(spec.name) or spec.is_replica_group:  # (a replica group's requests go to the least busy)
         return False
     return uses_openai_wire(spec) or (spec.api_base is None and spec.litellm_model.startswith("openai/"))
 
@@ -92,7 +92,7 @@ def _key(spec: ModelSpec) -> str | None:
     return key
 
 
-def _poll_intervals() -> Iterable[float]:
+def _poll_intervals() -> Iterator[float]:
     fixed = os.environ.get(POLL_ENV, "").strip()
     try:
         interval = float(fixed) if fixed else None
@@ -125,7 +125,7 @@ class BatchSender(Sender):
         self._pending: list[Job] = []
         self._pending_ready = False  # planned requests or a batch's follow-ups: submit them without waiting
         self._direct: set[str] = set()  # keys of the jobs this sender sent directly, in flight (not the asks)
-        self._client: OpenAIBatches | None = None
+        self._client = OpenAIBatches(scheduler.settings.timeout)  # (its session opens on the loop, at first use)
         self._wake: Any = None
 
     @property
@@ -344,26 +344,27 @@ class BatchSender(Sender):
                           f"{answered}/{len(mine)} answered" + (f", {len(mine) - answered} failed"
                                                                 if answered < len(mine) else ""))
         for k, job in mine.items():
-            result = results.get(k)
-            held = (reservations or {}).get(k)
-            if isinstance(result, Completion):
-                result.latency_s = took
-                result.extra = {**result.extra, "batch_id": state.id}
-                if held is not None:
-                    self.budget.settle(held, result.tokens_in, result.tokens_out, None,
-                                       usage_known=result.usage_known)
-                if self._store(k, result, job):
-                    self._finished_one(job, result, from_batch=True)
+            outcome = results.get(k)
+            # (a reservation was made only with a budget)
+            held = (reservations or {}).get(k) if self.budget is not None else None
+            if isinstance(outcome, Completion):
+                outcome.latency_s = took
+                outcome.extra = {**outcome.extra, "batch_id": state.id}
+                if held is not None and self.budget is not None:
+                    self.budget.settle(held, outcome.tokens_in, outcome.tokens_out, None,
+                                       usage_known=outcome.usage_known)
+                if self._store(k, outcome, job):
+                    self._finished_one(job, outcome, from_batch=True)
                 continue
-            if held is not None:  # a malformed line may have been charged: its upper bound (as a direct reply)
-                if isinstance(result, BadLine):
+            if held is not None and self.budget is not None:  # a malformed line may have been charged: its upper
+                if isinstance(outcome, BadLine):                # bound (as a direct reply)
                     self.budget.settle(held, 0, 0, None, usage_known=False)
                 else:
                     self.budget.release(held)
-            if isinstance(result, LineError):
-                error = ModelError(spec.name, redact(result.message, spec), result.status)
-            elif isinstance(result, BadLine):
-                error = ModelError(spec.name, f"batch {state.id}: {result}")
+            if isinstance(outcome, LineError):
+                error = ModelError(spec.name, redact(outcome.message, spec), outcome.status)
+            elif isinstance(outcome, BadLine):
+                error = ModelError(spec.name, f"batch {state.id}: {outcome}")
             else:
                 why = "; ".join(state.errors) or "no result line for this request"
                 error = ModelError(spec.name, redact(f"batch {state.id} {state.status}: {why}", spec))
@@ -382,7 +383,7 @@ class BatchSender(Sender):
             if file_id is None:
                 continue
             try:
-                content = await self._retrying(lambda: self._client.content(base, key, file_id, whole))
+                content = await self._retrying(partial(self._client.content, base, key, file_id, whole))
             except RequestFailed as exc:
                 self.notes.append(f"medhelm batch {state.id}: its results file {file_id} could not be read: "
                                   f"{redact(exc.message, spec)}")
@@ -390,6 +391,7 @@ class BatchSender(Sender):
             for raw in content.splitlines():
                 if not raw.strip():
                     continue
+                result: Completion | LineError | BadLine
                 try:
                     k, result = parse_result_line(raw, expected)
                 except BadLine as exc:
@@ -434,7 +436,7 @@ class BatchSender(Sender):
     def _release(self, reservations: dict[str, Any], mine: dict[str, Job]) -> None:
         for k in mine:
             held = reservations.pop(k, None)
-            if held is not None:
+            if held is not None and self.budget is not None:
                 self.budget.release(held)
 
     def _say(self, line: str) -> None:  # (on the loop)

@@ -27,11 +27,9 @@ import re
 from typing import Any, Literal
 from collections.abc import Iterable, Mapping, Sequence
 
-from pytest_medhelm.values import ModelSpec, redact_url
+from pytest_medhelm.values import ModelSpec, is_llama_cpp_model, redact_url
 
 Role = Literal["model", "judge"]
-
-LOCAL_PREFIX = "local/"
 
 #: providers of the usual litellm strings: routable without importing litellm (3 s) to ask it
 KNOWN_PROVIDERS = frozenset({
@@ -55,10 +53,6 @@ ROLE_OPTIONS: dict[str, tuple[str, str]] = {  # role -> (its api base option, it
 }
 
 
-def is_local_model(name: str) -> bool:
-    return name.startswith(LOCAL_PREFIX)
-
-
 def resolve_spec(name: str, *, role: Role, api_base: str | None, endpoints: Mapping[str, str],
                  api_key_env: str | None) -> ModelSpec:
     """``name`` as a ModelSpec: its URL (own endpoint, else ``api_base``: the role's default), the NAME of the
@@ -67,13 +61,12 @@ def resolve_spec(name: str, *, role: Role, api_base: str | None, endpoints: Mapp
     ``role`` is "model" (under test) or "judge"; ``endpoints`` maps model names to their own URLs."""
     if role not in ROLE_OPTIONS:
         raise ValueError(f"role must be 'model' or 'judge', got {role!r}")
-    if is_local_model(name):
-        from pytest_medhelm.models import local_endpoints
-        from pytest_medhelm.models.local import served_model_name
+    if is_llama_cpp_model(name):
+        from pytest_medhelm.models.llama import gguf
 
         # the URL is known once the server runs (the session's endpoint()); the identity never depends on it
-        return ModelSpec(name=name, litellm_model=f"openai/{served_model_name(name)}", api_base=None,
-                         identity=local_endpoints.identity(name))
+        return ModelSpec(name=name, litellm_model=f"openai/{gguf.served_model_name(name)}", api_base=None,
+                         identity=gguf.cache_identity(name))
     from pytest_medhelm.models.identity import cache_identity
 
     url = endpoints.get(name) or api_base
@@ -98,7 +91,7 @@ def endpoint_problems(endpoints: Sequence[tuple[str, str]], *, source: str, mode
     known = set(models) | set(judges)
     for name, url in endpoints:
         where = f"{source} '{name}={url}'"
-        if is_local_model(name):
+        if is_llama_cpp_model(name):
             problems.append(f"{where}: local/... models are served by the llama.cpp server the plugin starts; "
                             "give no endpoint for them (or name the model openai/NAME to use a server of your own)")
         elif name in seen and seen[name] != url:
@@ -141,7 +134,7 @@ def route_problem(spec: ModelSpec, source: str) -> str | None:
     is a common one needs no check; anything else asks litellm's own ``get_llm_provider`` (importing litellm)."""
     from pytest_medhelm.models.transport import uses_openai_wire
 
-    if is_local_model(spec.name) or uses_openai_wire(spec):
+    if is_llama_cpp_model(spec.name) or uses_openai_wire(spec):
         return None
     provider, sep, _rest = spec.litellm_model.partition("/")
     if sep and provider in KNOWN_PROVIDERS:
@@ -167,7 +160,7 @@ def route_problem(spec: ModelSpec, source: str) -> str | None:
 
 def destination(spec: ModelSpec) -> str:
     """Where ``spec``'s requests go, in words."""
-    if is_local_model(spec.name):
+    if is_llama_cpp_model(spec.name):
         return "a llama.cpp server the plugin starts on 127.0.0.1"
     if spec.is_replica_group:
         return f"{len(spec.urls)} replicas, each request to the least busy: {', '.join(spec.urls)}"
@@ -197,7 +190,7 @@ def startup_lines(models: Sequence[ModelSpec], judges: Sequence[ModelSpec]) -> l
     lines = []
     if any(is_local_spec(m) for m in models):
         lines = [f"medhelm: judge {j.name} → {destination(j)} (no endpoint given; open-ended benchmarks only)"
-                 for j in judges if not j.api_base and not is_local_model(j.name)]
+                 for j in judges if not j.api_base and not is_llama_cpp_model(j.name)]
     return lines + provider_key_lines(judges, "judge")
 
 

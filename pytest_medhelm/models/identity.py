@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from collections.abc import Mapping
 
-from pytest_medhelm.values import ModelSpec, redact_url
+from pytest_medhelm.values import ModelSpec, is_llama_cpp_model, redact_url
 
 #: per litellm provider prefix, the environment variables litellm reads for its base URL, in litellm's order
 #: (the first one set wins). A provider not listed is looked up as PROVIDER_API_BASE, then PROVIDER_BASE_URL.
@@ -91,6 +91,6 @@ def priced_as_provider(spec: ModelSpec) -> bool:
     """Whether ``spec``'s answers come from its provider's public API, and so may be priced at the provider's rates
     (litellm's table, litellm's reported cost). Any other endpoint (an option's URL, litellm's environment, a
     local server) is priced by the prices file only: a vLLM serving ``openai/gpt-4o-mini`` is not OpenAI's bill."""
-    if spec.name.startswith("local/"):
+    if is_llama_cpp_model(spec.name):
         return False
     return endpoint_of(spec.litellm_model, spec.api_base).is_provider

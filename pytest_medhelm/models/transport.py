@@ -19,13 +19,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.models.replies import MalformedReply, max_reply_bytes, reply_text, reply_usage, too_large
-from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
+from pytest_medhelm.values import LLAMA_CPP_PREFIX, ChatRequest, Completion, ModelSpec
 
 if TYPE_CHECKING:
     import aiohttp
 
 #: providers whose wire format is OpenAI's chat completions API
-OPENAI_COMPATIBLE_PREFIXES = ("openai/", "hosted_vllm/", "local/")
+OPENAI_COMPATIBLE_PREFIXES = ("openai/", "hosted_vllm/", LLAMA_CPP_PREFIX)
 
 
 class RequestFailed(Exception):

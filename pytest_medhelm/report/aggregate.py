@@ -17,32 +17,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_medhelm.report.records import BenchmarkRow, CategoryRow, InstanceRecord, ModelRow
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
-
-
-@dataclass
-class BenchmarkResult:
-    slug: str
-    model: str
-    category: str
-    subcategory: str
-    metric: str
-    n: int = 0  # scored instances
-    n_missing: int = 0  # instances without a score (model or data errors)
-    n_not_scored: int = 0  # instances the metric cannot score (``not_scored``: counted neither for nor against)
-    n_errors: int = 0
-    mean: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    raw_mean: float | None = None
-    subsets: dict[str, float] = field(default_factory=dict)
-    #: HealthBench's reference statistic: the bootstrap standard deviation of the clipped mean (None elsewhere)
-    bootstrap_std: float | None = None
 
 
 def bootstrap_ci(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
@@ -78,44 +59,61 @@ def _std(values: Sequence[float]) -> float | None:
     return math.sqrt(sum((v - mu) ** 2 for v in values) / len(values))
 
 
-def benchmark_results(records: Iterable[Mapping[str, Any]], catalogue: Mapping[str, Any]) -> list[BenchmarkResult]:
-    """``catalogue`` maps slug → an object with category, subcategory and metric.name (a Benchmark)."""
-    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for rec in records:
-        grouped[(rec["benchmark"], rec["model"])].append(rec)
+def instance_records(records: Iterable[InstanceRecord | Mapping[str, Any]]) -> list[InstanceRecord]:
+    """``records`` as typed records (a dict is read through :class:`InstanceRecord`)."""
+    return [r if isinstance(r, InstanceRecord) else InstanceRecord.model_validate(r) for r in records]
+
+
+def benchmark_results(records: Iterable[InstanceRecord | Mapping[str, Any]],
+                      catalogue: Mapping[str, Any]) -> list[BenchmarkRow]:
+    """``catalogue`` maps slug → an object with category, subcategory and metric.name (a Benchmark). The rows'
+    ``category_slug``, ``n_planned`` and ``partial`` are the results' business (they know the plan)."""
+    grouped: dict[tuple[str, str], list[InstanceRecord]] = defaultdict(list)
+    for rec in instance_records(records):
+        grouped[(rec.benchmark, rec.model)].append(rec)
     results = []
     for (slug, model), recs in sorted(grouped.items()):
         bench = catalogue.get(slug)
-        result = BenchmarkResult(slug=slug, model=model,
-                                 category=getattr(bench, "category", "") if bench else "",
-                                 subcategory=getattr(bench, "subcategory", "") if bench else "",
-                                 metric=bench.metric.name if bench else "")
-        recs = sorted(recs, key=lambda r: (r.get("subset") or "", str(r["instance_id"])))
-        scored = [r for r in recs if r.get("score") is not None]
-        result.n = len(scored)
-        result.n_errors = sum(1 for r in recs if r.get("error"))
-        result.n_not_scored = sum(1 for r in recs if r.get("not_scored") and r.get("score") is None)
-        result.n_missing = len(recs) - len(scored) - result.n_not_scored
+        recs = sorted(recs, key=lambda r: (r.subset or "", str(r.instance_id)))
+        scored = [(r, r.score) for r in recs if r.score is not None]
+        n_not_scored = sum(1 for r in recs if r.not_scored and r.score is None)
+        result = BenchmarkRow(slug=slug, model=model, category=getattr(bench, "category", "") if bench else "",
+                              subcategory=getattr(bench, "subcategory", "") if bench else "",
+                              metric=bench.metric.name if bench else "", n=len(scored),
+                              n_missing=len(recs) - len(scored) - n_not_scored, n_not_scored=n_not_scored,
+                              n_errors=sum(1 for r in recs if r.error), mean=None, ci_low=None, ci_high=None,
+                              raw_mean=None)
         if scored:
-            by_subset: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-            for r in scored:
-                by_subset[r.get("subset") or ""].append(r)
-            subset_means = {s: _mean(r["score"] for r in rs) for s, rs in by_subset.items()}
-            result.mean = _mean(subset_means.values())
-            result.raw_mean = _mean(_mean(r.get("raw_score", r["score"]) for r in rs) for rs in by_subset.values())
-            if any((r.get("metrics") or {}).get("aggregate") == "clipped_mean" for r in scored):
-                _clipped(result, [r["score"] for r in scored])
+            by_subset: dict[str, list[tuple[InstanceRecord, float]]] = defaultdict(list)
+            for r, score in scored:
+                by_subset[r.subset or ""].append((r, score))
+            subset_means = {s: _mean(score for _r, score in rs) for s, rs in by_subset.items()}
+            result.mean = _mean(m for m in subset_means.values() if m is not None)
+            result.raw_mean = _mean(_raw_means(by_subset.values()))
+            if any((r.metrics or {}).get("aggregate") == "clipped_mean" for r, _score in scored):
+                _clipped(result, [score for _r, score in scored])
             elif len(by_subset) > 1:
-                result.subsets = {s: v for s, v in sorted(subset_means.items())}  # type: ignore[misc]
+                result.subsets = {s: v for s, v in sorted(subset_means.items()) if v is not None}
                 # the CI of a mean of subset means: resample within each subset, average the subset means
-                result.ci_low, result.ci_high = _stratified_ci([[r["score"] for r in rs] for rs in by_subset.values()])
+                result.ci_low, result.ci_high = _stratified_ci([[score for _r, score in rs]
+                                                                for rs in by_subset.values()])
             else:
-                result.ci_low, result.ci_high = bootstrap_ci([r["score"] for r in scored])
+                result.ci_low, result.ci_high = bootstrap_ci([score for _r, score in scored])
         results.append(result)
     return results
 
 
-def _clipped(result: BenchmarkResult, values: list[float]) -> None:
+def _raw_means(groups: Iterable[list[tuple[InstanceRecord, float]]]) -> list[float]:
+    """Each subset's mean raw score (a record without one counts its score)."""
+    means = []
+    for rs in groups:
+        mean = _mean(r.raw_score if r.raw_score is not None else score for r, score in rs)
+        if mean is not None:
+            means.append(mean)
+    return means
+
+
+def _clipped(result: BenchmarkRow, values: list[float]) -> None:
     """HealthBench's reference aggregation: the instance scores are raw (they can be negative); the benchmark's score
     is their mean clipped to [0, 1], with the bootstrap standard deviation of the clipped mean and a percentile
     interval of the clipped resampled means; ``raw_mean`` keeps the unclipped mean."""
@@ -143,12 +141,13 @@ def _stratified_ci(groups: list[list[float]]) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def category_scores(results: Sequence[BenchmarkResult]) -> list[dict[str, Any]]:
+def category_scores(results: Sequence[BenchmarkRow]) -> list[CategoryRow]:
+    """Per category × model: the unweighted mean of its benchmarks' scores (``category`` the category's slug)."""
     grouped: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in results:
         if r.mean is not None:
             grouped[(r.category, r.model)].append(r.mean)
-    return [{"category": cat, "model": model, "score": _mean(vals), "n_benchmarks": len(vals)}
+    return [CategoryRow(category=cat, model=model, score=_mean(vals), n_benchmarks=len(vals))
             for (cat, model), vals in sorted(grouped.items())]
 
 
@@ -163,7 +162,7 @@ def win_rates(table: Mapping[str, Mapping[str, float | None]],
     columns = sorted({c for row in table.values() for c in row})
     per_model: dict[str, list[float]] = {m: [] for m in table}
     for column in columns:
-        values = {m: row[column] for m, row in table.items() if row.get(column) is not None}
+        values = {m: value for m, row in table.items() if (value := row.get(column)) is not None}
         if len(values) < 2:
             continue
         all_values = list(values.values())
@@ -177,41 +176,48 @@ def win_rates(table: Mapping[str, Mapping[str, float | None]],
     return {m: (_mean(vals), _std(vals)) for m, vals in per_model.items()}
 
 
-def model_summaries(results: Sequence[BenchmarkResult], records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+class _Totals:
+    """A model's accounting over its records."""
+
+    def __init__(self) -> None:
+        self.tokens_in = self.tokens_out = self.jury_tokens_in = self.jury_tokens_out = 0
+        self.cost_usd: float | None = 0.0  # None once an answer came at an unknown price
+        self.jury_cost_usd: float | None = 0.0  # None once judges were called at an unknown price
+
+    def add(self, rec: InstanceRecord) -> None:
+        self.tokens_in += int(rec.tokens_in or 0)
+        self.tokens_out += int(rec.tokens_out or 0)
+        if rec.cost_usd is None:
+            if not rec.error:
+                self.cost_usd = None
+        elif self.cost_usd is not None:
+            self.cost_usd += float(rec.cost_usd)
+        self.jury_tokens_in += int(rec.jury_tokens_in or 0)
+        self.jury_tokens_out += int(rec.jury_tokens_out or 0)
+        if rec.jury_cost_usd is None:
+            if rec.jury_tokens_in and not rec.error:
+                self.jury_cost_usd = None
+        elif self.jury_cost_usd is not None:
+            self.jury_cost_usd += float(rec.jury_cost_usd)
+
+
+def model_summaries(results: Sequence[BenchmarkRow],
+                    records: Iterable[InstanceRecord | Mapping[str, Any]]) -> list[ModelRow]:
     by_model: dict[str, dict[str, float | None]] = defaultdict(dict)
     for r in results:
         by_model[r.model][r.slug] = r.mean
     rates = win_rates(by_model) if len(by_model) >= 2 else {m: (None, None) for m in by_model}
-    totals: dict[str, dict[str, Any]] = defaultdict(lambda: {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
-                                                             "cost_known": True, "jury_cost_known": True, "jury_tokens_in": 0,
-                                                             "jury_tokens_out": 0, "jury_cost_usd": 0.0})
-    for rec in records:
-        t = totals[rec["model"]]
-        t["tokens_in"] += int(rec.get("tokens_in") or 0)
-        t["tokens_out"] += int(rec.get("tokens_out") or 0)
-        if rec.get("cost_usd") is None:
-            if not rec.get("error"):
-                t["cost_known"] = False
-        else:
-            t["cost_usd"] += float(rec["cost_usd"])
-        t["jury_tokens_in"] += int(rec.get("jury_tokens_in") or 0)
-        t["jury_tokens_out"] += int(rec.get("jury_tokens_out") or 0)
-        if rec.get("jury_cost_usd") is None:
-            if rec.get("jury_tokens_in") and not rec.get("error"):
-                t["jury_cost_known"] = False  # judges were called at a price nobody knows
-        else:
-            t["jury_cost_usd"] += float(rec["jury_cost_usd"])
+    totals: dict[str, _Totals] = defaultdict(_Totals)
+    for rec in instance_records(records):
+        totals[rec.model].add(rec)
     summaries = []
     for model in sorted(by_model):
         means = [v for v in by_model[model].values() if v is not None]
         t = totals[model]
         win, win_sd = rates.get(model, (None, None))
-        summaries.append({
-            "model": model, "macro_avg": _mean(means), "macro_sd": _std(means), "win_rate": win, "win_sd": win_sd,
-            "tokens_in": t["tokens_in"], "tokens_out": t["tokens_out"],
-            # an unknown price is reported as unknown (null), never as 0
-            "cost_usd": t["cost_usd"] if t["cost_known"] else None,
-            "jury_tokens_in": t["jury_tokens_in"], "jury_tokens_out": t["jury_tokens_out"],
-            "jury_cost_usd": t["jury_cost_usd"] if t["jury_cost_known"] else None,
-        })
+        # an unknown price is reported as unknown (null), never as 0
+        summaries.append(ModelRow(model=model, macro_avg=_mean(means), macro_sd=_std(means), win_rate=win,
+                                  win_sd=win_sd, tokens_in=t.tokens_in, tokens_out=t.tokens_out,
+                                  cost_usd=t.cost_usd, jury_tokens_in=t.jury_tokens_in,
+                                  jury_tokens_out=t.jury_tokens_out, jury_cost_usd=t.jury_cost_usd))
     return summaries

@@ -10,28 +10,34 @@ showing nothing.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_medhelm.report.formatting import fixed
+from pytest_medhelm.report.records import InstanceRecord, JuryAgreementRow, Results, section
 
 NEEDS_TWO = "agreement needs two judges"
 
 
-def _jury_of(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    jury = (record.get("metrics") or {}).get("jury")
+def _jury_of(record: InstanceRecord) -> Mapping[str, Any] | None:
+    jury = (record.metrics or {}).get("jury")
     return jury if isinstance(jury, Mapping) else None
 
 
-def jury_agreement_records(records: Sequence[Mapping[str, Any]], judges: Sequence[str]) -> list[dict[str, Any]]:
+def jury_agreement_records(records: Sequence[InstanceRecord | Mapping[str, Any]],
+                           judges: Sequence[str]) -> list[JuryAgreementRow]:
     """A ``jury_agreement`` record per (benchmark, model) with jury verdicts, in the order first seen.
 
     ``judges`` are the run's judges: a judge that was never asked still counts (its failures are 0), and with
     fewer than two the agreement is not computed.
     """
+    from pytest_medhelm.report.aggregate import instance_records
+
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for record in records:
+    for record in instance_records(records):
         jury = _jury_of(record)
         if jury is not None:
-            groups.setdefault((record["benchmark"], record["model"]), []).append(jury)
+            groups.setdefault((record.benchmark, record.model), []).append(jury)
     if not groups:
         return []
     from pytest_medhelm.jury.agreement import judge_agreement  # numpy: only when a run has a jury
@@ -40,38 +46,31 @@ def jury_agreement_records(records: Sequence[Mapping[str, Any]], judges: Sequenc
     for (benchmark, model), juries in sorted(groups.items()):
         stats = judge_agreement(juries)
         names = list(dict.fromkeys([*judges, *stats["judges"]]))
-        row: dict[str, Any] = {
-            "benchmark": benchmark, "model": model, "judges": names, "n_instances": stats["n_instances"],
-            "n_complete": stats["n_complete"], "icc3k": stats["icc3k"], "icc3_1": stats["icc3_1"],
-            "alpha_interval": stats["alpha_interval"],
-            "failures": {judge: stats["failures"].get(judge, 0) for judge in names},
-            "judge_means": {judge: stats["judge_means"].get(judge) for judge in names},
-            "flagged": stats["flagged"], "per_criterion": stats["per_criterion"], "note": None,
-        }
+        row = JuryAgreementRow(
+            benchmark=benchmark, model=model, judges=names, n_instances=stats["n_instances"],
+            n_complete=stats["n_complete"], icc3k=stats["icc3k"], icc3_1=stats["icc3_1"],
+            alpha_interval=stats["alpha_interval"],
+            failures={judge: stats["failures"].get(judge, 0) for judge in names},
+            judge_means={judge: stats["judge_means"].get(judge) for judge in names},
+            flagged=stats["flagged"], per_criterion=stats["per_criterion"], note=None)
         if len(names) < 2:
-            row.update(icc3k=None, icc3_1=None, alpha_interval=None, per_criterion={}, note=NEEDS_TWO)
+            row.icc3k = row.icc3_1 = row.alpha_interval = None
+            row.per_criterion, row.note = {}, NEEDS_TWO
         out.append(row)
     return out
-
-
-def _f(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def _short(judge: str) -> str:
     return judge.rsplit("/", 1)[-1]
 
 
-def agreement_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+def agreement_table(results: Results | Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     """benchmark, model, judges, instances graded by all, ICC(3,k), alpha, failures per judge."""
     header = ["benchmark", "model", "judges", "graded by all", "ICC(3,k)", "alpha", "judge failures"]
     rows = []
-    for r in results.get("jury_agreement") or []:
-        failures = ", ".join(f"{_short(j)}: {n}" for j, n in r["failures"].items()) or "-"
-        if r.get("note"):
-            icc, alpha = r["note"], "-"
-        else:
-            icc, alpha = _f(r["icc3k"]), _f(r["alpha_interval"])
-        rows.append([r["benchmark"], r["model"], str(len(r["judges"])), f"{r['n_complete']}/{r['n_instances']}",
-                     icc, alpha, failures])
+    for r in section(results, "jury_agreement"):
+        failures = ", ".join(f"{_short(j)}: {n}" for j, n in r.failures.items()) or "-"
+        icc, alpha = (r.note, "-") if r.note else (fixed(r.icc3k), fixed(r.alpha_interval))
+        rows.append([r.benchmark, r.model, str(len(r.judges)), f"{r.n_complete}/{r.n_instances}", icc, alpha,
+                     failures])
     return header, rows

@@ -19,8 +19,11 @@ write to a benchmark's limit (an EHRSQL answer of 1024 tokens takes SmolLM2 abou
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover  (the header line is made at every start: no pydantic for it)
+    from pytest_medhelm.report.records import GenerationCap
 
 
 def capped(max_tokens: int, cap: int | None) -> int:
@@ -28,12 +31,14 @@ def capped(max_tokens: int, cap: int | None) -> int:
     return max_tokens if cap is None else min(max_tokens, cap)
 
 
-def cap_record(cap: int | None, benchmarks: Iterable[Any]) -> dict[str, Any] | None:
+def cap_record(cap: int | None, benchmarks: Iterable[Any]) -> GenerationCap | None:
     """``run.generation_cap``: the cap and the benchmarks (objects with ``slug`` and ``max_tokens``) it lowered."""
+    from pytest_medhelm.report.records import GenerationCap
+
     if cap is None:
         return None
     lowered = {b.slug: int(b.max_tokens) for b in sorted(benchmarks, key=lambda b: b.slug) if b.max_tokens > cap}
-    return {"max_tokens": cap, "benchmarks": lowered}
+    return GenerationCap(max_tokens=cap, benchmarks=lowered)
 
 
 def header_line(cap: int | None) -> str | None:
@@ -44,11 +49,14 @@ def header_line(cap: int | None) -> str | None:
             "generation settings; the scores of the benchmarks it shortens are not comparable with MedHELM's")
 
 
-def cap_note(record: Mapping[str, Any] | None) -> str | None:
+def cap_note(record: GenerationCap | Mapping[str, Any] | None) -> str | None:
     """One sentence for the summary and the reports, from ``run.generation_cap``; None without a cap."""
     if not record:
         return None
-    cap, lowered = record.get("max_tokens"), dict(record.get("benchmarks") or {})
+    from pytest_medhelm.report.records import GenerationCap
+
+    record = record if isinstance(record, GenerationCap) else GenerationCap.model_validate(record)
+    cap, lowered = record.max_tokens, record.benchmarks
     if not lowered:
         return (f"Answers capped at {cap} tokens (--medhelm-max-tokens), a departure from MedHELM's generation "
                 "settings; no benchmark of this run allows more, so none was shortened.")

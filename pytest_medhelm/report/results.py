@@ -17,21 +17,17 @@ import math
 import numbers
 import os
 import platform
-from dataclasses import asdict
-from pathlib import Path
-from typing import Any
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pytest_medhelm import __version__
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
-from pytest_medhelm.report.aggregate import benchmark_results, category_scores, model_summaries
+from pytest_medhelm.report.aggregate import benchmark_results, category_scores, instance_records, model_summaries
+from pytest_medhelm.report.records import (SCHEMA_VERSION, BenchmarkRow, Gate, InstanceRecord, Results, RunHeader,
+                                           dump)
 
-SCHEMA_VERSION = 1
-
-#: the per-instance fields of the contract, in order; records may carry more
-INSTANCE_FIELDS = ("benchmark", "instance_id", "model", "prompt_sha256", "answer", "score", "raw_score",
-                   "tokens_in", "tokens_out", "cost_usd", "latency_s", "cached", "error")
-
+__all__ = ["SCHEMA_VERSION", "MIXED", "build_report", "build_results", "evaluate_gates", "write_json"]
 
 MIXED = "mixed: "
 
@@ -52,70 +48,58 @@ def _instrument_names(name: Any) -> list[str]:
     return name[len(MIXED):].split(" + ") if name.startswith(MIXED) else [name]
 
 
-def build_results(records: Sequence[Mapping[str, Any]], catalogue: Mapping[str, Any], *, models: Sequence[str],
-                  judges: Sequence[str] = (), options: Mapping[str, Any] | None = None, started: str = "",
-                  finished: str = "", compat: str = "default", commit: str | None = None,
-                  planned: Mapping[str, int] | None = None, interrupted: bool = False,
-                  jury_prompts: str | None = None) -> dict[str, Any]:
-    """The results (the JSON contract). ``planned``: per benchmark, the instances its sample holds (per model):
-    a benchmark scored on fewer (after -k, --lf, a shard, errors or an interruption) is marked ``partial``, with
-    ``n_planned``; ``interrupted``: the run was stopped (Ctrl-C) before its end. ``jury_prompts``: the name of the
-    jury's instrument (:attr:`pytest_medhelm.jury.instrument.JuryInstrument.name`, ``helm@ef439fc`` or
+def build_report(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogue: Mapping[str, Any], *,
+                 models: Sequence[str], judges: Sequence[str] = (), options: Mapping[str, Any] | None = None,
+                 started: str = "", finished: str = "", compat: str = "default", commit: str | None = None,
+                 planned: Mapping[str, int] | None = None, interrupted: bool = False,
+                 jury_prompts: str | None = None) -> Results:
+    """The results (the JSON contract), typed. ``planned``: per benchmark, the instances its sample holds (per
+    model): a benchmark scored on fewer (after -k, --lf, a shard, errors or an interruption) is marked ``partial``,
+    with ``n_planned``; ``interrupted``: the run was stopped (Ctrl-C) before its end. ``jury_prompts``: the name of
+    the jury's instrument (:attr:`pytest_medhelm.jury.instrument.JuryInstrument.name`, ``helm@ef439fc`` or
     ``pytest-medhelm@<version>``) when the run has a jury, else None; the judged records' own ``jury_instrument``
     win over it (:func:`jury_prompts_of`)."""
     from pytest_medhelm.report.agreement import jury_agreement_records
-
-    records = without_nan_scores(records)
-    jury_prompts = jury_prompts_of((rec.get("jury_instrument") for rec in records), jury_prompts)
-    results = benchmark_results(records, catalogue)
-    bench_rows = []
-    for r in results:
-        row = asdict(r)
-        row["n_planned"] = (planned or {}).get(r.slug)
-        # fewer instances measured than the sample holds (deliberately unscored ones, as EHRSQL's, are measured)
-        row["partial"] = row["n_planned"] is not None and r.n + row.get("n_not_scored", 0) < row["n_planned"]
-        row["category"] = CATEGORY_BY_SLUG[r.category].name if r.category in CATEGORY_BY_SLUG else r.category
-        row["category_slug"] = r.category
-        if not row["subsets"]:
-            row.pop("subsets")
-        if row.get("bootstrap_std") is None:
-            row.pop("bootstrap_std")
-        bench_rows.append(row)
-    categories = []
-    for row in category_scores(results):
-        cat = CATEGORY_BY_SLUG.get(row["category"])
-        categories.append({**row, "category": cat.name if cat else row["category"], "category_slug": row["category"]})
-    instances = []
-    for rec in sorted(records, key=lambda r: (r["benchmark"], r["model"], r.get("subset") or "",
-                                              str(r["instance_id"]))):
-        inst = {}
-        for key in INSTANCE_FIELDS:
-            inst[key] = rec.get(key)
-            if key == "prompt_sha256" and "judge_prompt_sha256" in rec:  # beside it: what each judge was asked
-                inst["judge_prompt_sha256"] = rec["judge_prompt_sha256"]
-        inst.update({k: v for k, v in rec.items() if k not in inst})
-        instances.append(inst)
-    results = {
-        "schema_version": SCHEMA_VERSION,
-        "run": {"plugin_version": __version__, "started": started, "finished": finished, "models": list(models),
-                "judges": list(judges), "options": dict(options or {}), "git_commit": commit, "compat": compat,
-                "jury_prompts": jury_prompts, "python": platform.python_version(), "machine": platform.machine(),
-                "interrupted": interrupted},
-        "benchmarks": bench_rows,
-        "categories": categories,
-        "models": model_summaries(results, records),
-        "gates": [],
-        "jury_agreement": jury_agreement_records(records, judges),
-        "instances": instances,
-    }
     from pytest_medhelm.report.rubric_breakdown import add_rubric_sections
 
-    add_rubric_sections(results, records)  # HealthBench's theme and axis breakdowns, when it ran
+    typed = without_nan_scores(instance_records(records))
+    jury_prompts = jury_prompts_of((rec.jury_instrument for rec in typed), jury_prompts)
+    rows = benchmark_results(typed, catalogue)
+    categories = category_scores(rows)  # (by the categories' slugs, which _place turns into names)
+    for row in rows:
+        _place(row, (planned or {}).get(row.slug))
+    for cat_row in categories:
+        cat = CATEGORY_BY_SLUG.get(cat_row.category)
+        cat_row.category_slug, cat_row.category = cat_row.category, cat.name if cat else cat_row.category
+    run = RunHeader(plugin_version=__version__, started=started, finished=finished, models=list(models),
+                    judges=list(judges), options=dict(options or {}), git_commit=commit, compat=compat,
+                    jury_prompts=jury_prompts, python=platform.python_version(), machine=platform.machine(),
+                    interrupted=interrupted)
+    results = Results(schema_version=SCHEMA_VERSION, run=run, benchmarks=rows, categories=categories,
+                      models=model_summaries(rows, typed), gates=[],
+                      jury_agreement=jury_agreement_records(typed, judges),
+                      instances=sorted(typed, key=InstanceRecord.sort_key))
+    add_rubric_sections(results, typed)  # HealthBench's theme and axis breakdowns, when it ran
     return results
 
 
-def evaluate_gates(results: dict[str, Any], thresholds: Iterable[Any], *, selected: set[str] | None = None,
-                   benchmarks_of: Mapping[str, set[str]] | None = None, strict: bool = False) -> list[dict[str, Any]]:
+def build_results(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogue: Mapping[str, Any],
+                  **run: Any) -> dict[str, Any]:
+    """:func:`build_report` as the JSON contract's plain data."""
+    return dump(build_report(records, catalogue, **run))
+
+
+def _place(row: BenchmarkRow, n_planned: int | None) -> None:
+    """A benchmark row's category by name and slug, and whether it was scored on its whole sample."""
+    row.n_planned = n_planned
+    # fewer instances measured than the sample holds (deliberately unscored ones, as EHRSQL's, are measured)
+    row.partial = n_planned is not None and row.n + row.n_not_scored < n_planned
+    cat = CATEGORY_BY_SLUG.get(row.category)
+    row.category_slug, row.category = row.category, cat.name if cat else row.category
+
+
+def evaluate_gates(results: Results, thresholds: Iterable[Any], *, selected: set[str] | None = None,
+                   benchmarks_of: Mapping[str, set[str]] | None = None, strict: bool = False) -> list[Gate]:
     """Each threshold applies to every model under test. Every gate has a ``status``:
 
     * ``"passed"`` / ``"failed"``: its score was measured and is (not) at least the threshold; a gate whose score
@@ -127,31 +111,30 @@ def evaluate_gates(results: dict[str, Any], thresholds: Iterable[Any], *, select
 
     Thresholds with no model under test fail (model null, reason "no model under test")."""
     gates = []
-    models = results["run"]["models"]
+    models = results.run.models
     for threshold in thresholds:
         if not models:
-            gates.append({"spec": threshold.spec, "name": threshold.name, "model": None, "value": None,
-                          "threshold": threshold.value, "passed": False, "status": "failed",
-                          "reason": "no model under test (--medhelm-model)"})
+            gates.append(Gate(spec=threshold.spec, name=threshold.name, model=None, value=None,
+                              threshold=threshold.value, passed=False, status="failed",
+                              reason="no model under test (--medhelm-model)"))
             continue
         covered = _covered(threshold.name, selected, benchmarks_of)
         for model in models:
-            gate = {"spec": threshold.spec, "name": threshold.name, "model": model, "value": None,
-                    "threshold": threshold.value}
+            gate = Gate(spec=threshold.spec, name=threshold.name, model=model, value=None, threshold=threshold.value)
             if not covered:
-                gate.update(passed=False if strict else None, status="not evaluated",
-                            reason="deselected in this run (-k, -m or --medhelm-benchmark)")
+                gate.passed, gate.status = (False if strict else None), "not evaluated"
+                gate.reason = "deselected in this run (-k, -m or --medhelm-benchmark)"
             else:
                 value = _gate_value(results, threshold.name, model)
                 passed = value is not None and value >= threshold.value
-                gate.update(value=value, passed=passed, status="passed" if passed else "failed")
+                gate.value, gate.passed, gate.status = value, passed, "passed" if passed else "failed"
                 if value is None:
-                    gate["reason"] = "no score: nothing of it was measured"
+                    gate.reason = "no score: nothing of it was measured"
                 # read from a subset of some benchmark's sample (-k, --lf, errors): said with the verdict
-                gate["partial"] = any(row["partial"] for row in results["benchmarks"] if row["model"] == model
-                                      and _reads(threshold.name, row, benchmarks_of))
+                gate.partial = any(row.partial for row in results.benchmarks if row.model == model
+                                   and _reads(threshold.name, row, benchmarks_of))
             gates.append(gate)
-    results["gates"] = gates
+    results.gates = gates
     return gates
 
 
@@ -166,32 +149,29 @@ def _covered(name: str, selected: set[str] | None, benchmarks_of: Mapping[str, s
     return name in selected
 
 
-def _reads(name: str, row: Mapping[str, Any], benchmarks_of: Mapping[str, set[str]] | None) -> bool:
+def _reads(name: str, row: BenchmarkRow, benchmarks_of: Mapping[str, set[str]] | None) -> bool:
     """Whether the gate ``name`` reads the benchmark row ``row``."""
     if name == "overall":
         return True
     if benchmarks_of is not None and name in benchmarks_of:
-        return row["slug"] in benchmarks_of[name]
-    return row.get("category_slug") == name or row["slug"] == name
+        return row.slug in benchmarks_of[name]
+    return row.category_slug == name or row.slug == name
 
 
-def gate_failed(gate: Mapping[str, Any]) -> bool:
+def gate_failed(gate: Gate | Mapping[str, Any]) -> bool:
     """A gate that fails the run: evaluated and not met (a gate not evaluated has ``passed`` null)."""
-    return gate.get("passed") is False
+    return (gate.passed if isinstance(gate, Gate) else gate.get("passed")) is False
 
 
-def _gate_value(results: Mapping[str, Any], name: str, model: str) -> float | None:
+def _gate_value(results: Results, name: str, model: str) -> float | None:
     if name == "overall":
-        for row in results["models"]:
-            if row["model"] == model:
-                return row["macro_avg"]
-        return None
-    for row in results["benchmarks"]:
-        if row["slug"] == name and row["model"] == model:
-            return row["mean"]
-    for row in results["categories"]:
-        if row["category_slug"] == name and row["model"] == model:
-            return row["score"]
+        return next((row.macro_avg for row in results.models if row.model == model), None)
+    for row in results.benchmarks:
+        if row.slug == name and row.model == model:
+            return row.mean
+    for cat in results.categories:
+        if cat.category_slug == name and cat.model == model:
+            return cat.score
     return None
 
 
@@ -202,20 +182,26 @@ def _not_finite(value: Any) -> bool:
 NAN_SCORE_ERROR = "the metric returned {value!r} for this instance: not a score"
 
 
-def without_nan_scores(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+Rec = TypeVar("Rec", InstanceRecord, Mapping[str, Any])
+
+
+def without_nan_scores(records: Sequence[Rec]) -> list[Rec]:
     """``records`` with each NaN (or infinite) ``score`` made an error of its instance: score null,
-    ``score_nan: true``, ``error`` kept or set, ``missed`` dropped (a NaN is neither a hit nor a miss)."""
-    out: list[Mapping[str, Any]] = []
+    ``score_nan: true``, ``error`` kept or set, ``missed`` dropped (a NaN is neither a hit nor a miss). The records
+    given are not changed (a fixed one is a copy)."""
+    out: list[Rec] = []
     for rec in records:
-        if _not_finite(rec.get("score")):
-            fixed = dict(rec)
-            fixed.update(score=None, score_nan=True, missed=False)
-            fixed["error"] = rec.get("error") or NAN_SCORE_ERROR.format(value=rec["score"])
-            if _not_finite(rec.get("raw_score")):
-                fixed["raw_score"] = None
-            out.append(fixed)
-        else:
+        score = rec.score if isinstance(rec, InstanceRecord) else rec.get("score")
+        if not _not_finite(score):
             out.append(rec)
+            continue
+        error, raw = (rec.error, rec.raw_score) if isinstance(rec, InstanceRecord) else (rec.get("error"),
+                                                                                         rec.get("raw_score"))
+        fixes: dict[str, Any] = {"score": None, "score_nan": True, "missed": False,
+                                 "error": error or NAN_SCORE_ERROR.format(value=score)}
+        if _not_finite(raw):
+            fixes["raw_score"] = None
+        out.append(rec.model_copy(update=fixes) if isinstance(rec, InstanceRecord) else {**rec, **fixes})
     return out
 
 
@@ -253,17 +239,20 @@ def json_safe(results: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_json(results: Mapping[str, Any], path: Path) -> None:
+def write_json(results: Results | Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """The results file, written from the models (a :class:`Results`), or plain data as given; never half-written,
+    and a value that is not a finite number written as null (:func:`json_safe`)."""
+    data = dump(results) if isinstance(results, Results) else results
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     try:  # the common case, at full speed: nothing to scrub
-        text = json.dumps(results, indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
+        text = json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
     except (ValueError, TypeError):  # a NaN or an odd number somewhere: null, and the instance says where
-        text = json.dumps(json_safe(results), indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
+        text = json.dumps(json_safe(data), indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
     from pytest_medhelm.report.texts import open_report
 
-    with open_report(tmp, results) as fh:  # (0600 when it holds instance texts: possibly patient data)
+    with open_report(tmp, data) as fh:  # (0600 when it holds instance texts: possibly patient data)
         fh.write(text + "\n")
     os.replace(tmp, path)  # never a half-written results file
 

@@ -136,14 +136,15 @@ class Collection:
 
     # ------------------------------------------------------------------------------------------ instances
     def _model_problem(self, model: str) -> str | None:
-        from pytest_medhelm.models import local_endpoints
+        from pytest_medhelm.models.llama.gguf import unavailable_reason
+        from pytest_medhelm.values import is_llama_cpp_model
 
-        if not local_endpoints.is_local(model):
+        if not is_llama_cpp_model(model):
             return None
         if self.ctx.model_spec(model).api_base is not None:  # a plugin's model_spec hook serves it from a URL
             return None
         if model not in self._model_problems:
-            self._model_problems[model] = local_endpoints.problem(model)
+            self._model_problems[model] = unavailable_reason(model)
         return self._model_problems[model]
 
     def instances(self, slug: str):

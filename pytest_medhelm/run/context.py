@@ -112,7 +112,7 @@ class RunContext:
         self._budget: Budget | None = None
         self._budget_made = False
         self._specs: dict[tuple[str, str], ModelSpec] = {}
-        self._local: Any = None  # LocalEndpoints: llama.cpp servers this process started (never in a worker)
+        self._local: Any = None  # LlamaEndpoints: llama.cpp servers this process started (never in a worker)
         self._data_verification: Any = None
         self._shared_unreachable = False
         self._jury: Any = None  # (JuryInstrument, warning or None), loaded at first use
@@ -373,27 +373,28 @@ class RunContext:
     def endpoint(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with a URL to send to: a local/... model's server is started here (or, in a worker, looked up
         in what the controller published). Raises ModelError when it cannot be reached."""
-        from pytest_medhelm.models import local_endpoints
+        from pytest_medhelm.models.llama import endpoints as llama_endpoints
+        from pytest_medhelm.values import is_llama_cpp_model
 
-        if spec.api_base is not None or not local_endpoints.is_local(spec.name):
+        if spec.api_base is not None or not is_llama_cpp_model(spec.name):
             return spec
         from pytest_medhelm.values import ModelError
 
         if not self.role.sends_answers:
-            entry = local_endpoints.read_published(self._local_publish_path(), spec.name, self.coordination_key)
+            entry = llama_endpoints.read_published(self._local_publish_path(), spec.name, self.coordination_key)
             if entry is None:
                 raise ModelError(spec.name, "the controlling process started no llama.cpp server for this model "
                                             "(every answer of the run was cached); run without -n to ask it anew")
         else:
             if self._local is None:
                 rc = self.run_config
-                self._local = local_endpoints.LocalEndpoints(self._local_publish_path(), self.cache_dir() / "logs",
+                self._local = llama_endpoints.LlamaEndpoints(self._local_publish_path(), self.cache_dir() / "logs",
                                                              n_ctx=rc.local_ctx, n_threads=rc.local_threads,
                                                              signing_key=self.coordination_key)
             entry = self._local.start(spec.name)
         if "error" in entry:
             raise ModelError(spec.name, entry["error"])
-        return local_endpoints.attach(spec, entry)  # its URL, and its slots: never more in flight than it serves
+        return llama_endpoints.attach(spec, entry)  # its URL, and its slots: never more in flight than it serves
 
     def stop_local_servers(self) -> None:
         if self._local is not None:

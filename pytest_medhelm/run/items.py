@@ -23,13 +23,17 @@ import pytest
 from pytest_medhelm.item_api import CURRENT_ITEM, RECORD, TIMEOUT_SETTINGS, Missed, case_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.report.records import InstanceRecord
     from pytest_medhelm.run.context import RunContext
 
 
 class ItemHooks:
-    def __init__(self, ctx: RunContext, on_record: Callable[[pytest.TestReport, dict[str, Any]], None]) -> None:
+    def __init__(self, ctx: RunContext, on_record: Callable[[pytest.TestReport, InstanceRecord], None]) -> None:
         self.ctx = ctx
         self.on_record = on_record
+        #: the records this process built, by node id, until reported here (under xdist the controller reads the
+        #: plain data the report carries through the models instead)
+        self._built: dict[str, InstanceRecord] = {}
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item):
@@ -64,14 +68,14 @@ class ItemHooks:
             return None
         if not excinfo.errisinstance(one_line_errors()):
             return None
-        if excinfo.errisinstance(Missed):
-            longrepr = f"MISSED: {excinfo.value.detail}"
-        else:
-            longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
-        sections = [(f"Captured {key} {call.when}", content) for rwhen, key, content in item._report_sections
-                    if rwhen == call.when and content]
+        error, when = excinfo.value, call.when
+        if when == "collect":  # (items are not collected through this hook)
+            return None
+        longrepr = f"MISSED: {error.detail}" if isinstance(error, Missed) else f"{type(error).__name__}: {error}"
+        sections = [(f"Captured {key} {when}", content) for rwhen, key, content in item._report_sections
+                    if rwhen == when and content]
         return pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", longrepr,
-                                 call.when, sections, call.duration, call.start, call.stop,
+                                 when, sections, call.duration, call.start, call.stop,
                                  user_properties=item.user_properties)
 
     # (pytest only reads hook implementations whose names start with "pytest_"; specname maps it to the hook)
@@ -89,47 +93,43 @@ class ItemHooks:
         return report
 
     def _attach_record(self, item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, case: Any) -> None:
+        """The item's record, built once from what its fixtures and assertions wrote and how it ended, rides on
+        its report as plain data (xdist carries it)."""
         from pytest_medhelm.metrics.base import ScoringError
+        from pytest_medhelm.report.records import InstanceRecord
 
         excinfo = call.excinfo
-        rec = dict(item.stash.get(RECORD, None) or {})
-        rec.update(benchmark=case.benchmark, model=case.model,
-                   instance_id=case.instance.id if case.instance else None,
-                   subset=case.instance.subset if case.instance else "")
+        error = excinfo.value if excinfo is not None else None
+        written = item.stash.get(RECORD, None) or {}
+        outcome: dict[str, Any] = {"benchmark": case.benchmark, "model": case.model,
+                                   "instance_id": case.instance.id if case.instance else None,
+                                   "subset": case.instance.subset if case.instance else ""}
         if case.instance is not None and self.ctx.run_config.report_text:  # opt-in: may be patient data
             from pytest_medhelm.report.texts import instance_texts
 
-            rec.update(instance_texts(case.instance))
-        if excinfo is not None and excinfo.errisinstance(Missed):
-            rec["missed"] = True
-            if self.ctx.run_config.strict:
-                report.longrepr = f"MISSED: {excinfo.value.detail}"
-            else:
+            outcome.update(instance_texts(case.instance))
+        if isinstance(error, Missed):
+            outcome["missed"] = True
+            missed = f"MISSED: {error.detail}"
+            if not self.ctx.run_config.strict:
                 report.outcome = "skipped"
-                report.wasxfail = f"MISSED: {excinfo.value.detail}"  # type: ignore[attr-defined]
-                report.longrepr = report.wasxfail  # the one line reporters print (pytest-html's log)
-        elif excinfo is not None and excinfo.errisinstance(one_line_errors()):
-            rec.update(error=str(excinfo.value), score=None, error_kind=type(excinfo.value).__name__)
-            if excinfo.errisinstance(ScoringError):
-                rec["judge_failures"] = excinfo.value.reasons
-            report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
+                report.wasxfail = missed  # (pytest's own attribute of an xfail)
+            report.longrepr = missed  # the one line reporters print (pytest-html's log)
+        elif excinfo is not None and isinstance(error, one_line_errors()):
+            outcome.update(error=str(error), score=None, error_kind=type(error).__name__)
+            if isinstance(error, ScoringError):
+                outcome["judge_failures"] = error.reasons
+            report.longrepr = f"{type(error).__name__}: {error}"
         elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
-            rec.setdefault("error", f"{excinfo.typename}: {excinfo.value}")
-            rec["score"] = None
-        for key in ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd"):
-            if key in (rec.get("metrics") or {}):
-                rec[key] = rec["metrics"][key]
-        if "judge_prompt_sha256" in (rec.get("metrics") or {}):  # one per judge request, beside prompt_sha256
-            rec["judge_prompt_sha256"] = rec["metrics"].pop("judge_prompt_sha256")
-        instrument = (rec.get("metrics") or {}).pop("jury_instrument", None)
-        if instrument:
-            rec["jury_instrument"] = instrument
-        if report.when == "call" or "error" in rec:
-            report.medhelm = rec  # type: ignore[attr-defined]
-            if rec.get("score") is not None:
+            outcome.update(error=written.get("error") or f"{excinfo.typename}: {error}", score=None)
+        record = InstanceRecord.of_item(written, **outcome)
+        if report.when == "call" or record.error is not None:
+            report.medhelm = record.wire()  # type: ignore[attr-defined]  # (xdist carries report attributes)
+            self._built[report.nodeid] = record
+            if record.score is not None:
                 # on the item: JUnit XML writes the properties of the item's last report (its teardown's)
-                item.user_properties.append(("medhelm_score", rec["score"]))
-                report.user_properties.append(("medhelm_score", rec["score"]))
+                item.user_properties.append(("medhelm_score", record.score))
+                report.user_properties.append(("medhelm_score", record.score))
 
     @pytest.hookimpl(tryfirst=True)  # before pytest's own, which would call a miss "xfailed"
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config):
@@ -149,9 +149,14 @@ class ItemHooks:
     @pytest.hookimpl(trylast=True)  # after the cache plugin's own bookkeeping, which drops passed items
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rec = getattr(report, "medhelm", None)
+        record = self._built.pop(report.nodeid, None)
         if rec is None or not self.ctx.role.reports:
             return
-        self.on_record(report, rec)
+        if record is None:  # built in a worker
+            from pytest_medhelm.report.records import InstanceRecord
+
+            record = InstanceRecord.model_validate(rec)
+        self.on_record(report, record)
         if rec.get("missed") and not report.failed:
             # a miss is selectable with --lf like a failure, without failing the run
             lf = self.ctx.config.pluginmanager.get_plugin("lfplugin")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def check_local_only(ctx: RunContext) -> None:
     from pytest_medhelm.data.errors import DataMissing
     from pytest_medhelm.data.sources import resolve_files
-    from pytest_medhelm.governance import local_only_message, local_only_violations
+    from pytest_medhelm.governance import private_network_message, private_network_violations
 
     rc = ctx.run_config
     benchmarks = []
@@ -32,9 +32,9 @@ def check_local_only(ctx: RunContext) -> None:
         except DataMissing:
             continue  # skipped for want of data: nothing of it can be sent
         benchmarks.append((bench.slug, bench.access, bench.kind))
-    violations = local_only_violations([ctx.model_spec(m) for m in rc.models], ctx.judge_specs(), benchmarks)
+    violations = private_network_violations([ctx.model_spec(m) for m in rc.models], ctx.judge_specs(), benchmarks)
     if violations:
-        raise pytest.UsageError(local_only_message(violations))
+        raise pytest.UsageError(private_network_message(violations))
 
 
 def identity_lines(ctx: RunContext) -> list[str]:
@@ -59,13 +59,13 @@ def announce_judges(ctx: RunContext, write_line: Any) -> None:
     """Before the first judge request of a run whose model under test is local: one line per judge that a
     provider's public API would get (a hospital keeping its model on its network must not learn that from a bill),
     and what a local judge's requests do differently from HELM's."""
-    from pytest_medhelm.jury import JUDGE_MAX_TOKENS, local_judges
+    from pytest_medhelm.jury import JUDGE_MAX_TOKENS, llama_judges
     from pytest_medhelm.models.endpoints import startup_lines
 
     judges = ctx.judge_specs()
     for line in startup_lines([ctx.model_spec(m) for m in ctx.run_config.models], judges):
         write_line(line, {"yellow": True})
-    notice = local_judges.notice([j.name for j in judges], JUDGE_MAX_TOKENS)
+    notice = llama_judges.notice([j.name for j in judges], JUDGE_MAX_TOKENS)
     if notice:
         write_line(notice, {"yellow": True})
 

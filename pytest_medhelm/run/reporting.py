@@ -17,6 +17,7 @@ import pytest
 from datetime import UTC
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.report.records import InstanceRecord, Results
     from pytest_medhelm.run.context import RunContext
 
 Line = tuple[str, dict[str, bool]]
@@ -35,9 +36,11 @@ class Reporting:
         self.removed = removed  # benchmark -> reason -> records a loader's filter dropped
         self.sender_lines = sender_lines
         #: one record per item, its last attempt's (a rerun replaces the earlier attempts)
-        self._records: dict[str, dict[str, Any]] = {}
+        self._records: dict[str, InstanceRecord] = {}
         self._misses: dict[str, str] = {}
-        self.results: dict[str, Any] | None = None
+        self.results: Results | None = None
+        #: the results as the plain data the hooks were given and read back from (what other plugins see)
+        self.data: dict[str, Any] | None = None
         self.gate_failed = False
         self.started = now()
         #: the benchmarks with collected items (None: not known) and each one's planned instances per model
@@ -47,15 +50,15 @@ class Reporting:
         #: files accepted although they differ from their pins (None: this process checked them itself)
         self.data_unverified: dict[str, Any] | None = None
 
-    def add(self, report: pytest.TestReport, record: dict[str, Any]) -> None:
+    def add(self, report: pytest.TestReport, record: InstanceRecord) -> None:
         self._records.pop(report.nodeid, None)  # (re-inserted: the order is that of the last attempts)
         self._records[report.nodeid] = record
         self._misses.pop(report.nodeid, None)
-        if record.get("missed"):
-            self._misses[report.nodeid] = record.get("detail") or ""
+        if record.missed:
+            self._misses[report.nodeid] = record.detail or ""
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[InstanceRecord]:
         return list(self._records.values())
 
     @property
@@ -71,30 +74,28 @@ class Reporting:
 
     def _build(self) -> None:
         from pytest_medhelm.gitinfo import commit_of
-        from pytest_medhelm.report.results import build_results, evaluate_gates, gate_failed
+        from pytest_medhelm.report.records import Gate, Results, dump
+        from pytest_medhelm.report.results import build_report, evaluate_gates
 
         ctx, rc = self.ctx, self.ctx.run_config
         catalogue = {b.slug: b for b in ctx.registry}
-        judged = any(catalogue[r["benchmark"]].is_judged and not _graded(catalogue[r["benchmark"]])
-                     for r in self.records if r["benchmark"] in catalogue)
-        results = build_results(self.records, catalogue, models=rc.models, judges=ctx.judge_names() if judged else [],
+        judged = any(catalogue[r.benchmark].is_judged and not _graded(catalogue[r.benchmark])
+                     for r in self.records if r.benchmark in catalogue)
+        results = build_report(self.records, catalogue, models=rc.models, judges=ctx.judge_names() if judged else [],
                                 options=rc.public_options(), started=self.started, finished=now(),
                                 compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))),
                                 planned=self.planned, interrupted=self.interrupted,
                                 jury_prompts=ctx.jury_instrument.name if judged else None)
-        if rc.prices is not None:
-            from pytest_medhelm.cost import apply_file_prices
-
-            apply_file_prices(results, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
-        results["run"]["filtered"] = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
-        results["run"]["data_unverified"] = (ctx.data_verification.record() if self.data_unverified is None
-                                             else self.data_unverified)
+        run = results.run
+        run.filtered = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
+        run.data_unverified = (ctx.data_verification.record() if self.data_unverified is None
+                               else self.data_unverified)
         if ctx.budget is not None:
-            results["run"]["budget"] = ctx.budget.as_json()
+            run.budget = ctx.budget.as_json()
         from pytest_medhelm.report.generation_cap import cap_record
 
-        slugs = self.selected if self.selected is not None else {r["benchmark"] for r in self.records}
-        results["run"]["generation_cap"] = cap_record(rc.max_tokens, (catalogue[s] for s in slugs if s in catalogue))
+        slugs = self.selected if self.selected is not None else {r.benchmark for r in self.records}
+        run.generation_cap = cap_record(rc.max_tokens, (catalogue[s] for s in slugs if s in catalogue))
         if rc.shard is None:
             benchmarks_of: dict[str, set[str]] = {}
             for bench in ctx.registry:
@@ -102,18 +103,24 @@ class Reporting:
             evaluate_gates(results, rc.thresholds, selected=self.selected, benchmarks_of=benchmarks_of,
                            strict=rc.strict_gates)
         else:  # a shard holds part of each benchmark: thresholds are checked on the merged run
-            results["gates"] = [{"spec": t.spec, "name": t.name, "model": m, "value": None, "threshold": t.value,
-                                 "passed": None, "status": "not evaluated",
-                                 "reason": "a shard: checked on the merged run (pytest-medhelm merge --threshold)"}
-                                for t in rc.thresholds for m in rc.models]
-        # plugins (comparisons with a baseline, cost, reports) may add sections and gates of their own
-        ctx.config.hook.pytest_medhelm_results(results=results, config=ctx.config)
-        self.gate_failed = any(gate_failed(g) for g in results["gates"])
-        self.results = results
+            results.gates = [Gate(spec=t.spec, name=t.name, model=m, value=None, threshold=t.value, passed=None,
+                                  status="not evaluated",
+                                  reason="a shard: checked on the merged run (pytest-medhelm merge --threshold)")
+                             for t in rc.thresholds for m in rc.models]
+        # plugins (comparisons with a baseline, cost, reports) may add sections and gates of their own, on the
+        # results as the JSON contract's data (the hook's contract); read back through the models
+        data = dump(results)
+        if rc.prices is not None:
+            from pytest_medhelm.cost import apply_file_prices
+
+            apply_file_prices(data, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
+        ctx.config.hook.pytest_medhelm_results(results=data, config=ctx.config)
+        self.results, self.data = Results.read(data), data
+        self.gate_failed = any(g.failed for g in self.results.gates)
 
     def extra_sections(self, fmt: str) -> list[tuple[str, str]]:
         sections: list[tuple[str, str]] = []
-        for extra in self.ctx.config.hook.pytest_medhelm_summary_rows(results=self.results, config=self.ctx.config,
+        for extra in self.ctx.config.hook.pytest_medhelm_summary_rows(results=self.data, config=self.ctx.config,
                                                                       fmt=fmt):
             sections.extend(extra or [])
         return sections
@@ -124,31 +131,31 @@ class Reporting:
         from collections import Counter
 
         counts = Counter((judge, reason) for rec in self.records
-                         for judge, reason in (rec.get("judge_failures") or {}).items())
+                         for judge, reason in (rec.judge_failures or {}).items())
         return [(f"medhelm: judge {judge} gave no valid judgement on {n} item{'s' if n != 1 else ''}: {reason}",
                  {"red": True}) for (judge, reason), n in counts.items()]
 
     def terminal_summary(self, tr: Any, config: pytest.Config) -> None:
         lines = list(self.sender_lines()) + self.judge_failure_lines()
-        if self.results is not None and self.results["run"].get("jury_prompts"):
+        name = self.results.run.jury_prompts if self.results is not None else None
+        if name:
             warning = self.ctx.jury()[1]
             if warning:  # our own rubric scored the open-ended benchmarks: said where the scores are
                 lines.insert(0, (warning, {"yellow": True, "bold": True}))
             from pytest_medhelm.report.results import MIXED
 
-            name = self.results["run"]["jury_prompts"]
             if name.startswith(MIXED):  # (under xdist every process loads the instrument itself)
                 lines.insert(0, (f"medhelm: the processes of this run asked the judges from different instruments "
                                  f"({name[len(MIXED):]}: each item's jury_instrument says which); its open-ended "
                                  "scores are not one measurement", {"red": True, "bold": True}))
-        if self.results is not None and self.results["run"].get("generation_cap"):
+        if self.results is not None and self.results.run.generation_cap is not None:
             from pytest_medhelm.report.generation_cap import cap_note
 
-            lines.insert(0, (f"medhelm: {cap_note(self.results['run']['generation_cap'])}", {"yellow": True}))
+            lines.insert(0, (f"medhelm: {cap_note(self.results.run.generation_cap)}", {"yellow": True}))
         budget = self.ctx.budget if self.ctx.configured else None
         if budget is not None:
             lines.append((budget.summary(), {"yellow": True} if budget.not_sent else {}))
-        if (self.results is not None and not lines and not self.results["instances"] and not self.results["gates"]
+        if (self.results is not None and not lines and not self.results.instances and not self.results.gates
                 and not self.selected):
             return  # no medhelm item in this run (other tests, with medhelm options in the ini file): nothing to say
         if self.results is None and not lines:
@@ -169,7 +176,7 @@ class Reporting:
             return
         if lines:
             tr.write_line("")
-        if self.results["instances"]:
+        if self.results.instances:
             from pytest_medhelm.report.tables import terminal_sections
 
             for title, text in terminal_sections(self.results) + self.extra_sections("terminal"):
@@ -183,23 +190,21 @@ class Reporting:
         self._gate_lines(tr)
 
     def _gate_lines(self, tr: Any) -> None:
-        from pytest_medhelm.report.results import gate_failed
-
-        gates = self.results["gates"] if self.results is not None else []
+        gates = self.results.gates if self.results is not None else []
         if not gates:
             return
-        failed = [g for g in gates if gate_failed(g)]
-        unevaluated = [g for g in gates if g.get("passed") is None]
+        failed = [g for g in gates if g.failed]
+        unevaluated = [g for g in gates if g.passed is None]
         for g in failed:
-            value = g.get("reason") or "no score" if g["value"] is None else f"{g['value']:.3f}"
-            model = f" for {g['model']}" if g.get("model") else ""
-            tr.write_line(f"medhelm gate FAILED: {g['spec']}{model}: {value}", red=True, bold=True)
+            value = g.reason or "no score" if g.value is None else f"{g.value:.3f}"
+            model = f" for {g.model}" if g.model else ""
+            tr.write_line(f"medhelm gate FAILED: {g.spec}{model}: {value}", red=True, bold=True)
         for g in unevaluated:
-            tr.write_line(f"medhelm gate NOT EVALUATED: {g['spec']} for {g['model']}: {g['reason']} "
+            tr.write_line(f"medhelm gate NOT EVALUATED: {g.spec} for {g.model}: {g.reason} "
                           "(--medhelm-strict-gates fails it)", yellow=True, bold=True)
         for g in gates:
-            if g.get("partial"):
-                tr.write_line(f"medhelm gate {g['spec']} for {g['model']}: read from a partial run (some of its "
+            if g.partial:
+                tr.write_line(f"medhelm gate {g.spec} for {g.model}: read from a partial run (some of its "
                               "benchmarks were scored on fewer instances than their sample)", yellow=True)
         if not failed and not unevaluated:
             tr.write_line(f"medhelm gates: all {len(gates)} passed", green=True, bold=True)
@@ -211,8 +216,8 @@ class Reporting:
     def write_files(self, interrupted: bool = False) -> None:
         if interrupted:
             self.interrupted = True
-            if self.results is not None:
-                self.results["run"]["interrupted"] = True
+            if self.results is not None and self.data is not None:
+                self.results.run.interrupted = self.data["run"]["interrupted"] = True
         if self.results is None and (self.records or interrupted):
             self._build()  # interrupted before the loop ended: still write what was measured
         if self.results is None:
@@ -222,10 +227,10 @@ class Reporting:
             from pytest_medhelm.report.results import write_json
 
             write_json(self.results, rc.json_path)
-        if rc.html_path:
+        if rc.html_path and self.data is not None:
             from pytest_medhelm.report.html import write_html
 
-            write_html(self.results, rc.html_path)
+            write_html(self.data, rc.html_path)
         if rc.markdown_path:
             from pytest_medhelm.report.tables import markdown
 

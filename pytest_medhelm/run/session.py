@@ -22,6 +22,7 @@ from pytest_medhelm.run.plan import AnswerPlan
 from pytest_medhelm.run.reporting import Reporting
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.report.records import Results
     from pytest_medhelm.catalogue import Registry
     from pytest_medhelm.values import Instance
     from pytest_medhelm.config import RunConfig
@@ -51,7 +52,7 @@ class Run:
         return self.ctx.run_config
 
     @property
-    def results(self) -> dict[str, Any] | None:
+    def results(self) -> Results | None:
         return self.reporting.results
 
     @property

@@ -17,7 +17,7 @@ import pytest
 from catalogue_helpers import BENCHMARKS, assert_missing_column, csv_text, load, loaded, write
 
 from pytest_medhelm.values import Instance
-from pytest_medhelm.catalogue.local_data import pandas_strings
+from pytest_medhelm.catalogue.user_files import pandas_strings
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
@@ -718,7 +718,7 @@ def test_mentalhealth_short_row(tmp_path: Path) -> None:
 
 
 def encoding():
-    from pytest_medhelm.catalogue.local_data import cl100k
+    from pytest_medhelm.catalogue.user_files import cl100k
 
     try:
         return cl100k()

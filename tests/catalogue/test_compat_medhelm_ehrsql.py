@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from catalogue_helpers import BENCHMARKS, load
 from conftest import SHARED_DATA, SUITE
-from test_catalogue_closed import ROUTE_QUERY, SCHEMA_IN_PROMPT, entry, make_database, sql_instance, write_ehrsql
+from catalogue_helpers import ROUTE_QUERY, SCHEMA_IN_PROMPT, entry, make_database, sql_instance, write_ehrsql
 
 from pytest_medhelm.metrics.ehrsql import EHRSQL_EXECUTION_ACCURACY, medhelm_gold_sql
 

@@ -341,7 +341,7 @@ def test_mcnemar_rejects_negative_counts_and_as_dict_names_the_discordant_pairs(
     assert data["n"] == 4 and data["n_benchmarks"] == 1 and data["delta"] == pytest.approx(0.25)
 
 
-# ========================================================================================= edges (mutation testing)
+# ======================================================================================== edges (mutation testing)
 def test_margin_tests_at_their_limits():
     with pytest.raises(ValueError, match="do not fit"):
         stats.paired_binary_margin_p(-1, 3, 10, 0.05)

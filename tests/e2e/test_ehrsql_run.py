@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_catalogue_closed import ROUTE_QUERY, entry, write_ehrsql
+from catalogue_helpers import ROUTE_QUERY, entry, write_ehrsql
 
 EHRSQL_SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 

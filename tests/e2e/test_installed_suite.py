@@ -82,6 +82,13 @@ def test_the_wheel_holds_every_module_of_the_package(installed):
     assert shipped == ours
 
 
+def test_the_wheel_ships_the_results_schema(installed):
+    """The results JSON's schema is package data (pyproject.toml's [tool.setuptools.package-data])."""
+    shipped = installed / "pytest_medhelm" / "report" / "results.schema.json"
+    assert shipped.is_file(), "the wheel lacks pytest_medhelm/report/results.schema.json"
+    assert shipped.read_bytes() == (ROOT / "pytest_medhelm" / "report" / "results.schema.json").read_bytes()
+
+
 def test_the_wheel_holds_the_suite_once(installed):
     suite = installed / "pytest_medhelm" / "suite"
     modules = sorted(p.relative_to(suite).as_posix() for p in suite.rglob("test_*.py"))
@@ -119,3 +126,22 @@ def test_the_installed_suite_runs_from_a_users_directory(installed, user_project
                     "medhelm-data", "--medhelm-benchmark", "pubmedqa", "--medhelm-cache", "off")
     assert dist.returncode == 0, dist.stdout + dist.stderr
     assert "2 passed, 1 missed" in dist.stdout and server.count == 6
+
+
+def test_the_installed_wheel_writes_the_html_report(installed, user_project, server):
+    """The report's templates, style sheet and script are package files: the wheel has them, and renders from them."""
+    html = Path("pytest_medhelm") / "report" / "html"
+
+    def assets(root: Path) -> list[str]:
+        return sorted(p.relative_to(root / html).as_posix() for p in (root / html).rglob("*")
+                      if p.is_file() and p.suffix not in (".py", ".pyc"))
+
+    assert assets(installed) == assets(ROOT) and {"static/report.js", "static/report.css"} <= set(assets(ROOT))
+    page = user_project / "report.html"
+    result = run_user(installed, user_project, "--pyargs", "pytest_medhelm.suite", "--medhelm-model", "openai/m",
+                      "--medhelm-api-base", server.url, "--medhelm-data-dir", "medhelm-data",
+                      "--medhelm-benchmark", "pubmedqa", "--medhelm-html", str(page))
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = page.read_text(encoding="utf-8")
+    script = (ROOT / html / "static" / "report.js").read_text(encoding="utf-8")
+    assert f"<script>{script}</script>" in text and 'id="heatmap-chart"' in text and "pubmedqa" in text

@@ -17,11 +17,11 @@ from conftest import SUITE
 
 
 def test_a_local_model_and_judge_cost_zero_and_the_report_has_its_cost_chart(pytester, shared_data, monkeypatch):
-    from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
+    from pytest_medhelm.models.llama.gguf import LlamaModelUnavailable, resolve_gguf
 
     try:
         resolve_gguf("smollm2")
-    except LocalModelUnavailable as exc:
+    except LlamaModelUnavailable as exc:
         pytest.skip(str(exc))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # medicationqa's BERTScore: no hub retries (tests are offline)
     cache, out, html = pytester.path / "cache", pytester.path / "r.json", pytester.path / "r.html"

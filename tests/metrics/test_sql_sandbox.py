@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_DATA, SUITE
-from test_catalogue_closed import entry, write_ehrsql
+from catalogue_helpers import entry, write_ehrsql
 
 from pytest_medhelm.metrics.ehrsql import normalize_gold_sql
 from pytest_medhelm.metrics.sql_sandbox import SandboxError, SqlSandbox

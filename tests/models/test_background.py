@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from toy_benchmark import TIMED_TEST
 
 from pytest_medhelm.models.background import Sender, SenderCrashed
 from pytest_medhelm.models.cache import AnswerCache
@@ -182,19 +183,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-TIMED_TEST = textwrap.dedent('''
-    import json, time
-    import pytest
-    from pytest_medhelm.assertions import assert_metric
-
-    @pytest.mark.medhelm(benchmark="toy")
-    def test_toy(medhelm_instance, medhelm_model):
-        started = time.time()
-        answer = medhelm_model.answer(medhelm_instance)
-        with open("item_times.jsonl", "a") as fh:
-            fh.write(json.dumps([medhelm_instance.id, started]) + "\\n")
-        assert_metric(answer, medhelm_instance)
-''')
 
 
 def test_items_run_while_the_later_answers_are_still_coming(pytester, toy):

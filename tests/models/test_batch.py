@@ -1,5 +1,5 @@
 """``--medhelm-batch`` end to end: the toy benchmark's requests as a batch on our test server, which speaks OpenAI's
-Files and Batches endpoints (pytest_medhelm.testing.batches) and counts direct chat requests apart."""
+Files and Batches endpoints (pytest_medhelm.testing.server.batches) and counts direct chat requests apart."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pytest_medhelm.testing.batches import batch_stats, configure_batches
+from pytest_medhelm.testing.server import batch_stats, configure_batches
 
 XDIST = pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
 #: the test server stands for OpenAI: its batch factor given as for a server of one's own (0.5 is OpenAI's own default)
@@ -196,8 +196,8 @@ def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytest
     def run(cache: str, out: str, *extra: str):
         result = pytester.runpytest_subprocess(*suite_args(server.url, shared_data, "aci_bench", 2,
                                                            "--medhelm-cache-dir", str(pytester.path / cache),
-                                                           "--medhelm-json", str(pytester.path / out),
-                                                           *extra, *xdist))
+                                                           "--medhelm-json", str(pytester.path / out), *extra,
+                                                           *xdist))
         assert result.ret == 0, result.stdout.str()[-3000:]
         return result
 

@@ -256,7 +256,7 @@ def test_a_plan_file_changed_in_the_cache_directory_sends_nothing_unplanned(pyte
 
 def test_a_local_server_entry_not_signed_by_the_run_is_not_believed(tmp_path):
     from pytest_medhelm.models.cache import signed, write_private_text
-    from pytest_medhelm.models.local_endpoints import read_published
+    from pytest_medhelm.models.llama.endpoints import read_published
 
     key = os.urandom(32)
     path = make_private_dir(tmp_path / "local") / "run.json"

@@ -2,7 +2,7 @@
 slots (the others wait before they are sent, their timeout not running), and local judges constrained to the
 judgement's JSON schema while hosted judges get HELM's plain request. Against our real OpenAI-compatible test server;
 the endpoints get their slot count through the plugin's ``pytest_medhelm_model_spec`` hook, as a ``local/...``
-model gets it from the server the run starts (``local_endpoints.attach``)."""
+model gets it from the server the run starts (``llama.endpoints.attach``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_medhelm.jury import JUDGE_MAX_TOKENS, judge_requests, local_judges, parse_judgement, rubric_for
-from pytest_medhelm.models import local_endpoints
+from pytest_medhelm.jury import JUDGE_MAX_TOKENS, judge_requests, llama_judges, parse_judgement, rubric_for
+from pytest_medhelm.models.llama import endpoints as llama_endpoints
 from pytest_medhelm.models.background import Sender
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
@@ -109,8 +109,8 @@ def test_a_question_asked_while_the_sender_runs_keeps_to_the_slots_and_goes_firs
 
 def test_a_started_local_server_gives_its_spec_the_url_and_one_slot():
     spec = ModelSpec(name="local/smollm2", litellm_model="openai/smollm2", identity="local/x.gguf:1")
-    entry = {"url": "http://127.0.0.1:5/v1", "model": "smollm2", "slots": str(local_endpoints.SERVER_SLOTS)}
-    attached = local_endpoints.attach(spec, entry)
+    entry = {"url": "http://127.0.0.1:5/v1", "model": "smollm2", "slots": str(llama_endpoints.SERVER_SLOTS)}
+    attached = llama_endpoints.attach(spec, entry)
     assert attached.api_base == "http://127.0.0.1:5/v1" and attached.slots == 1
     assert attached.cache_identity == spec.cache_identity  # the port never reaches the cache key
 
@@ -140,8 +140,8 @@ def test_a_local_judge_request_carries_the_schema_and_a_hosted_one_does_not():
     criterion = schema["properties"]["accuracy"]
     assert list(criterion["properties"]) == ["score", "explanation"]
     assert criterion["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
-    assert criterion["properties"]["explanation"]["maxLength"] == local_judges.EXPLANATION_MAX_CHARS
-    assert local_req.max_tokens == local_judges.max_tokens_for(CRITERIA) < JUDGE_MAX_TOKENS
+    assert criterion["properties"]["explanation"]["maxLength"] == llama_judges.EXPLANATION_MAX_CHARS
+    assert local_req.max_tokens == llama_judges.max_tokens_for(CRITERIA) < JUDGE_MAX_TOKENS
     # the constraint is part of the cache key: the same prompt without it is another request
     import dataclasses
 
@@ -151,9 +151,9 @@ def test_a_local_judge_request_carries_the_schema_and_a_hosted_one_does_not():
 
 
 def test_the_largest_judgement_the_schema_allows_fits_its_max_tokens():
-    widest = {c: {"score": 5, "explanation": "x" * local_judges.EXPLANATION_MAX_CHARS} for c in CRITERIA}
+    widest = {c: {"score": 5, "explanation": "x" * llama_judges.EXPLANATION_MAX_CHARS} for c in CRITERIA}
     text = json.dumps(widest)
-    assert len(text) <= local_judges.max_tokens_for(CRITERIA)  # a token is at least one character
+    assert len(text) <= llama_judges.max_tokens_for(CRITERIA)  # a token is at least one character
     assert parse_judgement(text, CRITERIA)["clarity"][0] == 5.0
 
 
@@ -198,7 +198,7 @@ def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_
     hosted = [b for b in bodies if b["model"] == "judge-h"]
     assert len(local) == len(hosted) == 5
     assert all(b["response_format"]["schema"]["required"] == list(CRITERIA) for b in local)
-    assert all(b["max_tokens"] == local_judges.max_tokens_for(CRITERIA) for b in local)
+    assert all(b["max_tokens"] == llama_judges.max_tokens_for(CRITERIA) for b in local)
     assert all("response_format" not in b and b["max_tokens"] == JUDGE_MAX_TOKENS for b in hosted)
     assert [b["messages"] for b in local] == [b["messages"] for b in hosted]  # the same prompts
     # the writer and both judges share the endpoint's two slots, with up to 16 requests allowed in flight

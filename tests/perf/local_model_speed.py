@@ -19,13 +19,11 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_medhelm.models.local import (
-    LocalServer,
-    find_llama_processes,
-    resolve_gguf,
-    served_model_name,
-)
+from llama_processes import find_llama_processes  # noqa: E402  (after the sys.path lines)
+from pytest_medhelm.models.llama.gguf import resolve_gguf, served_model_name  # noqa: E402  (after the sys.path lines)
+from pytest_medhelm.models.llama.server import LlamaServer  # noqa: E402  (after the sys.path lines)
 
 PROMPT = (
     "Write a detailed paragraph explaining to a patient how high blood pressure damages the heart, "
@@ -52,7 +50,7 @@ def main() -> int:
 
     gguf = resolve_gguf(args.model)
     log = Path(tempfile.mkdtemp(prefix="medhelm-llama-")) / "llama.log"
-    server = LocalServer(
+    server = LlamaServer(
         gguf, log, n_ctx=args.n_ctx, n_threads=args.threads, model_alias=served_model_name(args.model)
     )
     print(f"model: {gguf} ({gguf.stat().st_size / 2**20:.0f} MiB), cpus: {os.cpu_count()}, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_medhelm.report.html import (jury_entries, render_html, script_json, viridis, write_html)
+from pytest_medhelm.report.html import JudgeVerdict, jury_entries, render_html, script_json, viridis, write_html
 from report_fixtures import BENCHMARKS, HOSTILE_ANSWER, JUDGES, MODELS, sample_results
 
 
@@ -26,8 +28,28 @@ def page(results):
 
 
 def data_blocks(page: str) -> list[dict]:
-    return [json.loads(m) for m in re.findall(r'<script type="application/json" id="medhelm-data-\d+" '
-                                               r'class="medhelm-data">(.*?)</script>', page, re.S)]
+    """The drill-down's JSON blocks, each as ``{"slug", "instances"}`` with the model in every instance (the page
+    groups them by model)."""
+    blocks = [json.loads(m) for m in re.findall(r'<script type="application/json" id="medhelm-data-\d+" '
+                                                r'class="medhelm-data">(.*?)</script>', page, re.S)]
+    return [{"slug": block["slug"], "instances": [dict(inst, model=group["model"]) for group in block["models"]
+                                                  for inst in group["instances"]]}
+            for block in blocks]
+
+
+def csp_of(page: str) -> dict[str, list[str]]:
+    """The page's Content-Security-Policy, directive → sources."""
+    [policy] = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page)
+    return {name: sources for name, *sources in (d.split() for d in policy.split(";") if d.strip())}
+
+
+def inline(page: str, tag: str) -> list[str]:
+    """The text of the page's inline ``<script>`` (without a type) or ``<style>`` elements."""
+    return re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.S)
+
+
+def sha256_source(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
 
 
 def test_all_sections_are_present(page, results):
@@ -60,13 +82,25 @@ def test_the_page_loads_nothing_from_anywhere(page):
     assert re.findall(r"https?://[^\s\"'<]+", markup) == ["http://www.w3.org/2000/svg"] * 3
 
 
+def test_the_policy_allows_the_pages_own_script_and_style_by_hash_only(page):
+    policy = csp_of(page)
+    assert policy["default-src"] == ["'none'"]
+    assert "'unsafe-inline'" not in page and "'unsafe-eval'" not in page  # in no directive
+    [script], [style] = inline(page, "script"), inline(page, "style")
+    assert policy["script-src"] == [sha256_source(script)]  # exactly the one script of the page, byte for byte
+    assert policy["style-src"] == [sha256_source(style)]
+    assert "data-medhelm-ready" in script and "@media print" in style
+    # no inline event handler or style attribute, which a hash cannot allow
+    assert not re.search(r"<[^>]*\s(?:on[a-z]+|style)\s*=", page, re.I)
+
+
 def test_everything_is_escaped(page):
     # the hostile answer is only ever data: no live tag of it anywhere in the page
     assert "<img" not in page and "window.__pwned=2</script>" not in page
     assert page.count("<script") == 1 + len(BENCHMARKS)  # the page's own script + one data block per benchmark
     assert "upstream <overloaded>" not in page  # the error message, escaped in the JSON
     blocks = data_blocks(page)
-    answers = [row[3] for block in blocks for row in block["rows"]]
+    answers = [inst["answer"] for block in blocks for inst in block["instances"]]
     assert HOSTILE_ANSWER in answers  # round-trips intact through the \u003c escapes
     assert "\\u003cimg" in page
 
@@ -78,25 +112,29 @@ def test_script_json_cannot_close_its_script():
 
 
 def test_instance_rows_carry_hash_answer_expected_score_and_jury(page, results):
-    blocks = {b["slug"]: b["rows"] for b in data_blocks(page)}
+    blocks = {b["slug"]: b["instances"] for b in data_blocks(page)}
     assert set(blocks) == set(BENCHMARKS)
     mts = blocks["mtsamples"]
     assert len(mts) == 12
-    model, iid, sha, answer, expected, score, raw, missed, error, jury, question, reference = mts[0]
-    assert model in MODELS and len(sha) == 64 and answer.startswith("Plan") and expected.startswith("Reference")
-    assert 0 <= score <= 1 and 1 <= raw <= 5 and error is None
-    assert question is None and reference is None  # not asked for: the texts stay out of the report
-    labels = {j[0] for j in jury}
+    first = mts[0]
+    assert set(first) == {"model", "instance_id", "prompt_sha256", "answer", "expected", "score", "raw_score",
+                          "missed", "judges"}  # no error, and no question or reference: not asked for
+    assert first["model"] in MODELS and len(first["prompt_sha256"]) == 64
+    assert first["answer"].startswith("Plan") and first["expected"].startswith("Reference")
+    raw = first["raw_score"]
+    assert 0 <= first["score"] <= 1 and 1 <= raw <= 5 and first.get("error") is None
+    jury = first["judges"]
+    labels = {j["label"] for j in jury}
     assert {f"{judge} / {c}" for judge in JUDGES[:2] for c in ("accuracy", "completeness", "clarity")} <= labels
-    assert any(j[2].endswith("accurate <b>dose</b>") for j in jury)
-    assert [JUDGES[2], None, "excluded: malformed JSON"] in jury
-    assert ["jury mean (1-5)", raw, ""] in jury and len(jury) == 2 * 3 + 2
-    misses = {slug: sum(r[7] for r in rows) for slug, rows in blocks.items()}
+    assert any(j["explanation"].endswith("accurate <b>dose</b>") for j in jury)
+    assert {"label": JUDGES[2], "score": None, "explanation": "excluded: malformed JSON"} in jury
+    assert {"label": "jury mean (1-5)", "score": raw, "explanation": ""} in jury and len(jury) == 2 * 3 + 2
+    misses = {slug: sum(inst["missed"] for inst in instances) for slug, instances in blocks.items()}
     expected_misses = {slug: sum(1 for i in results["instances"] if i["benchmark"] == slug and i.get("missed"))
                        for slug in BENCHMARKS}
     assert misses == expected_misses
-    [err] = [r for r in blocks["medqa"] if r[8]]
-    assert err[7] == 0 and "HTTP 500" in err[8]
+    [err] = [inst for inst in blocks["medqa"] if inst.get("error")]
+    assert err["missed"] is False and "HTTP 500" in err["error"]
 
 
 def test_unknown_costs_show_as_unknown(results):
@@ -111,15 +149,17 @@ def test_unknown_costs_show_as_unknown(results):
 
 
 def test_jury_entries_accept_the_usual_shapes():
-    assert jury_entries({"jury": [{"judge": "a", "score": 4, "explanation": "ok"}]}) == [["a", 4, "ok"]]
-    assert jury_entries({"metrics": {"jury": {"a": 3, "b": 5}}}) == [["a", 3, ""], ["b", 5, ""]]
+    assert jury_entries({"jury": [{"judge": "a", "score": 4, "explanation": "ok"}]}) == [JudgeVerdict("a", 4, "ok")]
+    assert jury_entries({"metrics": {"jury": {"a": 3, "b": 5}}}) == [JudgeVerdict("a", 3, ""),
+                                                                     JudgeVerdict("b", 5, "")]
     nested = {"jury": {"gpt": {"accuracy": {"score": 5, "explanation": "fine"}}}}
-    assert jury_entries(nested) == [["gpt / accuracy", 5, "fine"]]
+    assert jury_entries(nested) == [JudgeVerdict("gpt / accuracy", 5, "fine")]
     assert jury_entries({"answer": "x"}) == []
     # pytest_medhelm.jury's record, under "metrics" as assert_metric stores a Score's extra
     record = {"raw": 1.0, "per_judge": {}, "failures": {"j": "request failed: HTTP 500"}, "flagged": "no_valid_judge"}
-    assert jury_entries({"metrics": {"jury": record}}) == [["j", None, "excluded: request failed: HTTP 500"],
-                                                            ["jury mean (1-5)", 1.0, "flagged: no_valid_judge"]]
+    assert jury_entries({"metrics": {"jury": record}}) == [
+        JudgeVerdict("j", None, "excluded: request failed: HTTP 500"),
+        JudgeVerdict("jury mean (1-5)", 1.0, "flagged: no_valid_judge")]
 
 
 def test_viridis_runs_dark_to_light():
@@ -173,6 +213,31 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 
+COLLECT_VIOLATIONS = """
+window.__medhelmViolations = [];
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__medhelmViolations.push(e.effectiveDirective + " " + (e.blockedURI || "") + " " + (e.sample || ""));
+});
+"""
+
+
+def csp_violations(driver) -> list[str]:
+    """The Content-Security-Policy violations the open page reported (the collector must be there)."""
+    seen = driver.execute_script("return window.__medhelmViolations === undefined ? null : window.__medhelmViolations")
+    assert seen is not None, "the violation collector is not installed: nothing would be seen"
+    return seen
+
+
+def open_page(driver, path: Path, timeout: float = 20) -> None:
+    """Open a report and wait for its script to finish; the page must run without a policy violation."""
+    driver.get(Path(path).as_uri())
+    deadline = time.monotonic() + timeout
+    while driver.execute_script("return document.documentElement.getAttribute('data-medhelm-ready')") != "1":
+        assert time.monotonic() < deadline, f"the page's script did not finish ({csp_violations(driver)})"
+        time.sleep(0.05)
+    assert csp_violations(driver) == []
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the [test] extra)")
@@ -189,6 +254,8 @@ def browser(tmp_path_factory):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    # every page records the policy's violations from its first byte (the browser's own script: no policy applies)
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": COLLECT_VIOLATIONS})
     driver.get("about:blank")
     try:
         yield driver
@@ -200,11 +267,7 @@ def browser(tmp_path_factory):
 def opened(browser, results, tmp_path_factory):
     path = write_html(results, tmp_path_factory.mktemp("report") / "report.html")
     browser.get_log("performance")  # drain what the browser did at start-up (its own new-tab page)
-    browser.get(path.as_uri())
-    deadline = time.monotonic() + 20
-    while browser.execute_script("return document.documentElement.getAttribute('data-medhelm-ready')") != "1":
-        assert time.monotonic() < deadline, "the page's script did not finish"
-        time.sleep(0.05)
+    open_page(browser, path)
     return browser
 
 
@@ -233,8 +296,17 @@ def test_chromium_renders_the_report_with_its_charts(opened, results):
     assert points == len(MODELS)
     leaderboard = driver.execute_script("return document.querySelectorAll('#leaderboard-table tbody tr').length")
     assert leaderboard == len(MODELS)
-    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-    assert severe == []  # no script error, no blocked resource
+    severe = [e for e in driver.get_log("browser")
+              if e["level"] == "SEVERE" or "Content Security Policy" in e["message"]]
+    assert severe == []  # no script error, no blocked resource, no policy violation
+    assert csp_violations(driver) == []
+    # the policy the browser enforces: the page's own script and style by hash, never any inline one
+    policy = driver.execute_script(
+        "return document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]').content")
+    directives = {name: sources for name, *sources in (d.split() for d in policy.split(";") if d.strip())}
+    assert [s.startswith("'sha256-") for s in directives["script-src"]] == [True]
+    assert [s.startswith("'sha256-") for s in directives["style-src"]] == [True]
+    assert "'unsafe-inline'" not in policy
 
 
 def test_chromium_search_and_misses_filter(opened, results):
@@ -258,8 +330,9 @@ def test_chromium_search_and_misses_filter(opened, results):
     cell = driver.execute_script(
         "return document.querySelector('#instances-table tbody tr td:nth-child(4)').textContent")
     assert cell == HOSTILE_ANSWER
-    assert driver.execute_script("return window.__pwned === undefined && document.querySelectorAll("
-                                 "'#instances-table img, #instances-table script').length === 0")
+    assert driver.execute_script(
+        "return window.__pwned === undefined && "
+        "document.querySelectorAll('#instances-table img, #instances-table script').length === 0")
     box.clear()
     box.send_keys("zzz-nothing-matches")
     wait_rows(driver, 0)
@@ -326,11 +399,7 @@ def test_chromium_opens_a_large_report(browser, results, tmp_path):
     big["instances"] = [dict(template, instance_id=f"x{i:05d}", answer=f"answer {i}", missed=i % 4 == 0)
                         for i in range(20_000)]
     path = write_html(big, tmp_path / "big.html")
-    browser.get(Path(path).as_uri())
-    deadline = time.monotonic() + 30
-    while browser.execute_script("return document.documentElement.getAttribute('data-medhelm-ready')") != "1":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    open_page(browser, path, timeout=30)
     wait_rows(browser, 500)
     browser.find_element("id", "show-more").click()
     wait_rows(browser, 1000)
@@ -368,11 +437,7 @@ def test_chromium_heatmap_numbers_are_readable_on_every_cell(browser, results, t
     from pytest_medhelm.report.html import contrast_ratio
 
     path = write_html(spread_results(results), tmp_path / "spread.html")
-    browser.get(path.as_uri())
-    deadline = time.monotonic() + 20
-    while browser.execute_script("return document.documentElement.getAttribute('data-medhelm-ready')") != "1":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    open_page(browser, path)
     cells = browser.execute_script("""
         var svg = document.getElementById('heatmap-chart').getBoundingClientRect();
         return Array.from(document.querySelectorAll('#heatmap-chart g.cell:not(.empty)')).map(function (g) {
@@ -389,7 +454,7 @@ def test_chromium_heatmap_numbers_are_readable_on_every_cell(browser, results, t
     image = Image.open(io.BytesIO(png)).convert("RGB")
     scale = image.width / heatmap.rect["width"]
     painted = {}
-    for text, _ink, _bg, left, top, width, height in cells:  # the screenshot's pixels, not the computed colours
+    for text, _ink, _bg, left, top, width, height in cells:
         box = image.crop((round(left * scale), round(top * scale), round((left + width) * scale),
                           round((top + height) * scale)))
         raw = box.tobytes()
@@ -417,19 +482,15 @@ def test_questions_and_references_only_when_asked_for(results):
     assert "chest pain?" not in plain
     shown = render_html(with_texts(results))
     assert "This report holds each instance's question and reference" in shown
-    rows = [row for block in data_blocks(shown) for row in block["rows"]]
-    assert all(row[10].startswith("Question of ") and row[11] == "A. yes" for row in rows)
+    instances = [inst for block in data_blocks(shown) for inst in block["instances"]]
+    assert all(inst["question"].startswith("Question of ") and inst["reference"] == "A. yes" for inst in instances)
 
 
 def test_chromium_shows_the_question_and_the_reference(browser, results, tmp_path):
     from selenium.webdriver.common.by import By
 
     path = write_html(with_texts(results), tmp_path / "texts.html")
-    browser.get(path.as_uri())
-    deadline = time.monotonic() + 20
-    while browser.execute_script("return document.documentElement.getAttribute('data-medhelm-ready')") != "1":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    open_page(browser, path)
     first = browser.execute_script(
         "return Array.from(document.querySelectorAll('#instances-table tbody tr:first-child td'))"
         ".map(function (td) { return td.textContent; })")
@@ -438,3 +499,106 @@ def test_chromium_shows_the_question_and_the_reference(browser, results, tmp_pat
     box = browser.find_element(By.ID, "search")
     box.send_keys("id003: chest pain")  # the question is searchable: that instance, for each model
     wait_rows(browser, len(MODELS))
+
+
+def test_chromium_refuses_any_script_or_style_the_policy_does_not_name(browser, results, tmp_path):
+    """The policy is live: the page's own script changed by one statement does not run, and markup that an
+    escaping bug would let into the page (an inline script, a style attribute) stays inert, each a violation the
+    browser reports."""
+    page = render_html(results)
+    [script] = inline(page, "script")
+    tampered = page.replace(script, script.replace('"use strict";', '"use strict"; window.__tampered = 1;', 1))
+    tampered = tampered.replace("<h1>", '<script>window.__pwned = 3</script>'
+                                        '<p id="styled" style="display: none">planted</p><h1>', 1)
+    path = tmp_path / "tampered.html"
+    path.write_text(tampered, encoding="utf-8")
+    browser.get_log("browser")  # drain
+    browser.get(path.as_uri())
+    deadline = time.monotonic() + 20
+    while len(csp_violations(browser)) < 3:
+        assert time.monotonic() < deadline, csp_violations(browser)
+        time.sleep(0.05)
+    assert browser.execute_script(
+        "return [document.documentElement.getAttribute('data-medhelm-ready'), window.__tampered, window.__pwned,"
+        " getComputedStyle(document.getElementById('styled')).display]") == [None, None, None, "block"]
+    kinds = sorted(v.split(" ")[0] for v in csp_violations(browser))
+    assert kinds == ["script-src-elem", "script-src-elem", "style-src-attr"], kinds
+    assert any("Content Security Policy" in e["message"] for e in browser.get_log("browser"))
+
+
+#: untrusted text for every field of the run a report shows: model names, benchmark slugs, categories, judges,
+#: gate specs, run facts; each tries to become markup in an element, an attribute, an SVG text or a script
+HOSTILE_MODEL = 'openai/<img src=x onerror="window.__pwned=5">'
+HOSTILE_SLUG = 'medqa"><script>window.__pwned=6</script>'
+HOSTILE_CATEGORY = "Clinical </text></svg><svg onload=window.__pwned=7>"
+HOSTILE_JUDGE = "anthropic/</script><script>window.__pwned=8</script>"
+HOSTILE_RUN = "<style>body{display:none}</style>"
+
+
+def hostile_results(results: dict) -> dict:
+    """The sample run with a hostile string in place of a model, a benchmark, a category, a judge and run facts."""
+    swap = {MODELS[0]: HOSTILE_MODEL, "medqa": HOSTILE_SLUG, "Clinical Decision Support": HOSTILE_CATEGORY,
+            JUDGES[1]: HOSTILE_JUDGE}
+
+    def planted(node):
+        if isinstance(node, dict):
+            return {swap.get(k, k): planted(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [planted(v) for v in node]
+        return swap.get(node, node) if isinstance(node, str) else node
+
+    hostile = planted(results)
+    hostile["run"].update(git_commit=HOSTILE_RUN, jury_prompts=HOSTILE_RUN)
+    hostile["gates"] = [{"spec": f"{HOSTILE_SLUG}>=0.9", "model": HOSTILE_MODEL, "value": 0.5, "passed": False}]
+    return hostile
+
+
+def test_untrusted_names_in_every_section_stay_text(results):
+    page = render_html(hostile_results(results), title=HOSTILE_RUN)
+    for planted in ("<img", "<svg onload", "<script>window", "<style>body", "</script><script>"):
+        assert planted not in page, planted
+    assert page.count("<script") == 1 + len(BENCHMARKS) and page.count("<style>") == 1 and page.count("<svg") == 3
+    # each name is shown, escaped, in the markup (the heatmap's and the leaderboard's model, the category...)
+    from markupsafe import escape
+
+    for name in (HOSTILE_MODEL, HOSTILE_SLUG, HOSTILE_CATEGORY, HOSTILE_RUN):
+        assert str(escape(name)) in page, name
+    assert {b["slug"] for b in data_blocks(page)} == {HOSTILE_SLUG, "mtsamples", "pubmedqa"}
+
+
+def test_chromium_shows_untrusted_names_as_text(browser, results, tmp_path):
+    path = write_html(hostile_results(results), tmp_path / "hostile.html", title=HOSTILE_RUN)
+    open_page(browser, path)  # (and no policy violation: nothing even tried to run)
+    shown = browser.execute_script("""
+        return {pwned: window.__pwned === undefined ? null : window.__pwned,
+                planted: document.querySelectorAll('img, svg svg, style ~ style, body style').length,
+                scripts: document.querySelectorAll('script:not([type])').length,
+                title: document.title, h1: document.querySelector('h1').textContent,
+                columns: Array.from(document.querySelectorAll('#heatmap-chart text.collabel'))
+                              .map(function (t) { return t.textContent; }),
+                categories: Array.from(document.querySelectorAll('#heatmap-chart text.cat'))
+                                 .map(function (t) { return t.textContent; }),
+                leaderboard: Array.from(document.querySelectorAll('#leaderboard-table td.name'))
+                                  .map(function (t) { return t.textContent; }),
+                options: Array.from(document.querySelectorAll('#bench-select option'))
+                              .map(function (o) { return o.textContent; }),
+                visible: getComputedStyle(document.body).display};""")
+    assert shown["pwned"] is None and shown["planted"] == 0 and shown["scripts"] == 1
+    assert shown["title"] == shown["h1"] == HOSTILE_RUN and shown["visible"] == "block"
+    assert HOSTILE_MODEL in shown["columns"] and HOSTILE_MODEL in shown["leaderboard"]
+    assert HOSTILE_CATEGORY in shown["categories"]
+    assert any(o.startswith(HOSTILE_SLUG + " (") for o in shown["options"])
+    # the drill-down of the hostile benchmark: the model's name in its cells, the judge's in the verdicts
+    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.common.by import By
+
+    select = Select(browser.find_element(By.ID, "bench-select"))
+    select.select_by_visible_text(next(o.text for o in select.options if o.text.startswith("mtsamples ")))
+    cells = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#instances-table tbody td:first-child, "
+        "#instances-table tbody li b')).map(function (c) { return c.textContent; })")
+    assert HOSTILE_MODEL in cells and any(c.startswith(HOSTILE_JUDGE + " / ") for c in cells)
+    assert browser.execute_script("return window.__pwned === undefined && "
+                                  "document.querySelectorAll('#instances-table img, #instances-table script')"
+                                  ".length === 0")
+    assert csp_violations(browser) == []

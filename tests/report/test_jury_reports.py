@@ -27,7 +27,7 @@ def test_agreement_records_per_benchmark_and_model() -> None:
                _record(2, _jury({"a": 5, "b": 5})), _record(3, _jury({"a": 3}, {"b": "malformed JSON"})),
                _record(4, _jury({}, flagged="empty answer")),
                {"benchmark": "pubmedqa", "model": "m", "instance_id": "9", "metrics": {}}]
-    [row] = jury_agreement_records(records, ["a", "b"])
+    [row] = [r.model_dump() for r in jury_agreement_records(records, ["a", "b"])]
     assert (row["benchmark"], row["model"], row["judges"]) == ("aci_bench", "m", ["a", "b"])
     assert row["n_instances"] == 5 and row["n_complete"] == 3
     assert row["failures"] == {"a": 0, "b": 1} and row["flagged"] == {"empty answer": 1}
@@ -37,7 +37,8 @@ def test_agreement_records_per_benchmark_and_model() -> None:
 
 
 def test_one_judge_says_agreement_needs_two() -> None:
-    [row] = jury_agreement_records([_record(0, _jury({"a": 2})), _record(1, _jury({"a": 4}))], ["a"])
+    [row] = [r.model_dump() for r in jury_agreement_records([_record(0, _jury({"a": 2})), _record(1, _jury({"a": 4}))],
+                                                             ["a"])]
     assert row["note"] == NEEDS_TWO and row["icc3k"] is None and row["alpha_interval"] is None
     _header, [cells] = agreement_table({"jury_agreement": [row]})
     assert NEEDS_TWO in cells

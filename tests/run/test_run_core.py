@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from pytest_medhelm.testing.server import last_user_text, running_server
-from test_background import TIMED_TEST  # the items that note when they started
+from toy_benchmark import TIMED_TEST  # the items that note when they started
 
 FOLLOW_UP_TEST = textwrap.dedent('''
     import pytest

@@ -11,7 +11,7 @@ import stat
 
 import pytest
 from conftest import SUITE
-from test_catalogue_closed import medqa_zip
+from catalogue_helpers import medqa_zip
 
 from pytest_medhelm.testing.server import running_server
 

@@ -29,7 +29,7 @@ from pytest_medhelm.testing.server import (
     start_subprocess_server,
 )
 
-REPO_ROOT = Path(server_module.__file__).resolve().parents[2]
+REPO_ROOT = Path(server_module.__file__).resolve().parents[3]
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
-from pytest_medhelm.catalogue.local_data import import_pyarrow, safe_id, unique_id
+from pytest_medhelm.catalogue.user_files import import_pyarrow, safe_id, unique_id
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file
 from pytest_medhelm.data.sources import DataFile

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
-from pytest_medhelm.catalogue.local_data import read_xlsx_rows
+from pytest_medhelm.catalogue.user_files import read_xlsx_rows
 from pytest_medhelm.catalogue.sampling import helm_sample
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file

@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
-from pytest_medhelm.catalogue.local_data import count_tokens, import_pyarrow
+from pytest_medhelm.catalogue.user_files import count_tokens, import_pyarrow
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file
 from pytest_medhelm.data.sources import DataFile

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
-from pytest_medhelm.catalogue.local_data import cl100k, safe_id, unique_id
+from pytest_medhelm.catalogue.user_files import cl100k, safe_id, unique_id
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_bytes, read_csv_rows, universal_newlines
 from pytest_medhelm.data.sources import DataFile

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
-from pytest_medhelm.catalogue.local_data import PANDAS_NA
+from pytest_medhelm.catalogue.user_files import PANDAS_NA
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import check_not_empty, data_file
 from pytest_medhelm.data.sources import DataFile

@@ -5,7 +5,7 @@ HELM reads one CSV with pandas (``data_path=…/processed_dialogues.csv``) with 
 ``dialogue_type``, ``context`` (the conversation so far) and ``gold_counselor_response``; every row is a test
 instance, in file order (ids ``row<N>``, the 1-based data row). The fields are printed as pandas holds them: a
 column of integers prints ``1``, and once one of its cells is empty pandas makes it a float column (``1.0``) and
-the empty cell prints ``nan`` (:func:`pytest_medhelm.catalogue.local_data.pandas_strings`). Input (HELM's
+the empty cell prints ``nan`` (:func:`pytest_medhelm.catalogue.user_files.pandas_strings`). Input (HELM's
 ``PassageQuestionInput`` with an empty passage): ``⏎Question: Topic: {topic}⏎Type: {dialogue_type}⏎⏎Previous
 conversation:⏎{context}⏎⏎Generate an empathetic and appropriate counselor response:``; reference: the gold
 counselor response.
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance, Loaded
-from pytest_medhelm.catalogue.local_data import pandas_strings
+from pytest_medhelm.catalogue.user_files import pandas_strings
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric

@@ -1,50 +1,29 @@
-"""``local/...`` models in a run: one llama.cpp server per model for the whole run, also under xdist.
+"""The run's llama.cpp servers: one per ``local/...`` model for the whole run, also under xdist.
 
 The controlling process (or the only process, without xdist) starts the servers, and publishes their URLs in a
 small JSON file in the cache directory, named by run id; xdist workers read it. Workers never start a server: the
 controller starts them before xdist schedules the first item, as soon as any worker has collected medhelm items.
-A model's cache identity is its GGUF file (name and size), never the ephemeral port, so answers stay cached
-across runs.
+A model's cache identity is its GGUF file (:func:`.gguf.cache_identity`), never the ephemeral port.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
-LOCAL_PREFIX = "local/"
+from pytest_medhelm.models.llama.gguf import LlamaModelUnavailable, resolve_gguf, served_model_name
+from pytest_medhelm.models.llama.server import LlamaServer
+from pytest_medhelm.values import ModelSpec
+
 #: requests one llama.cpp server serves at once: ``llama_cpp.server`` runs one model behind one lock (it has no
 #: parallel slots), so a second request only waits inside the server, its timeout running
 SERVER_SLOTS = 1
 
 
-def is_local(name: str) -> bool:
-    return name.startswith(LOCAL_PREFIX)
+class LlamaEndpoints:
+    """The llama.cpp servers this process started, by model name, and the file that tells the workers where."""
 
-
-def identity(name: str) -> str:
-    """What keys the cache for ``local/<name>``: the GGUF file's name and size (or the name when absent)."""
-    from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
-
-    try:
-        gguf = resolve_gguf(name, check_server=False)
-    except LocalModelUnavailable:
-        return name
-    return f"{LOCAL_PREFIX}{gguf.name}:{gguf.stat().st_size}"
-
-
-def problem(name: str) -> str | None:
-    """Why ``local/<name>`` cannot run here (not installed, no such file), with the fix; None when it can."""
-    from pytest_medhelm.models.local import LocalModelUnavailable, resolve_gguf
-
-    try:
-        resolve_gguf(name)
-    except LocalModelUnavailable as exc:
-        return str(exc)
-    return None
-
-
-class LocalEndpoints:
     def __init__(self, publish_path: Path, log_dir: Path, n_ctx: int = 8192, n_threads: int | None = None,
                  signing_key: bytes = b"") -> None:
         self.publish_path = publish_path
@@ -52,26 +31,24 @@ class LocalEndpoints:
         self.log_dir = log_dir
         self.n_ctx = n_ctx
         self.n_threads = n_threads
-        self._servers: dict[str, object] = {}
+        self._servers: dict[str, LlamaServer] = {}
         self._published: dict[str, dict[str, str]] = {}
 
     def start(self, name: str) -> dict[str, str]:
         """Start ``name``'s server unless it runs; returns {"url", "model"} or {"error"} (also published)."""
         if name in self._published:
             return self._published[name]
-        from pytest_medhelm.models.local import LocalModelUnavailable, LocalServer, resolve_gguf, served_model_name
-
         from pytest_medhelm.models.cache import make_private_dir
 
         make_private_dir(self.log_dir)
         log_path = self.log_dir / f"llama-server-{served_model_name(name)}.log"
         try:
-            server = LocalServer(resolve_gguf(name), log_path, n_ctx=self.n_ctx, n_threads=self.n_threads)
+            server = LlamaServer(resolve_gguf(name), log_path, n_ctx=self.n_ctx, n_threads=self.n_threads)
             url = server.start()
             self._servers[name] = server
             entry = {"url": url, "model": server.model_name, "log": str(log_path),
                      "startup_seconds": f"{server.startup_seconds:.2f}", "slots": str(SERVER_SLOTS)}
-        except LocalModelUnavailable as exc:
+        except LlamaModelUnavailable as exc:
             entry = {"error": str(exc)}
         self._published[name] = entry
         self._publish()
@@ -85,19 +62,13 @@ class LocalEndpoints:
 
     def stop_all(self) -> None:
         for server in self._servers.values():
-            server.stop()  # type: ignore[attr-defined]
+            server.stop()
         self._servers.clear()
         self.publish_path.unlink(missing_ok=True)
 
-    @property
-    def started(self) -> dict[str, dict[str, str]]:
-        return dict(self._published)
 
-
-def attach(spec, entry: dict[str, str]):
+def attach(spec: ModelSpec, entry: dict[str, str]) -> ModelSpec:
     """``spec`` (a ``local/...`` ModelSpec) sent to its started server: the server's URL and its slot count."""
-    import dataclasses
-
     slots = int(entry.get("slots") or SERVER_SLOTS)
     return dataclasses.replace(spec, api_base=entry["url"], slots=slots)
 

@@ -34,12 +34,19 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
-CHAT_URL = "/v1/chat/completions"
+from pytest_medhelm.testing.server.behaviour import reply_for
+from pytest_medhelm.testing.server.protocol import (CHAT_URL, chat_request_problem, error_body, error_response,
+                                                    last_user_text, refused)
+from pytest_medhelm.testing.server.state import ServerState
+
 OUTCOMES = ("completed", "failed", "expired")
+
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def _id(prefix: str) -> str:
@@ -47,11 +54,10 @@ def _id(prefix: str) -> str:
 
 
 class BatchService:
-    def __init__(self, core: Any, server: Any) -> None:
-        self.core = core  # the chat server's core: its state (answer policy, key) and its _answer
-        # the server module's helpers (error bodies, completions, the bearer token), passed in rather than imported:
-        # the server imports this module
-        self.server = server
+    """The Files and Batches endpoints of one test server, answering lines by the chat server's own policy."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state  # the chat server's state: its answer policy and its key
         self._lock = threading.Lock()
         self.config: dict[str, Any] = {"polls": 2, "outcome": "completed", "fail_lines": {}, "available": True}
         self._reset()
@@ -64,27 +70,30 @@ class BatchService:
         self.lines: list[dict[str, Any]] = []
 
     def install(self, app: web.Application) -> None:
-        app.router.add_post("/v1/files", self._upload)
-        app.router.add_get("/v1/files/{file_id}/content", self._content)
-        app.router.add_post("/v1/batches", self._create)
-        app.router.add_get("/v1/batches/{batch_id}", self._get)
-        app.router.add_post("/v1/batches/{batch_id}/cancel", self._cancel)
+        app.router.add_post("/v1/files", self._keyed(self._upload))
+        app.router.add_get("/v1/files/{file_id}/content", self._keyed(self._content))
+        app.router.add_post("/v1/batches", self._keyed(self._create))
+        app.router.add_get("/v1/batches/{batch_id}", self._keyed(self._get))
+        app.router.add_post("/v1/batches/{batch_id}/cancel", self._keyed(self._cancel))
         app.router.add_get("/_batches", self._stats)
         app.router.add_post("/_batches", self._configure)
 
     # ------------------------------------------------------------------ helpers
-    def _denied(self, request: web.Request) -> web.Response | None:
-        key = self.core.state.api_key
-        if key is not None and self.server._bearer(request) != key:
-            return self.server._error_response(401)
-        return None
+    def _keyed(self, handler: Handler) -> Handler:
+        """``handler`` behind the server's key (the chat endpoint's 401 when it is missing or wrong)."""
+
+        async def keyed(request: web.Request) -> web.Response:
+            return error_response(401) if refused(request, self.state.api_key) else await handler(request)
+
+        return keyed
 
     def _error(self, status: int, message: str) -> web.Response:
-        return self.server._error_response(status, message)
+        return error_response(status, message)
 
     def _file(self, content: bytes, purpose: str, filename: str) -> dict[str, Any]:
-        entry = {"id": _id("file"), "object": "file", "bytes": len(content), "created_at": int(time.time()),
-                 "filename": filename, "purpose": purpose, "content": content}
+        entry: dict[str, Any] = {"id": _id("file"), "object": "file", "bytes": len(content),
+                                 "created_at": int(time.time()), "filename": filename, "purpose": purpose,
+                                 "content": content}
         self.files[entry["id"]] = entry
         return entry
 
@@ -94,9 +103,6 @@ class BatchService:
 
     # ------------------------------------------------------------------ files
     async def _upload(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         if not self.config["available"]:
             return self._error(404, "Invalid URL (POST /v1/files)")
         try:
@@ -112,9 +118,6 @@ class BatchService:
         return web.json_response(self._public(entry))
 
     async def _content(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         entry = self.files.get(request.match_info["file_id"])
         if entry is None:
             return self._error(404, "No such File object")
@@ -122,9 +125,6 @@ class BatchService:
 
     # ------------------------------------------------------------------ batches
     async def _create(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         try:
             body = await request.json()
         except ValueError:
@@ -135,7 +135,8 @@ class BatchService:
             return self._error(400, f"endpoint must be {CHAT_URL}")
         if body.get("completion_window") != "24h":
             return self._error(400, "completion_window must be 24h")
-        source = self.files.get(body.get("input_file_id"))
+        input_file_id = body.get("input_file_id")
+        source = self.files.get(input_file_id) if isinstance(input_file_id, str) else None
         if source is None:
             return self._error(400, f"No such File object: {body.get('input_file_id')}")
         lines, errors = self._read_input(source["content"])
@@ -178,18 +179,14 @@ class BatchService:
             elif line.get("method") != "POST" or line.get("url") != CHAT_URL:
                 errors.append({"code": "invalid_url", "message": f"method must be POST and url {CHAT_URL}",
                                "line": number, "param": "url"})
-            elif not isinstance(body, dict) or not body.get("model") or not isinstance(body.get("messages"), list):
-                errors.append({"code": "invalid_request", "message": "body must hold model and messages",
-                               "line": number, "param": "body"})
+            elif (problem := chat_request_problem(body)) is not None:  # what a direct request would get a 400 for
+                errors.append({"code": "invalid_request", "message": problem, "line": number, "param": "body"})
             else:
                 seen.add(custom_id)
                 lines.append(line)
         return lines, errors
 
     async def _get(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None:
             return self._error(404, "No such Batch object")
@@ -205,9 +202,6 @@ class BatchService:
         return web.json_response(self._public(batch))
 
     async def _cancel(self, request: web.Request) -> web.Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None:
             return self._error(404, "No such Batch object")
@@ -217,8 +211,6 @@ class BatchService:
 
     async def _finish(self, batch: dict[str, Any], outcome: str) -> None:
         """End ``batch``: answer its lines (all of them, half for expired, none for failed or cancelled)."""
-        completion_body, error_body, last_user_text = (self.server.completion_body, self.server.error_body,
-                                                       self.server.last_user_text)
         now = int(time.time())
         lines = batch["_lines"]
         if outcome == "failed":
@@ -227,7 +219,7 @@ class BatchService:
                  "line": None, "param": None}]})
             return
         answered = {"completed": len(lines), "expired": len(lines) // 2, "cancelled": 0}[outcome]
-        cfg = self.core.state.answering()
+        cfg = self.state.answering()
         output, failed = [], []
         for index, line in enumerate(lines):
             body = line["body"]
@@ -244,10 +236,8 @@ class BatchService:
                 failed.append({**entry, "response": {"status_code": 400, "request_id": _id("req"),
                                                       "body": error_body(400, rejected)}, "error": None})
                 continue
-            answer = await self.core._answer(cfg, body, text)
             output.append({**entry, "response": {"status_code": 200, "request_id": _id("req"),
-                                                 "body": completion_body(body["model"], answer, body["messages"])},
-                           "error": None})
+                                                 "body": await reply_for(cfg, body, text)}, "error": None})
         with self._lock:
             if output:
                 batch["output_file_id"] = self._file(_jsonl(output), "batch_output", "output.jsonl")["id"]

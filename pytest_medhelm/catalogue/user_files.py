@@ -1,4 +1,4 @@
-"""Shared reading code for the gated and private benchmarks (files the user supplies under ``--medhelm-data-dir``).
+"""The user's files: reading code shared by the gated and private benchmarks (files under ``--medhelm-data-dir``).
 
 HELM reads these files with pandas, ``csv.DictReader``, openpyxl (through pandas), pyarrow and tiktoken. This module
 reproduces what those readers hand to HELM's scenario code, without importing pandas, and fails with a

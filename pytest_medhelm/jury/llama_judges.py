@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from pytest_medhelm.values import is_llama_cpp_model
+
 #: the longest explanation a local judge may write per criterion (characters)
 EXPLANATION_MAX_CHARS = 160
 #: the scores a judge may give (the rubric's 1-5 scale); an enum, which llama.cpp's schema grammar supports
@@ -30,9 +32,7 @@ SCORES = (1, 2, 3, 4, 5)
 
 def constrained(judge_name: str) -> bool:
     """Whether ``judge_name`` is a judge on a llama.cpp server the run starts (``local/...``)."""
-    from pytest_medhelm.models.local_endpoints import is_local
-
-    return is_local(judge_name)
+    return is_llama_cpp_model(judge_name)
 
 
 def judgement_schema(criteria: Sequence[str]) -> dict:
