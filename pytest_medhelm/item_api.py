@@ -19,6 +19,7 @@ import pytest
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue import Registry
     from pytest_medhelm.config import RunConfig
+    from pytest_medhelm.report.records import Results
     from pytest_medhelm.values import Instance
     from pytest_medhelm.metrics.base import ScoringContext
     from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
@@ -59,7 +60,7 @@ class ItemServices(Protocol):
     def scoring_context(self) -> ScoringContext: ...
 
     @property
-    def results(self) -> dict[str, Any] | None:
+    def results(self) -> Results | None:
         """The run's results once built (the plugins that save and compare runs read them at the session's end)."""
 
 
