@@ -157,6 +157,7 @@ def test_a_killed_pytest_stops_sending(tmp_path):
             import sys, time
             from pathlib import Path
             sys.path.insert(0, {str(Path(__file__).parent)!r})
+            sys.path.insert(0, {str(Path(__file__).parents[1])!r})  # (its helper modules)
             from test_background import jobs_for, make_sender
             sender = make_sender(Path({str(tmp_path)!r}))
             sender.start(jobs_for({server.url!r}, 400))
