@@ -8,14 +8,18 @@ message names the option and what was expected; pytest turns it into exit status
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pytest_medhelm.options import (INI_ENDPOINTS, INI_THRESHOLDS, OPTIONS, Option, from_ini, parse_endpoint,
                                      parse_threshold, raw_value)
+
+if TYPE_CHECKING:
+    from pytest_medhelm.values import ModelSpec
 
 
 class Threshold(BaseModel):
@@ -264,7 +268,7 @@ def _check_benchmark_args(config: pytest.Config, given: tuple, known_benchmarks:
     """Each --medhelm-benchmark-args names a known benchmark that takes arguments, and its values read (a usage
     error otherwise, before anything is collected)."""
     where = _where(config, OPTION["medhelm_benchmark_args"])
-    for slug, pairs in given:
+    for slug in dict(given):
         if slug not in known_benchmarks:
             raise _usage(f"{where} {slug!r}: unknown benchmark; known: {', '.join(sorted(known_benchmarks))}")
     if not given:
@@ -310,7 +314,9 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         raise _usage("; ".join(problems))
     models = [ep.spec_for(rc, m, "model") for m in rc.models]
     judge_specs = [ep.spec_for(rc, j, "judge") for j in judges]
-    for role, env, specs in (("model", rc.api_key_env, models), ("judge", rc.jury_api_key_env, judge_specs)):
+    key_checks: tuple[tuple[Literal["model", "judge"], str | None, list[ModelSpec]], ...] = (
+        ("model", rc.api_key_env, models), ("judge", rc.jury_api_key_env, judge_specs))
+    for role, env, specs in key_checks:
         problem = ep.key_problem(role, env, specs, _source(config, ep.ROLE_OPTIONS[role][1]))
         if problem:
             raise _usage(problem)
@@ -332,7 +338,7 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         _check_local_models(rc, rc.models, list(rc.judges or ()), config)
 
 
-def _check_local_models(rc: RunConfig, models: list[str], judges: list[str], config: pytest.Config) -> None:
+def _check_local_models(rc: RunConfig, models: Sequence[str], judges: Sequence[str], config: pytest.Config) -> None:
     """A ``local/...`` model or judge that cannot run here (llama-cpp-python's server or the model's package not
     installed, the GGUF file missing) is a usage error at start-up, not a run whose every item is skipped.
 

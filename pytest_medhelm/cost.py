@@ -159,20 +159,26 @@ def litellm_price_table() -> Mapping[str, Any]:
                 from pytest_medhelm.thirdparty import import_litellm
 
                 table = dict(import_litellm().model_cost)
-            except Exception:  # no litellm at all: every price is unknown unless the file gives it
+            except Exception:  # noqa: BLE001 - no (working) litellm: every price is unknown unless the file gives it
                 table = {}
         _TABLE = table
     return _TABLE
 
 
+def _per_token(value: object) -> float | None:
+    """A price per token from the table: a finite non-negative number (a bool is not one), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return None
+
+
 def _table_entry_price(entry: Any) -> Price | None:
     if not isinstance(entry, Mapping):
         return None
-    p_in, p_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-               for v in (p_in, p_out)):
+    p_in, p_out = _per_token(entry.get("input_cost_per_token")), _per_token(entry.get("output_cost_per_token"))
+    if p_in is None or p_out is None:
         return None
-    return float(p_in), float(p_out)
+    return p_in, p_out
 
 
 def litellm_price(model: str) -> Price | None:

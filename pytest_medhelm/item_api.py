@@ -18,6 +18,8 @@ import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue import Registry
+    from pytest_medhelm.config import RunConfig
+    from pytest_medhelm.report.records import Results
     from pytest_medhelm.values import Instance
     from pytest_medhelm.metrics.base import ScoringContext
     from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
@@ -45,6 +47,9 @@ class ItemServices(Protocol):
     @property
     def registry(self) -> Registry: ...
 
+    @property
+    def run_config(self) -> RunConfig: ...
+
     def model_spec(self, name: str) -> ModelSpec: ...
 
     def answer_request(self, instance: Instance, model: str) -> ChatRequest:
@@ -55,7 +60,7 @@ class ItemServices(Protocol):
     def scoring_context(self) -> ScoringContext: ...
 
     @property
-    def results(self) -> dict[str, Any] | None:
+    def results(self) -> Results | None:
         """The run's results once built (the plugins that save and compare runs read them at the session's end)."""
 
 

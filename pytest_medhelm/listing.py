@@ -117,11 +117,19 @@ def _where(data_dir: Path | None) -> str:
             "pass --medhelm-data-dir DIR for local copies)")
 
 
+def _terminal(config: pytest.Config) -> pytest.TerminalReporter:
+    """pytest's terminal reporter (or a plugin's subclass of it), which the list and the tree are written to."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not isinstance(reporter, pytest.TerminalReporter):
+        raise pytest.UsageError("--medhelm-list and --medhelm-tree write to pytest's terminal: drop -p no:terminal")
+    return reporter
+
+
 def show_list(config: pytest.Config, run: Any) -> int:
     """Print the list (``--medhelm-list``) and/or the tree (``--medhelm-tree``); the exit status is 0."""
     from tabulate import tabulate
 
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    reporter = _terminal(config)
     verbose = config.get_verbosity() > 0
     if not config.getoption("medhelm_list"):
         return show_tree(config, run)
@@ -199,7 +207,7 @@ def tree_lines(run, verbose: bool = False) -> list[str]:
 def show_tree(config: pytest.Config, run: Any) -> int:
     from pytest_medhelm.catalogue.taxonomy import PAPER_TASK_COUNT, SUBCATEGORIES, task_count
 
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    reporter = _terminal(config)
     verbose = config.get_verbosity() > 0
     reporter.write_line(_where(run.run_config.data_dir))
     for line in tree_lines(run, verbose=verbose):

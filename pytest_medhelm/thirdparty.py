@@ -30,16 +30,16 @@ def import_litellm():
         for name, value in _LITELLM_IMPORT_ENV.items():
             os.environ.setdefault(name, value)
         try:
-            import litellm  # noqa: F401
+            import litellm
             # imported lazily by litellm on its first token count, this module points TIKTOKEN_CACHE_DIR at
             # litellm's bundled files for good: imported here, inside the window that puts the variable back
-            import litellm.litellm_core_utils.default_encoding  # noqa: F401
+            import litellm.litellm_core_utils.default_encoding
         finally:
-            for name, value in saved.items():
-                if value is None:
+            for name, original in saved.items():
+                if original is None:
                     os.environ.pop(name, None)
                 else:
-                    os.environ[name] = value
+                    os.environ[name] = original
     import litellm
 
     litellm.suppress_debug_info = True

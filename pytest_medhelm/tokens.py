@@ -32,7 +32,7 @@ class TokenCounter:
             with bundled_tiktoken_files():
                 for name in ("cl100k_base", "o200k_base"):
                     tiktoken.get_encoding(name)
-        except Exception:  # pragma: no cover - litellm is a dependency; a broken install still gets an estimate
+        except Exception:  # noqa: BLE001  # pragma: no cover - litellm is a dependency; a broken install gets an estimate
             self.method = "chars/4"
 
     @staticmethod
@@ -58,7 +58,7 @@ class TokenCounter:
             litellm.disable_hf_tokenizer_download = True  # never fetch a tokenizer from the Hub
             try:
                 count = int(litellm.token_counter(model=key[0], messages=[{"role": "user", "content": text}]))
-            except Exception:
+            except Exception:  # noqa: BLE001 - a model litellm cannot count for: the chars/4 estimate below
                 count = None
             finally:
                 litellm.disable_hf_tokenizer_download = before

@@ -20,7 +20,7 @@ import json
 import logging
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 from collections.abc import Iterable, Mapping
 
 LOG = logging.getLogger("pytest_medhelm.catalogue")
@@ -151,6 +151,12 @@ class ModelSpec:
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@?#]+@")
 
 
+@overload
+def redact_url(text: str) -> str: ...
+@overload
+def redact_url(text: None) -> None: ...
+
+
 def redact_url(text: str | None) -> str | None:
     """``text`` with the credentials of every URL in it replaced (``http://user:pass@host/v1`` becomes
     ``http://***@host/v1``): an ``api_base`` or ``--medhelm-cache-url`` may carry them, and they must never reach
@@ -204,7 +210,7 @@ class ChatRequest:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ChatRequest:
-        return cls(model=data["model"], messages=tuple(tuple(m) for m in data["messages"]),  # type: ignore[misc]
+        return cls(model=data["model"], messages=tuple((role, content) for role, content in data["messages"]),
                    max_tokens=data["max_tokens"], temperature=data["temperature"], stop=tuple(data["stop"]),
                    sample=data["sample"], purpose=data["purpose"],
                    response_format=data.get("response_format", ""))

@@ -13,12 +13,12 @@ from toy_benchmark import TOY_CONFTEST, TOY_TEST  # the toy benchmark (tests imp
 
 # pytester's in-process runs drop every module the inner session imported; numpy's C core cannot be imported twice
 # in one process, so what the plugin imports lazily is imported here once, before any inner session.
-import aiohttp  # noqa: F401,E402
-import diskcache  # noqa: F401,E402
-import numpy  # noqa: F401,E402
-import numpy.fft  # noqa: F401,E402  (a C extension too; first imported lazily, by an inner session or not)
-import pydantic  # noqa: F401,E402
-import tabulate  # noqa: F401,E402
+import aiohttp  # noqa: F401 - imported once here, before any inner session (above)
+import diskcache  # noqa: F401 - imported once here, before any inner session (above)
+import numpy
+import numpy.fft  # noqa: F401 - a C extension too; first imported lazily, by an inner session or not
+import pydantic  # noqa: F401 - imported once here, before any inner session (above)
+import tabulate  # noqa: F401 - imported once here, before any inner session (above)
 
 # The importlib_metadata backport (imported by litellm._version) appends its finder to sys.meta_path and deletes
 # find_distributions from the stdlib PathFinder class when it is first imported. pytester restores sys.meta_path
@@ -28,7 +28,7 @@ import tabulate  # noqa: F401,E402
 # "unrecognized arguments", exit 4). Imported here, before any inner session, its finder is part of what pytester
 # restores. (A user calling pytest.main twice is not affected: nothing restores sys.meta_path there.)
 try:
-    import importlib_metadata  # noqa: F401,E402
+    import importlib_metadata  # noqa: F401 - imported for its side effect, before any inner session
 except ImportError:  # not installed: nothing patches PathFinder then
     pass
 
@@ -36,7 +36,7 @@ except ImportError:  # not installed: nothing patches PathFinder then
 # the rest of what it loads) is dropped when that session ends, and importing it again in the same process breaks
 # on pydantic's half-kept state ("tuple.index(x): x not in tuple" at start-up) or crashes the worker outright; the
 # full suite hid it only because some earlier test happened to import it at the outer level.
-from pytest_medhelm.thirdparty import import_litellm  # noqa: E402
+from pytest_medhelm.thirdparty import import_litellm
 
 import_litellm()
 
@@ -47,8 +47,8 @@ import_litellm()
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 try:
-    import torch  # noqa: F401,E402
-    import bert_score  # noqa: F401,E402
+    import torch  # noqa: F401 - imported once here, before any inner session (above)
+    import bert_score  # noqa: F401 - imported once here, before any inner session (above)
 except ImportError:  # without the [bertscore] extra nothing loads torch
     pass
 

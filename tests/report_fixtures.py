@@ -13,7 +13,7 @@ from collections.abc import Iterator
 # imported, and litellm (with the pydantic models of its dependencies) breaks when imported a second time in one
 # process. Imported here, at collection, it is in sys.modules before any inner session, which then reuse it.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-import litellm  # noqa: E402,F401
+import litellm  # noqa: F401 - imported at collection, before any inner session (above)
 
 #: two models priced by a prices file (the issue's 2.50 / 10.00 and a local model's 0.71 / 0.71)
 PRICES_TOML = """
@@ -30,7 +30,8 @@ MODELS = ("openai/gpt-4o", "hosted_vllm/llama-3.3-70b")
 JUDGES = ("openai/gpt-4o-2024-05-13", "anthropic/claude-3-7-sonnet-20250219", "together_ai/meta-llama/Llama-3.3-70B")
 #: three benchmarks in two categories; mtsamples is open-ended (judged by the jury)
 BENCHMARKS = ("medqa", "mtsamples", "pubmedqa")
-HOSTILE_ANSWER = '<img src="http://203.0.113.9/x.png" onerror="window.__pwned=1"></script><script>window.__pwned=2</script>'
+HOSTILE_ANSWER = ('<img src="http://203.0.113.9/x.png" onerror="window.__pwned=1">'
+                  '</script><script>window.__pwned=2</script>')
 N_PER_BENCHMARK = 6
 
 
@@ -79,7 +80,8 @@ def sample_records(prices: Any = None) -> list[dict[str, Any]]:
                     jury = {"raw": 1 + 4 * score, "per_judge": per_judge,
                             "failures": {JUDGES[2]: "malformed JSON"}, "flagged": None}
                     rec["metrics"] = {"jury": jury, "jury_tokens_in": 3 * (600 + tokens_out), "jury_tokens_out": 450,
-                                      "jury_cost_usd": 0.0123, "rouge_1": 0.4, "rouge_2": 0.2, "rouge_l": 0.31 + 0.01 * i}
+                                      "jury_cost_usd": 0.0123, "rouge_1": 0.4, "rouge_2": 0.2,
+                                      "rouge_l": 0.31 + 0.01 * i}
                     # the per-model sums read these at the top of the record
                     rec.update({k: rec["metrics"][k] for k in ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd")})
                 else:
@@ -120,11 +122,12 @@ def no_network() -> Iterator[list[str]]:
             raise OSError(f"network access refused in this test ({what})")
         return _refuse
 
-    socket.socket.connect = refuse("socket.connect")  # type: ignore[method-assign]
-    socket.socket.connect_ex = refuse("socket.connect_ex")  # type: ignore[method-assign]
-    socket.getaddrinfo = refuse("getaddrinfo")  # type: ignore[assignment]
-    socket.create_connection = refuse("create_connection")  # type: ignore[assignment]
+    socket.socket.connect = refuse("socket.connect")  # type: ignore[method-assign]  # replaced for this test
+    socket.socket.connect_ex = refuse("socket.connect_ex")  # type: ignore[method-assign]  # replaced for this test
+    socket.getaddrinfo = refuse("getaddrinfo")
+    socket.create_connection = refuse("create_connection")
     try:
         yield attempts
     finally:
-        socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection = real  # type: ignore[method-assign]
+        (socket.socket.connect, socket.socket.connect_ex,  # type: ignore[method-assign]  # the originals put back
+         socket.getaddrinfo, socket.create_connection) = real

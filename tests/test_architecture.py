@@ -1,12 +1,16 @@
 """The package's layering is a checked contract (import-linter, configured in pyproject.toml): a module imports
-only from the layers below its own, and no package has import cycles."""
+only from the layers below its own, and no package has import cycles. So are its style and types (ruff and mypy,
+configured there too), and every silenced finding says why."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -49,3 +53,94 @@ def test_the_run_is_reached_one_way():
                  if 'get_plugin("medhelm-session")' in line or "_ACTIVE" in line]
     assert offenders == []
     assert not (ROOT / "pytest_medhelm" / "session.py").exists()
+
+
+# ------------------------------------------------------------------------------------------------ style and types
+# ruff and mypy with the configuration in pyproject.toml ([tool.ruff], [tool.mypy]), from this interpreter: a test
+# dependency (the [test] extra); skipped only where the tool is not installed.
+
+
+def run_tool(tool: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    if importlib.util.find_spec(tool) is None:
+        pytest.skip(f"{tool} is not installed here (a test dependency: pip install -e '.[test]')")
+    return subprocess.run([sys.executable, "-m", tool, *args], cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+def test_ruff_finds_nothing():
+    result = run_tool("ruff", ["check", "--no-cache", "--output-format", "concise", "."], ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_finds_nothing():
+    # (its cache, .mypy_cache/ beside pyproject.toml as for a developer's own run, makes the next run seconds)
+    result = run_tool("mypy", [], ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("Success: no issues found"), result.stdout
+
+
+def planted_project(tmp_path: Path, source: str) -> Path:
+    """A copy of the configuration with one module of ``source`` in a package of the configured name."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "pytest_medhelm").mkdir()
+    (tmp_path / "pytest_medhelm" / "__init__.py").write_text(source)
+    return tmp_path
+
+
+def test_ruff_reports_what_is_planted(tmp_path):
+    """The check bites, with the project's rules: an unused import, an unexplained blind except, a stale noqa."""
+    source = ("import os\n\n\ndef read():\n    try:\n        return 1\n    except Exception:\n        return 2\n\n\n"
+              "count = 1  # noqa: E501 - nothing long here\n")
+    result = run_tool("ruff", ["check", "--no-cache", "--output-format", "concise", "."],
+                      planted_project(tmp_path, source))
+    assert result.returncode == 1, result.stdout + result.stderr
+    for code in ("F401", "BLE001", "RUF100"):
+        assert f" {code} " in result.stdout, result.stdout
+
+
+def test_mypy_reports_what_is_planted(tmp_path):
+    """The check bites, with the project's settings: a wrong type, an unused ignore, an untyped function's body."""
+    source = ('count: int = "three"\nsize: int = 1  # type: ignore[assignment]  # stale\n\n\n'
+              'def untyped():\n    return 1 + "a"\n')
+    result = run_tool("mypy", [], planted_project(tmp_path, source))
+    assert result.returncode == 1, result.stdout + result.stderr
+    for expected in ("__init__.py:1: error: Incompatible types in assignment",
+                     '__init__.py:2: error: Unused "type: ignore"', "__init__.py:6: error: Unsupported operand types"):
+        assert expected in result.stdout, result.stdout
+
+
+# a pragma names its codes, then says why in words after them: `noqa: BLE001 - why`, `type: ignore[code]  # why`
+NOQA = re.compile(r"#\s*noqa\b(?P<codes>:\s*[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)?(?P<rest>.*)", re.IGNORECASE)
+TYPE_IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<codes>\[[a-z0-9_, -]+\])?(?P<rest>.*)")
+
+
+def unexplained_pragmas(path: Path) -> list[tuple[int, str]]:
+    """(line, comment) of each ``# noqa`` and ``# type: ignore`` of a Python file without codes or without a reason
+    (comments only: a string that holds one is not a pragma)."""
+    found = []
+    with tokenize.open(path) as source:
+        for token in tokenize.generate_tokens(source.readline):
+            if token.type != tokenize.COMMENT:
+                continue
+            for pattern in (NOQA, TYPE_IGNORE):
+                match = pattern.search(token.string)
+                if match and (not match["codes"] or not re.search(r"[A-Za-z]", match["rest"])):
+                    found.append((token.start[0], token.string))
+    return found
+
+
+def test_every_noqa_and_type_ignore_names_its_codes_and_says_why():
+    files = sorted(path for folder in ("pytest_medhelm", "tests", "benchmarks", "examples", "tools")
+                   for path in (ROOT / folder).rglob("*.py") if "__pycache__" not in path.parts)
+    assert len(files) > 100
+    offenders = [f"{path.relative_to(ROOT)}:{line}: {comment}"
+                 for path in files for line, comment in unexplained_pragmas(path)]
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_an_unexplained_pragma_is_reported(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text("import os  # noqa: F401\nimport re  # noqa\nx: int = 'a'  # type: ignore\n"
+                       "y: int = 'b'  # type: ignore[assignment]  # the reason\n"
+                       "z = '# noqa'  # a string is no pragma\n"
+                       "import sys  # noqa: F401 - the reason\n")
+    assert [line for line, _comment in unexplained_pragmas(planted)] == [1, 2, 3]

@@ -233,7 +233,8 @@ def test_server_errors_are_retried_then_items_score(pytester, toy):
     from pytest_medhelm.testing.server import running_server
 
     data = toy(6)
-    with running_server(answer="A", faults=[("status", 500), ("status", 503), ("status", 429, {"Retry-After": "0"})]) as srv:
+    faults = [("status", 500), ("status", 503), ("status", 429, {"Retry-After": "0"})]
+    with running_server(answer="A", faults=faults) as srv:
         result = run(pytester, *model_args(srv, data))
         assert srv.count == 9
     assert result.ret == 0
@@ -282,7 +283,8 @@ def test_a_session_without_medhelm_items_imports_nothing_heavy(pytester):
         def test_plain():
             pass
         def test_zz_modules():
-            heavy = [m for m in ("litellm", "pydantic", "numpy", "diskcache", "aiohttp", "tabulate") if m in sys.modules]
+            heavy = [m for m in ("litellm", "pydantic", "numpy", "diskcache", "aiohttp", "tabulate")
+                     if m in sys.modules]
             assert heavy == [], heavy
             # nor the run: it starts with the first medhelm test collected
             assert "pytest_medhelm.run" not in sys.modules

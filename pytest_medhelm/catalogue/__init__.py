@@ -7,9 +7,13 @@ Other plugins add benchmarks through the ``pytest_medhelm_register_benchmarks`` 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.values import Instance
+
+if TYPE_CHECKING:
+    import pluggy
 
 __all__ = ["Benchmark", "Instance", "CATEGORY_PACKAGES", "Registry", "builtin_benchmarks"]
 
@@ -75,11 +79,11 @@ class Registry:
         return list(self._by_slug)
 
 
-def build_registry(hook: object | None = None) -> Registry:
+def build_registry(hook: pluggy.HookRelay | None = None) -> Registry:
     """The built-in benchmarks, plus those other plugins register through ``hook`` (a pytest hook relay)."""
     registry = Registry()
     for bench in builtin_benchmarks():
         registry.register(bench)
     if hook is not None:
-        hook.pytest_medhelm_register_benchmarks(registry=registry)  # type: ignore[attr-defined]
+        hook.pytest_medhelm_register_benchmarks(registry=registry)
     return registry

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Mapping, Sequence
 
@@ -115,7 +116,9 @@ class Benchmark:
         if self.read_arguments is not None:
             import functools
 
-            return functools.partial(self.build_instances, arguments=self.read_arguments(arguments, compat))
+            # a benchmark that reads arguments has a builder taking them as the ``arguments`` keyword
+            build_with_arguments: Callable[..., Sequence[Instance]] = self.build_instances
+            return functools.partial(build_with_arguments, arguments=self.read_arguments(arguments, compat))
         return self.build_instances
 
     def prompt_for(self, compat: str = "default") -> PromptTemplate:
@@ -164,7 +167,7 @@ class Benchmark:
 def _caller_dir() -> Path:
     """The folder of the source file whose code is creating a Benchmark (past this module and the dataclass's
     generated ``__init__``, whose file name is ``<string>``)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename != __file__ and not filename.startswith("<"):

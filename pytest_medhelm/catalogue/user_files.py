@@ -85,17 +85,18 @@ def pandas_strings(values: Sequence[str | None]) -> list[str]:
     ``str(float)``; ``True``/``False`` → booleans; anything else → the text as is, NA → ``"nan"``. (pandas has
     more cases, e.g. integers beyond 64 bits; those stay text here.)
     """
-    present = [v for v in values if not is_pandas_na(v)]
-    has_na = len(present) < len(values)
+    cells = [None if is_pandas_na(v) else v for v in values]  # None: what pandas reads as NA
+    present = [v for v in cells if v is not None]
+    has_na = len(present) < len(cells)
     if present and all(_INT.fullmatch(v.strip()) for v in present):
         if not has_na:
-            return [str(int(v)) for v in values]  # type: ignore[arg-type]
-        return ["nan" if is_pandas_na(v) else str(float(int(v))) for v in values]  # type: ignore[arg-type]
+            return [str(int(v)) for v in present]
+        return ["nan" if v is None else str(float(int(v))) for v in cells]
     if present and all(_float_or_none(v) is not None for v in present):
-        return ["nan" if is_pandas_na(v) else str(float(v)) for v in values]  # type: ignore[arg-type]
+        return ["nan" if v is None else str(float(v)) for v in cells]
     if present and all(v in _TRUE or v in _FALSE for v in present):
-        return ["nan" if is_pandas_na(v) else str(v in _TRUE) for v in values]
-    return ["nan" if is_pandas_na(v) else v for v in values]  # type: ignore[misc]
+        return ["nan" if v is None else str(v in _TRUE) for v in cells]
+    return ["nan" if v is None else v for v in cells]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -120,7 +121,7 @@ def read_xlsx_rows(path: Path, required_columns: Iterable[str] = ()) -> list[Row
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
         raise DataError(path, "", f"not a readable .xlsx workbook ({type(exc).__name__}: {exc}); truncated?") from None
-    except Exception as exc:  # openpyxl's InvalidFileException and friends
+    except Exception as exc:  # noqa: BLE001 - openpyxl's InvalidFileException and friends
         raise DataError(path, "", f"not a readable .xlsx workbook ({type(exc).__name__}: {exc})") from None
     try:
         sheet = workbook.worksheets[0]
@@ -156,8 +157,8 @@ def import_pyarrow(path: Path | str) -> Any:
     """``pyarrow`` (with its ``parquet`` and ``feather`` modules), or DataMissing saying what to install."""
     try:
         import pyarrow
-        import pyarrow.feather  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
+        import pyarrow.feather
+        import pyarrow.parquet
     except ImportError:
         raise DataMissing(
             f"reading {path} needs pyarrow, which is not installed: {DATA_EXTRA} (or pip install pyarrow)"
@@ -186,7 +187,7 @@ def cl100k() -> Any:
 
         with bundled_tiktoken_files():
             _CL100K = tiktoken.get_encoding("cl100k_base")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a download refused offline, a damaged file: the reason is reported
         raise DataMissing(
             "tiktoken could not load its cl100k_base tokenizer (it is downloaded on first use; offline, point "
             f"TIKTOKEN_CACHE_DIR at a folder holding it): {type(exc).__name__}: {exc}"

@@ -41,9 +41,13 @@ class FileSet(Protocol):
     """What :func:`resolve_files` needs of a benchmark: a :class:`~pytest_medhelm.catalogue.definition.Benchmark`
     is one, and so is any other set of pinned files kept under ``<DIR>/<slug>/`` (HELM's judge prompts)."""
 
-    slug: str
-    files: Sequence[DataFile]
-    data_help: str
+    # read-only: the benchmarks and file sets are frozen dataclasses
+    @property
+    def slug(self) -> str: ...
+    @property
+    def files(self) -> Sequence[DataFile]: ...
+    @property
+    def data_help(self) -> str: ...
     # (optionally ``data_dir``: a benchmark's own folder of its files)
 
 
@@ -118,7 +122,7 @@ def _download(url: str, target: Path, sha256: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".download-")
     try:
-        with os.fdopen(fd, "wb") as out, urlopen(url, timeout=60) as response:  # noqa: S310
+        with os.fdopen(fd, "wb") as out, urlopen(url, timeout=60) as response:
             while chunk := response.read(1 << 20):
                 out.write(chunk)
         actual = sha256_of(Path(tmp_name))
@@ -175,7 +179,7 @@ def _resolve_one(benchmark: FileSet, file: DataFile, data_dir: Path | None, down
         _download(file.url, path, file.sha256)
     except DataMissing:
         raise
-    except Exception as exc:  # network down, HTTP error: the run goes on with this benchmark skipped
+    except Exception as exc:  # noqa: BLE001 - network down, HTTP error: the run goes on with this benchmark skipped
         raise DataMissing(_missing_message(benchmark, file, None, f"download failed: {exc}")) from None
     if file.sha256:
         verified.touch()

@@ -57,8 +57,9 @@ class DataVerification:
 
     #: slugs whose files may differ from the pinned version (``--medhelm-data-unverified``)
     accepted: frozenset[str] = frozenset()
-    #: slug -> file name -> {"expected": pinned sha256, "actual": sha256 found}: the accepted differences
-    changed: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    #: slug -> file name -> {"expected": pinned sha256 (None: unpinned), "actual": sha256 found, "reason"?}: the
+    #: accepted differences
+    changed: dict[str, dict[str, dict[str, str | None]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, slugs: Iterable[str] | None) -> DataVerification:
@@ -85,6 +86,6 @@ class DataVerification:
                                   f"evaluates on; put the pinned file there, or accept this version with "
                                   f"{OPTION} {benchmark.slug} (recorded in the results)")
 
-    def record(self) -> dict[str, dict[str, dict[str, str]]]:
+    def record(self) -> dict[str, dict[str, dict[str, str | None]]]:
         """For the results JSON's ``run.data_unverified`` (empty when every checked file matched its pin)."""
         return {slug: dict(sorted(files.items())) for slug, files in sorted(self.changed.items())}

@@ -41,6 +41,6 @@ DEFAULT_JUDGES: tuple[str, ...] = (
 
 __all__ = [
     "DEFAULT_JUDGES", "FLAG_EMPTY", "FLAG_NO_JUDGE", "HELM_DEFAULT_SCORE", "JUDGE_MAX_TOKENS",
-    "JudgementError", "JuryResult", "JuryVerdicts", "RUBRICS", "Rubric", "judge_requests", "jury_score", "parse_judgement",
-    "parse_judgement_helm", "rubric_for",
+    "JudgementError", "JuryResult", "JuryVerdicts", "RUBRICS", "Rubric", "judge_requests", "jury_score",
+    "parse_judgement", "parse_judgement_helm", "rubric_for",
 ]

@@ -37,7 +37,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from collections.abc import Sequence
 
 AXES = ("accuracy", "completeness", "clarity", "structure")
@@ -229,7 +229,7 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _UsageError(message)
 
 

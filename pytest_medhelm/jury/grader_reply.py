@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 #: a grader's verdict is a few hundred characters; a reply longer than this is not read (bounded work per reply)
@@ -139,7 +140,7 @@ def parse_fork_verdict(text: str) -> dict[str, Any] | None:
     return data
 
 
-def fork_met(verdict: dict[str, Any]) -> bool:
+def fork_met(verdict: Mapping[str, Any]) -> bool:
     """The fork's test of a rubric verdict: ``str(criteria_met).lower() == "true"`` (so ``"TRUE"`` is met, and a
     JSON ``true`` is Python's ``True``, whose ``str`` is ``"True"``)."""
     value = verdict.get("criteria_met", "")

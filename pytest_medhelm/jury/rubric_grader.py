@@ -101,11 +101,16 @@ def read_string_constants(path: Path, names: Sequence[str]) -> dict[str, str]:
         raise GraderPromptsUnavailable(f"{path}: cannot be read as a Python module ({exc})") from None
     found: dict[str, str] = {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) and node.value is not None else []
+        targets: list[ast.expr]
+        if isinstance(node, ast.Assign):
+            targets, assigned = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, assigned = [node.target], node.value
+        else:
+            continue
         for target in targets:
             if isinstance(target, ast.Name) and target.id in names:
-                value = _literal_string(node.value)  # type: ignore[union-attr]
+                value = _literal_string(assigned)
                 if not isinstance(value, str):
                     raise GraderPromptsUnavailable(f"{path}: {target.id} is not a literal string")
                 found[target.id] = value
@@ -237,20 +242,28 @@ def grading_calls(slug: str, instance: Instance, answer: str, graders: Sequence[
     grading = instance.extra["grading"]
     comparison = grading.get("physician_response") is not None
     if fork:
-        if prompts.fork_rubric is None or prompts.fork_comparison is None:
+        rubric_prompt, comparison_prompt = prompts.fork_rubric, prompts.fork_comparison
+        if rubric_prompt is None or comparison_prompt is None:
             raise GraderPromptsUnavailable(f"medhelm 0.8.0's grader prompts are not available ({prompts.fork_missing})")
         if not answer.strip():
             return []  # the fork asks nothing about an empty answer
-    elif prompts.reference is None:
-        raise GraderPromptsUnavailable(f"HealthBench's reference grader prompt is not available "
-                                       f"({prompts.reference_missing})")
-    conversation = conversation_text(grading["messages"], answer)
-    texts = [(RUBRIC, i, fill(prompts.fork_rubric, conversation, fork_rubric_item(item)) if fork  # type: ignore[arg-type]
-              else fill(prompts.reference, conversation, reference_rubric_item(item)))  # type: ignore[arg-type]
-             for i, item in enumerate(grading["rubric_items"])]
-    if comparison:
-        texts.append((COMPARISON, 0, fill_comparison(prompts.fork_comparison, conversation, answer,  # type: ignore[arg-type]
-                                                     grading["physician_response"])))
+        conversation = conversation_text(grading["messages"], answer)
+        texts = [(RUBRIC, i, fill(rubric_prompt, conversation, fork_rubric_item(item)))
+                 for i, item in enumerate(grading["rubric_items"])]
+        if comparison:
+            texts.append((COMPARISON, 0, fill_comparison(comparison_prompt, conversation, answer,
+                                                         grading["physician_response"])))
+    else:
+        reference_prompt = prompts.reference
+        if reference_prompt is None:
+            raise GraderPromptsUnavailable(f"HealthBench's reference grader prompt is not available "
+                                           f"({prompts.reference_missing})")
+        if comparison:  # (a benchmark with a physician's answer is graded with the fork's prompts: fork_prompts)
+            raise GraderPromptsUnavailable("HealthBench's reference grader has no prompt comparing with a physician's "
+                                           "answer: only medhelm 0.8.0's grading has one")
+        conversation = conversation_text(grading["messages"], answer)
+        texts = [(RUBRIC, i, fill(reference_prompt, conversation, reference_rubric_item(item)))
+                 for i, item in enumerate(grading["rubric_items"])]
     purpose = f"grader:{slug}:{FORK_INSTRUMENT if fork else REFERENCE_INSTRUMENT}"
     calls = []
     for grader in graders:

@@ -68,8 +68,8 @@ class ScoringError(Exception):
 class ScoringContext:
     """What a metric may need from the run, handed to it explicitly (never found through a global).
 
-    ``compat``: a mode of :mod:`pytest_medhelm.compat`; ``judge_completions``: the run's jury (None outside a run, where a
-    judged metric needs its own); ``bertscore_model``: ``--medhelm-bertscore-model`` (None: the default)."""
+    ``compat``: a mode of :mod:`pytest_medhelm.compat`; ``judge_completions``: the run's jury (None outside a run,
+    where a judged metric needs its own); ``bertscore_model``: ``--medhelm-bertscore-model`` (None: the default)."""
 
     compat: str = "default"
     judge_completions: JudgeCompletions | None = None

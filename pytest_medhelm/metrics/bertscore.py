@@ -3,8 +3,8 @@
 HELM computes ``bert_score.BERTScorer(model_type="distilbert-base-uncased", lang="en",
 rescale_with_baseline=False)`` on ``score([pred], [refs])`` after stripping and removing one leading ``{`` and
 one trailing ``}`` (as for ROUGE), and only when a CUDA GPU is present: on a CPU-only host the metric silently
-disappears (docs/fidelity.md). Here it runs wherever torch and bert-score are installed, on the GPU if there is one and on
-the CPU otherwise, and when they are not installed, or the model cannot be loaded, every score says so
+disappears (docs/fidelity.md). Here it runs wherever torch and bert-score are installed, on the GPU if there is one and
+on the CPU otherwise, and when they are not installed, or the model cannot be loaded, every score says so
 (``bertscore_unavailable``: the reason) instead of going missing.
 
 **The model** (``--medhelm-bertscore-model``):

@@ -229,5 +229,6 @@ def _accounting(graded: GraderReplies) -> dict[str, Any]:
         tokens_out += int(reply.tokens_out or 0)
         cost = None if cost is None or reply.cost_usd is None else cost + float(reply.cost_usd)
     return {"grader_calls": len(graded.calls), "jury_tokens_in": tokens_in, "jury_tokens_out": tokens_out,
-            "jury_cost_usd": cost, "judge_prompt_sha256": [hashlib.sha256(c.request.messages[-1][1].encode("utf-8")).hexdigest()
+            "jury_cost_usd": cost,
+            "judge_prompt_sha256": [hashlib.sha256(c.request.messages[-1][1].encode("utf-8")).hexdigest()
                                     for c in graded.calls]}

@@ -12,8 +12,8 @@ and call ``score(answer, instance, compat)``:
 * ``Score.detail``: ``jury 3.67/5 (2 judges; claude-3-7-sonnet-20250219: malformed JSON)``;
 * ``Score.extra``: ``jury`` (each valid judge's score and explanation per criterion, the reason each other judge
   was excluded, the flag), ``judge_prompt_sha256`` (the sha256 of each judge request's prompt, one per judge
-  asked; none for an empty answer), ``jury_tokens_in``, ``jury_tokens_out``, ``jury_cost_usd`` (None when a judge's price
-  is unknown), then ``rouge_1``, ``rouge_2``, ``rouge_l`` and ``bertscore_p``, ``bertscore_r``, ``bertscore_f``,
+  asked; none for an empty answer), ``jury_tokens_in``, ``jury_tokens_out``, ``jury_cost_usd`` (None when a judge's
+  price is unknown), then ``rouge_1``, ``rouge_2``, ``rouge_l`` and ``bertscore_p``, ``bertscore_r``, ``bertscore_f``,
   ``bertscore_model`` (or ``bertscore_unavailable``: the reason) when the benchmark has a gold answer.
 
 **Name.** ``name`` is HELM's main-metric name, ``<HELM scenario>_accuracy`` (``aci_bench_accuracy``,

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.metrics.base import Score
@@ -68,6 +69,17 @@ def _number(text: str) -> float:
         raise _Unparsable(f"{text!r} is not a number") from None
 
 
+# what a category's bounds and answer read as: days, a date, a number
+_Ordered = TypeVar("_Ordered", int, float, datetime)
+
+
+def _within(read: Callable[[str], _Ordered], lower: str, upper: str, answer: str) -> bool:
+    """``answer`` within [``lower``, ``upper``], each read by ``read`` in this order (the first unreadable one is the
+    one reported)."""
+    low, high, value = read(lower), read(upper), read(answer)
+    return low <= value <= high
+
+
 def _shown(answer: str, limit: int = 60) -> str:
     return repr(answer if len(answer) <= limit else answer[: limit - 1] + "…")
 
@@ -90,7 +102,7 @@ class MedCalcAccuracy:
             return Score(1.0 if ok else 0.0, detail=f"expected {gold!r} exactly ({category}), got {_shown(pred)}",
                          extra=extra)
 
-        range_categories = HELM_RANGE_CATEGORIES
+        range_categories: tuple[str, ...] = HELM_RANGE_CATEGORIES
         if not reproduces_helm(compat):
             range_categories += CORRECTED_RANGE_CATEGORIES
         if category != "date" and category not in range_categories:
@@ -102,14 +114,13 @@ class MedCalcAccuracy:
 
         try:
             if category == "date" and _WEEKS_DAYS.match(gold):
-                low, high, value = _days(lower), _days(upper), _days(pred)
+                ok = _within(_days, lower, upper, pred)
             elif category == "date":
-                low, high, value = _date(lower), _date(upper), _date(pred)
+                ok = _within(_date, lower, upper, pred)
             else:
-                low, high, value = _number(lower), _number(upper), _number(pred)
+                ok = _within(_number, lower, upper, pred)
         except _Unparsable as exc:
             return Score(0.0, detail=f"cannot score ({category}): {exc}", extra=extra)
-        ok = low <= value <= high
         return Score(
             1.0 if ok else 0.0,
             detail=f"expected {gold!r}, within [{lower}, {upper}] ({category}), got {_shown(pred)}",

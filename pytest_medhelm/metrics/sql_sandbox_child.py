@@ -33,7 +33,7 @@ import time
 try:
     import resource
 except ImportError:  # pragma: no cover - not on POSIX
-    resource = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]  # no module here: None, which the limits test before use
 
 #: functions a query may call: deterministic, side-effect free, and unable to allocate beyond the value length
 #: limit (not zeroblob/randomblob, which exist to make large values, nor fts3_tokenizer or load_extension)
@@ -187,6 +187,7 @@ def main() -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while (frame := _read_frame(stdin)) is not None:
         recycle = False
+        reply: tuple[str, object]  # ("rows", the rows) or ("error", the reason)
         try:
             reply = ("rows", run(*marshal.loads(frame)))
         except Refused as exc:

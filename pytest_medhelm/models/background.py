@@ -246,7 +246,7 @@ class Sender:
             asyncio.run(self._serve(jobs, ready))
         except asyncio.CancelledError:
             pass
-        except BaseException as exc:  # a bug: the waiting items report it rather than hang
+        except BaseException as exc:  # noqa: BLE001 - a bug: the waiting items report it rather than hang
             crash = exc
         finally:
             ready.set()

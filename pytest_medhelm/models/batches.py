@@ -208,7 +208,7 @@ class BatchSender(Sender):
         no result yet, not the run's."""
         try:
             await self._group(jobs)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - a bug or an odd server: its requests' error, not the run's
             text = str(exc).strip()
             for job in jobs:
                 if not self.has(job.key):

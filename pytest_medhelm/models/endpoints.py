@@ -144,7 +144,7 @@ def route_problem(spec: ModelSpec, source: str) -> str | None:
     litellm = import_litellm()
     try:
         litellm.get_llm_provider(spec.litellm_model, api_base=spec.api_base)
-    except Exception as exc:  # litellm's BadRequestError: "LLM Provider NOT provided ..."
+    except Exception as exc:  # noqa: BLE001 - litellm's BadRequestError: "LLM Provider NOT provided ..."
         why = str(getattr(exc, "message", "") or exc).split("\n", 1)[0]
         why = why.removeprefix("litellm.BadRequestError: ").split(". ", 1)[0]
         return (f"{source} {spec.name!r}: litellm cannot route this model string ({why}); expected PROVIDER/MODEL: "

@@ -16,10 +16,13 @@ import json
 import math
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.models.replies import MalformedReply, max_reply_bytes, reply_text, reply_usage, too_large
 from pytest_medhelm.values import LLAMA_CPP_PREFIX, ChatRequest, Completion, ModelSpec
+
+if TYPE_CHECKING:
+    import aiohttp
 
 #: providers whose wire format is OpenAI's chat completions API
 OPENAI_COMPATIBLE_PREFIXES = ("openai/", "hosted_vllm/", LLAMA_CPP_PREFIX)
@@ -105,7 +108,7 @@ class OpenAIWire:
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._session = None
+        self._session: aiohttp.ClientSession | None = None  # made on the first send, inside the loop
 
     async def _get_session(self):
         if self._session is None:
@@ -218,7 +221,7 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
     started = time.perf_counter()
     try:
         response = await litellm.acompletion(**kwargs)
-    except Exception as exc:  # litellm maps every provider's failure onto its own exception classes
+    except Exception as exc:  # noqa: BLE001 - litellm maps every provider's failure onto its own exception classes
         status = getattr(exc, "status_code", None)
         headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None),
                                                                              "headers", None)
@@ -240,7 +243,7 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
     cost = None
     try:
         cost = float(litellm.completion_cost(completion_response=response))
-    except Exception:  # unknown price: reported as unknown, never as 0
+    except Exception:  # noqa: BLE001 - unknown price: reported as unknown, never as 0
         cost = None
     if cost is not None and not (math.isfinite(cost) and cost >= 0):
         cost = None  # a price computed from counts a server invented is no price

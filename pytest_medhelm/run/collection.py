@@ -164,7 +164,7 @@ class Collection:
         bench = self.ctx.registry.get(slug).for_run(rc)  # (HealthBench: the subset's file)
         files: Any = {}
         try:
-            files = resolve_files(bench, rc.data_dir,  # type: ignore[arg-type]  # a frozen Benchmark is a FileSet
+            files = resolve_files(bench, rc.data_dir,
                                   verification=self.ctx.data_verification)
             loaded = bench.instance_builder(rc.compat, rc.arguments_of(slug))(files)
             # a loader's filters never drop silently: what they removed is reported with the results

@@ -139,7 +139,8 @@ class ItemHooks:
         if rec.get("missed"):
             if report.failed:  # --medhelm-strict
                 return "failed", "M", ("MISSED", {"red": True})
-            if report.outcome == "rerun":
+            outcome: str = report.outcome  # pytest-rerunfailures sets "rerun", beyond pytest's own three
+            if outcome == "rerun":
                 return None
             return "missed", "m", ("MISSED", {"yellow": True})
         if rec.get("error_kind") and report.failed:  # a model, data or scoring error (any other is a failure)

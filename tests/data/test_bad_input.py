@@ -55,13 +55,19 @@ MEDIQA = """<?xml version="1.0" encoding="UTF-8"?>
 <Question QID="1">
 <QuestionText>What is metformin for?</QuestionText>
 <AnswerList>
-<Answer AID="1_Answer1" SystemRank="1" ReferenceRank="1" ReferenceScore="4"><AnswerURL>https://example.org/1</AnswerURL><AnswerText>Type 2 diabetes (synthetic).</AnswerText></Answer>
+<Answer AID="1_Answer1" SystemRank="1" ReferenceRank="1" ReferenceScore="4">
+<AnswerURL>https://example.org/1</AnswerURL>
+<AnswerText>Type 2 diabetes (synthetic).</AnswerText>
+</Answer>
 </AnswerList>
 </Question>
 <Question QID="2">
 <QuestionText>Can I take ibuprofen with café?</QuestionText>
 <AnswerList>
-<Answer AID="2_Answer1" SystemRank="1" ReferenceRank="1" ReferenceScore="3"><AnswerURL>https://example.org/2</AnswerURL><AnswerText>Yes (synthetic).</AnswerText></Answer>
+<Answer AID="2_Answer1" SystemRank="1" ReferenceRank="1" ReferenceScore="3">
+<AnswerURL>https://example.org/2</AnswerURL>
+<AnswerText>Yes (synthetic).</AnswerText>
+</Answer>
 </AnswerList>
 </Question>
 </MEDIQA2019-Task3-QA-TestSet>

@@ -130,5 +130,6 @@ def test_the_list_shows_a_changed_file_as_an_error(pytester, server, pinned):
     assert result.ret == 0
     text = result.stdout.str()
     assert f"differs from the pinned {PINNED}" in text, text
-    accepted = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(pinned), "--medhelm-data-unverified", "toy")
+    accepted = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(pinned),
+                                  "--medhelm-data-unverified", "toy")
     assert "differs from the pinned" not in accepted.stdout.str()

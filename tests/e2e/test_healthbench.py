@@ -142,7 +142,8 @@ def test_healthbench_is_graded_as_its_reference_grades_it(pytester, data, dist):
         messages = [{"role": m["role"], "content": m["content"]} for m in example["prompt"]]
         assert rec["prompt_sha256"] == sha(json.dumps(messages, ensure_ascii=False, separators=(",", ":")))
         prompts = [grader_template.replace("<<conversation>>", conversation(example["prompt"], ANSWER))
-                   .replace("<<rubric_item>>", f"[{item['points']}] {item['criterion']}") for item in example["rubrics"]]
+                   .replace("<<rubric_item>>", f"[{item['points']}] {item['criterion']}")
+                   for item in example["rubrics"]]
         assert rec["judge_prompt_sha256"] == [sha(p) for p in prompts]
         expected_grader_prompts += prompts
         assert rec["score"] == pytest.approx(REFERENCE_SCORES[str(index)])  # raw: -2.0 stays -2.0

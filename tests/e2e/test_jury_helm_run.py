@@ -2,8 +2,8 @@
 it, against our test server, three judges scoring 4.
 
 Every prompt the model and the judges receive is compared with the prompt HELM 0.5.16 would send, computed here
-independently of the plugin: the model's from HELM's generation-adapter rule (the whole prompt as one user message) and each
-benchmark's instructions and nouns; the judges' from HELM's annotator file (``PROMPT_TEMPLATE`` read as a literal)
+independently of the plugin: the model's from HELM's generation-adapter rule (the whole prompt as one user message) and
+each benchmark's instructions and nouns; the judges' from HELM's annotator file (``PROMPT_TEMPLATE`` read as a literal)
 with ``{X}`` -> ``$X`` and :class:`string.Template`. Instances come from the catalogue loaders (their fidelity is
 tested in test_catalogue_open.py). An empty answer (one in four, chosen by the prompt's hash) must score HELM's 1.0
 and send no judge request.

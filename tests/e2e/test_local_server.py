@@ -269,13 +269,13 @@ def test_parent_exit_stops_the_server(smollm2_link: Path, tmp_path: Path, how: s
             stderr=subprocess.PIPE,
             text=True,
         )
-        state = json.loads(parent.stdout.readline())  # type: ignore[union-attr]
+        state = json.loads(parent.stdout.readline())  # type: ignore[union-attr]  # stdout=PIPE: never None
     else:
         parent, state = _run_parent(script, tmp_path)
     try:
         assert find_llama_processes(smollm2_link) == [state["pid"]]
         if how == "exit":
-            parent.stdin.close()  # type: ignore[union-attr]
+            parent.stdin.close()  # type: ignore[union-attr]  # stdin=PIPE: never None
         else:
             parent.send_signal(getattr(signal, how))
         code = parent.wait(timeout=20)

@@ -178,7 +178,8 @@ def _values():
     from hypothesis import strategies as st
 
     scalar = (st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)
-              | st.sampled_from(["4", "4.5", "nan", "inf", "-inf", "4/5", "1e309", " 3 ", "", "score"]) | st.text(max_size=8))
+              | st.sampled_from(["4", "4.5", "nan", "inf", "-inf", "4/5", "1e309", " 3 ", "", "score"])
+              | st.text(max_size=8))
     return st.recursive(scalar, lambda inner: st.lists(inner, max_size=3)
                         | st.dictionaries(st.sampled_from(["score", "explanation", "x"]), inner, max_size=3),
                         max_leaves=8)

@@ -205,7 +205,7 @@ def _constant(path: Path, name: str) -> str:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == name:
             value = node.value
             if isinstance(value, ast.Call):
-                return ast.literal_eval(value.func.value).strip()  # type: ignore[attr-defined]
+                return ast.literal_eval(value.func.value).strip()  # type: ignore[attr-defined]  # "...".strip()
             return ast.literal_eval(value)
     raise AssertionError(name)
 

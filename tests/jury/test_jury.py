@@ -391,7 +391,10 @@ def test_metric_noteextract_has_no_rouge_by_default_but_helm_reports_it(no_berts
     note = "dull low back pain since Monday"
     inst = Instance(id="row2", input=f"Clinical Note:\n{note}\n", references=(note,), benchmark="noteextract")
     crit = ("accuracy", "structure", "clarity")
-    fake = lambda instance, answer: {"j": completion(judgement(dict.fromkeys(crit, 5)))}  # noqa: E731
+
+    def fake(instance, answer):
+        return {"j": completion(judgement(dict.fromkeys(crit, 5)))}
+
     default = JuryMetric("noteextract", judge_completions=fake).score("Chief Complaint: back pain", inst)
     assert default.value == 1.0 and "rouge_l" not in default.extra and "bertscore_f" not in default.extra
     helm = JuryMetric("noteextract", judge_completions=fake).score("Chief Complaint: back pain", inst, "helm")
@@ -402,7 +405,9 @@ def test_metric_miss_below_three(no_bertscore):
     from pytest_medhelm.assertions import assert_metric
     from pytest_medhelm.item_api import Missed
 
-    fake = lambda instance, answer: {"j": completion(judgement(dict.fromkeys(ACC, 2)))}  # noqa: E731
+    def fake(instance, answer):
+        return {"j": completion(judgement(dict.fromkeys(ACC, 2)))}
+
     metric = JuryMetric("mediqa", judge_completions=fake)
     inst = Instance(id="1", input="q", references=("gold",), benchmark="mediqa")
     with pytest.raises(Missed, match=r"jury 2.00/5"):

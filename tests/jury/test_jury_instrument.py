@@ -80,7 +80,8 @@ def test_the_files_are_never_executed(tmp_path: Path):
     module.write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n"
                       "PROMPT_TEMPLATE = 'Q: {QUESTION} A: {RESPONSE}'\n"
                       "ANNOTATION_CRITERIA: dict = {'accuracy': {'score', 'explanation'}}\n")
-    assert read_helm_constants(module) == ("Q: {QUESTION} A: {RESPONSE}", {"accuracy": frozenset({"score", "explanation"})})
+    assert read_helm_constants(module) == ("Q: {QUESTION} A: {RESPONSE}",
+                                           {"accuracy": frozenset({"score", "explanation"})})
     assert not marker.exists()
     module.write_text("PROMPT_TEMPLATE = 'a' + 'b'\nANNOTATION_CRITERIA = {}\n")
     with pytest.raises(InstrumentError, match="PROMPT_TEMPLATE is not a literal"):

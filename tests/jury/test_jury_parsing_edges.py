@@ -49,7 +49,8 @@ def test_a_score_that_is_not_one_to_five_is_rejected_with_its_reason(reply: str,
 
 def test_reasons_for_missing_criteria_and_no_json() -> None:
     assert reason(lambda: parse_judgement('{"accuracy": 4}', C3)) == "missing criteria: completeness, clarity"
-    assert reason(lambda: parse_judgement('{"note": 4}', C3)) == "no criteria (accuracy, completeness, clarity) in the JSON"
+    assert reason(lambda: parse_judgement('{"note": 4}', C3)) == (
+        "no criteria (accuracy, completeness, clarity) in the JSON")
     assert reason(lambda: parse_judgement("fine work", C3)) == "no JSON object in the reply"
     assert reason(lambda: parse_judgement("{not json", C3)) == "malformed JSON"
     assert reason(lambda: parse_judgement(" \n", C3)) == "empty reply"

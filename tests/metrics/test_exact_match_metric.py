@@ -48,7 +48,8 @@ def test_multiple_choice_letters_map_only_to_existing_options():
     first = mc(("yes", "no"), 0)
     assert MULTIPLE_CHOICE_EXACT_MATCH.score("A", first).value == 1.0
     result = MULTIPLE_CHOICE_EXACT_MATCH.score(" A ", first)
-    assert (result.value, result.extra, result.detail) == (1.0, {"quasi_exact_match": 1.0}, "expected 'A' (yes), got ' A '")
+    assert (result.value, result.extra, result.detail) == (1.0, {"quasi_exact_match": 1.0},
+                                                           "expected 'A' (yes), got ' A '")
 
 
 def test_multiple_choice_quasi_match_of_the_mapped_option_text():

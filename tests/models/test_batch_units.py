@@ -194,6 +194,7 @@ def test_a_submitted_batch_is_recorded_privately_until_collected_and_a_bad_recor
     assert (mine.batch_id, mine.keys) == ("batch-1", [KEY])
     assert len(records.problems) == 1 and "broken.json: not a batch record" in records.problems[0]
     assert stat.S_IMODE(os.stat(records.folder).st_mode) == 0o700
-    assert all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in records.folder.glob("*.json") if p.name != "broken.json")
+    assert all(stat.S_IMODE(os.stat(p).st_mode) == 0o600
+               for p in records.folder.glob("*.json") if p.name != "broken.json")
     records.remove("batch-1")
     assert records.pending("http://s/v1", "openai/m") == []

@@ -57,7 +57,7 @@ def test_a_models_own_endpoint_wins_over_its_roles_default_and_carries_its_roles
     local = resolve_spec("local/smollm2", role="judge", api_base=OFF_NETWORK, endpoints={}, api_key_env="J_KEY")
     assert (local.api_base, local.api_key_env, local.litellm_model) == (None, None, "openai/smollm2")
     with pytest.raises(ValueError, match="role"):
-        resolve_spec("openai/x", role="jury", api_base=None, endpoints={}, api_key_env=None)  # type: ignore[arg-type]
+        resolve_spec("openai/x", role="jury", api_base=None, endpoints={}, api_key_env=None)
 
 
 def test_the_key_sent_is_the_named_variables_and_never_openais_to_someone_elses_server(monkeypatch):

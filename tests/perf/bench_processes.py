@@ -22,7 +22,7 @@ from typing import Any
 
 # the tests' own toy benchmark (tests/toy_benchmark.py: text, no import of the package)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from toy_benchmark import TOY_CONFTEST, TOY_TEST  # noqa: E402  (after its folder is on the path)
+from toy_benchmark import TOY_CONFTEST, TOY_TEST
 
 #: a plugin module loaded with -p before ours: it marks our package for assertion rewriting as pytest marks the
 #: packages of an installed plugin's distribution (autoloading is off in these runs, and a ``-p`` plugin alone is

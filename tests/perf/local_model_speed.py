@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from llama_processes import find_llama_processes  # noqa: E402  (after the sys.path lines)
-from pytest_medhelm.models.llama.gguf import resolve_gguf, served_model_name  # noqa: E402  (after the sys.path lines)
-from pytest_medhelm.models.llama.server import LlamaServer  # noqa: E402  (after the sys.path lines)
+from llama_processes import find_llama_processes
+from pytest_medhelm.models.llama.gguf import resolve_gguf, served_model_name
+from pytest_medhelm.models.llama.server import LlamaServer
 
 PROMPT = (
     "Write a detailed paragraph explaining to a patient how high blood pressure damages the heart, "

@@ -87,9 +87,10 @@ def test_the_role_is_chosen_from_xdist_options_and_hand_over():
     from pytest_medhelm.run.roles import Central
     from pytest_medhelm.run.xdist import Controller, Worker
 
-    assert choose_role(fake_config()) is Central  # type: ignore[arg-type]
-    assert choose_role(fake_config(dist="load", tx=["popen"] * 2)) is Controller  # type: ignore[arg-type]
-    assert choose_role(fake_config(workerinput={"workerid": "gw0"}, dist="load",  # type: ignore[arg-type]
+    # (the ignores: a stand-in with the options only, not a pytest.Config)
+    assert choose_role(fake_config()) is Central  # type: ignore[arg-type]  # a stand-in
+    assert choose_role(fake_config(dist="load", tx=["popen"] * 2)) is Controller  # type: ignore[arg-type]  # a stand-in
+    assert choose_role(fake_config(workerinput={"workerid": "gw0"}, dist="load",  # type: ignore[arg-type]  # a stand-in
                                    tx=["popen"])) is Worker
     assert (Central.sends_answers, Central.reports, Central.runs_items) == (True, True, True)
     assert (Controller.sends_answers, Controller.reports, Controller.runs_items) == (True, True, False)

@@ -29,6 +29,7 @@ and a label other than 0, 1, 2 is a :class:`DataError` naming the row. Ids: ``<c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Mapping
@@ -78,10 +79,10 @@ def choices_for(condition: str) -> tuple[str, str, str]:
 def _label(value: object, path: Path, where: str) -> int | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        number = float("nan")
+    try:  # a text or a number; anything else (a date cell, say) is no label
+        number = float(value) if isinstance(value, (str, int, float)) else math.nan
+    except ValueError:
+        number = math.nan
     if number not in (0.0, 1.0, 2.0):
         raise DataError(path, where, f"'result_human' must be 1 (has a history), 0 (does not) or 2 (uncertain), "
                                      f"got {value!r}")

@@ -263,8 +263,9 @@ def _task_labels(path: Path, task: str, loaded: Loaded) -> tuple[list[Any], list
             "(DataFrame.sample, random_state=1)",
             len(subjects) - MAX_LABELS_PER_LAB_TASK,
         )
-        keep = np.random.RandomState(LAB_SAMPLE_SEED).permutation(len(subjects))[:MAX_LABELS_PER_LAB_TASK]
-        subjects, times, values = ([column[int(i)] for i in keep] for column in (subjects, times, values))
+        order = np.random.RandomState(LAB_SAMPLE_SEED).permutation(len(subjects))
+        keep = [int(i) for i in order[:MAX_LABELS_PER_LAB_TASK]]
+        subjects, times, values = [subjects[i] for i in keep], [times[i] for i in keep], [values[i] for i in keep]
     return subjects, times, values
 
 

@@ -120,7 +120,8 @@ def _file(subset: str) -> DataFile:
     name = SUBSET_FILES[subset]
     return DataFile(name=name, url=f"{BLOB}/{name}",
                     description=f"HealthBench's {subset} set, JSON lines (example_tags, prompt, prompt_id, rubrics); "
-                                "OpenAI's public release, MIT; no sha256 is known offline (the run records the one it read)")
+                                "OpenAI's public release, MIT; no sha256 is known offline "
+                                "(the run records the one it read)")
 
 
 def select(run_config: Any) -> Benchmark:

@@ -81,6 +81,10 @@ class SctVariant:
         return SLUG + (":" + ",".join(parts) if parts else "")
 
 
+# medhelm's default run: no reason asked, no worked examples (frozen, so one shared default is safe)
+DEFAULT_VARIANT = SctVariant()
+
+
 def read_arguments(given: tuple[tuple[str, str], ...], compat: str) -> SctVariant:
     """The variant from ``--medhelm-benchmark-args sct_bench:…`` pairs (the last value of a name wins)."""
     values = dict(given)
@@ -122,7 +126,7 @@ def _panel(path: Path, row, column: str) -> float:
     return value
 
 
-def build_instances(files: Mapping[str, Path], arguments: SctVariant = SctVariant()) -> Loaded:
+def build_instances(files: Mapping[str, Path], arguments: SctVariant = DEFAULT_VARIANT) -> Loaded:
     path = data_file(files, FILE)
     constants = read_python_strings(data_file(files, TEMPLATE_FILE), (GUIDELINE, TESTCASE, *EXAMPLES))
     text = template(constants, arguments)

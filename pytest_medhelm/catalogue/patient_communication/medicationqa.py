@@ -80,7 +80,7 @@ def read_sheet(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]
 
     try:
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
-    except Exception as exc:  # BadZipFile, openpyxl's InvalidFileException, a damaged part (KeyError) ...
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, openpyxl's InvalidFileException, a damaged part (KeyError)...
         raise DataError(path, "", f"not a readable .xlsx workbook ({type(exc).__name__}: {exc})") from None
     try:
         sheet = workbook.worksheets[0]

@@ -56,8 +56,9 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
         if qid in seen:
             raise DataError(path, where, "duplicate QID")
         seen.add(qid)
-        question_text = question.find("QuestionText")
-        if question_text is None or not (question_text.text or "").strip():
+        question_element = question.find("QuestionText")
+        question_text = question_element.text if question_element is not None else None
+        if question_text is None or not question_text.strip():
             raise DataError(path, where, "missing or empty <QuestionText>")
         answer_list = question.find("AnswerList")
         if answer_list is None:
@@ -83,7 +84,7 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
         instances.append(
             Instance(
                 id=qid.strip().replace(" ", "_"),
-                input=question_text.text,
+                input=question_text,
                 references=(reference,),
                 extra={"answer_id": best.get("AID", ""), "answer_url": best.findtext("AnswerURL") or ""},
                 benchmark=SLUG,

@@ -51,7 +51,7 @@ class ChatServer(LoopbackURLs):
         try:
             try:
                 loop.run_until_complete(self._core.start(0))
-            except BaseException as exc:  # reported to start(), in the test thread
+            except BaseException as exc:  # noqa: BLE001 - reported to start(), in the test thread
                 self._startup_error = exc
                 return
             finally:
