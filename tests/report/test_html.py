@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_medhelm.report.html import JudgeVerdict, jury_entries, render_html, script_json, viridis, write_html
+from pytest_medhelm.report.html.views import instance_view
 from report_fixtures import BENCHMARKS, HOSTILE_ANSWER, JUDGES, MODELS, sample_results
 
 
@@ -135,6 +136,11 @@ def test_instance_rows_carry_hash_answer_expected_score_and_jury(page, results):
     assert misses == expected_misses
     [err] = [inst for inst in blocks["medqa"] if inst.get("error")]
     assert err["missed"] is False and "HTTP 500" in err["error"]
+
+
+def test_an_instance_id_zero_is_shown_as_0():
+    assert instance_view({"instance_id": 0}).instance_id == "0"
+    assert instance_view({"instance_id": None}).instance_id == ""
 
 
 def test_unknown_costs_show_as_unknown(results):

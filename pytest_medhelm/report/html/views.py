@@ -290,9 +290,13 @@ def is_miss(inst: Mapping[str, Any]) -> bool:
     return score is not None and score == 0.0
 
 
+def _text_or_empty(value: Any) -> str:
+    return "" if value is None else str(value)  # (an id 0 is an id: ``or ""`` would show it empty)
+
+
 def instance_view(inst: Mapping[str, Any], max_text: int = MAX_TEXT) -> InstanceView:
     return InstanceView(
-        model=inst.get("model") or "", instance_id=str(inst.get("instance_id") or ""),
+        model=inst.get("model") or "", instance_id=_text_or_empty(inst.get("instance_id")),
         prompt_sha256=inst.get("prompt_sha256") or "", answer=clip(inst.get("answer"), max_text),
         expected=clip(inst.get("expected"), max_text), score=finite(inst.get("score")),
         raw_score=finite(inst.get("raw_score")), missed=is_miss(inst),
