@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -67,45 +66,11 @@ E2E_FOLDER = Path(__file__).resolve().parent / "e2e"
 E2E_FIXTURES = frozenset({"browser"})
 
 
-def _passes_dash_n(code: types.CodeType) -> bool:
-    return "-n" in code.co_consts or any(isinstance(const, types.CodeType) and _passes_dash_n(const)
-                                         for const in code.co_consts)
-
-
-def starts_inner_xdist(item: pytest.Item) -> bool:
-    """The variant of a parametrized whole run that runs it under xdist (a parameter such as ``["-n", "2"]``):
-    its workers are new processes that import everything. The serial variant of the same test stays fast."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:  # a test that always runs under xdist: "-n" written in its code
-        function = getattr(item, "function", None)
-        return function is not None and _passes_dash_n(function.__code__)
-    values = list(callspec.params.values())
-    values += [v for value in values if isinstance(value, tuple) for v in value]  # (a pair such as (env, xdist))
-    return (any(isinstance(value, list | tuple) and "-n" in value for value in values)
-            or callspec.params.get("xdist") is True)  # (a flag the test turns into ["-n", "2"] itself)
-
-
-def _starts_a_pytest_process(code: types.CodeType) -> bool:
-    if "runpytest_subprocess" in code.co_names:
-        return True
-    for const in code.co_consts:
-        if isinstance(const, tuple) and "subprocess" in const:  # the keyword names of pytester_runs.run(subprocess=)
-            return True
-        if isinstance(const, types.CodeType) and _starts_a_pytest_process(const):  # (a nested function, a lambda)
-            return True
-    return False
-
-
-def starts_a_pytest_process(item: pytest.Item) -> bool:
-    """A test that runs pytest in a new interpreter (pytester's runpytest_subprocess): a whole run, imports and
-    all, in a process of its own; read from the test function's code, so no test carries the marker by hand."""
-    function = getattr(item, "function", None)
-    return function is not None and _starts_a_pytest_process(function.__code__)
-
-
 def is_e2e(item: pytest.Item) -> bool:
-    return (item.path.is_relative_to(E2E_FOLDER) or bool(E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())))
-            or starts_inner_xdist(item) or starts_a_pytest_process(item))
+    """A test of tests/e2e/ or one using a fixture of E2E_FIXTURES; every other end-to-end test carries
+    ``@pytest.mark.e2e`` itself (or its parameter does: ``pytest.param(..., marks=pytest.mark.e2e)``), and
+    tests/test_tiers.py fails naming any test that starts a new interpreter or an inner xdist run without it."""
+    return item.path.is_relative_to(E2E_FOLDER) or bool(E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -532,7 +532,8 @@ def budget_run(pytester, data, server, *extra: str) -> pytest.RunResult:
                              "--medhelm-data-dir", str(data), *extra)
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_a_run_stops_sending_at_the_budget_and_skips_the_rest(pytester, toy, xdist):
     import json
 
@@ -543,13 +544,13 @@ def test_a_run_stops_sending_at_the_budget_and_skips_the_rest(pytester, toy, xdi
     with running_server(answer="A") as server:
         result = budget_run(pytester, data, server, "--medhelm-prices", str(prices), "--medhelm-budget", "5",
                             "--medhelm-concurrency", "4", "--medhelm-json", str(out),
-                            *(["-n", "2"] if xdist else ["-p", "no:xdist"]))
+                            *xdist)
         assert server.count == 5
     assert result.ret == 0, result.stdout.str()
     counts = result.parseoutcomes()
     assert counts.get("skipped") == 15 and counts.get("passed", 0) + counts.get("missed", 0) == 5, counts
     result.stdout.fnmatch_lines(["*medhelm budget of $5 reached: request not sent*"])
-    if not xdist:  # (under xdist the terminal summary is the controller's: the same line)
+    if "no:xdist" in xdist:  # (under xdist the terminal summary is the controller's: the same line)
         result.stdout.fnmatch_lines(["*medhelm budget: spent $5* of $5*; 15 requests not sent*"])
     report = json.loads(out.read_text())
     assert report["run"]["budget"]["not_sent"] == 15

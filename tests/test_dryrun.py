@@ -140,6 +140,7 @@ def test_a_judges_prompt_given_with_the_item_is_counted_instead_of_the_allowance
     assert row.jury_prompt_tokens == 2 * (10 + 512) + 2 * (4 + 512 + 1000)
 
 
+@pytest.mark.e2e
 def test_the_dry_run_counts_the_judge_prompts_a_run_would_send(pytester, shared_data):
     """aci_bench with one judge: the jury's prompt tokens are HELM's judge prompt for each instance (read here from
     HELM's annotator file, independently of the plugin) plus the longest answer, counted."""

@@ -273,7 +273,8 @@ def test_cache_directory_is_created_0700_whatever_the_umask(pytester, server):
     assert stat.S_IMODE((cache / "cache.db").stat().st_mode) == 0o600
 
 
-@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist-2")])
+@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_cache_directory_is_0700_and_its_files_0600(pytester, server, monkeypatch, xdist):
     import json
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
 import pytester_runs
 
-XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
+XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from conftest import toy_rows
 from pytester_runs import run
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-p", "no:xdist"], id="p-no-xdist"),
-               pytest.param(["-n", "2"], id="xdist-2")]
+               pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 
 
 def model_args(server, data, *extra: str) -> list[str]:
@@ -92,6 +92,7 @@ def test_requests_are_sent_ahead_concurrently(pytester, toy):
     result.stdout.fnmatch_lines(["*medhelm answers: 40/40*"])
 
 
+@pytest.mark.e2e
 def test_xdist_sends_each_request_once_and_matches_a_serial_run(pytester, toy, server):
     data = toy(30, yes_every=3)
     serial, dist = pytester.path / "serial.json", pytester.path / "dist.json"
@@ -277,6 +278,7 @@ def test_collect_only_sends_nothing(pytester, toy, server):
     assert server.count == 0
 
 
+@pytest.mark.e2e
 def test_a_session_without_medhelm_items_imports_nothing_heavy(pytester):
     pytester.makepyfile(test_plain="""
         import sys

@@ -30,7 +30,8 @@ def scan(root: Path, secrets: list[str]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist-2")])
+@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_planted_api_key_is_nowhere(pytester, toy, monkeypatch, xdist):
     key = f"sk-MEDHELM-SECRET-{uuid.uuid4().hex}"
     other = f"sk-OPENAI-SECRET-{uuid.uuid4().hex}"

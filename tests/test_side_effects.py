@@ -166,6 +166,7 @@ def test_counting_tokens_offline_leaves_the_environment_as_it_was():
     assert cl100k > 0 and gpt4o > cl100k and method == "litellm"  # o200k (gpt-4o) loaded offline too
 
 
+@pytest.mark.e2e
 def test_llama_cpp_is_started_without_preexec_fn(tmp_path, monkeypatch):
     from pytest_medhelm.models.llama import process
     from pytest_medhelm.models.llama import server as llama_server

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import textwrap
 
+import pytest
+
 LOADERS = """
     import sys
 
@@ -32,6 +34,7 @@ LOADERS = """
 """
 
 
+@pytest.mark.e2e
 def test_an_installed_session_rewrites_only_the_assertion_modules(pytester, monkeypatch):
     # as installed: the plugin loads from its entry point, which is what makes pytest mark the whole package
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
@@ -40,6 +43,7 @@ def test_an_installed_session_rewrites_only_the_assertion_modules(pytester, monk
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.e2e
 def test_the_whole_package_marked_by_hand_is_narrowed_too(pytester, monkeypatch):
     # pytest marks the package before the entry point imports it; a -p plugin loaded first does the same here,
     # with autoloading off, so that the narrowing is tested whatever else is installed

@@ -88,7 +88,8 @@ def answer(body: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ through the plugin
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_ehrsql_prompts_instances_and_scores_per_mode(pytester: pytest.Pytester, medhelm_block: str,
                                                       xdist: list[str]) -> None:
     from pytest_medhelm.testing.server import running_server

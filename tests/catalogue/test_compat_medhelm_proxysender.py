@@ -60,7 +60,8 @@ def write_csv(data: Path) -> None:
     (folder / FILE).write_text(text.getvalue(), encoding="utf-8")
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_proxysender_prompt_per_mode(pytester: pytest.Pytester, medhelm_template: str, xdist: list[str]) -> None:
     from pytest_medhelm.testing.server import running_server
 

@@ -13,7 +13,7 @@ from conftest import TOY_CONFTEST, TOY_TEST
 from pytester_runs import run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "custom_benchmark"
-XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
+XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 
 
 @pytest.fixture
@@ -76,6 +76,7 @@ def test_a_conftest_in_a_subfolder_is_refused_with_where_to_register(pytester, y
     named.stdout.fnmatch_lines(["*2 passed, 1 missed*"])
 
 
+@pytest.mark.e2e
 def test_a_rootdir_conftest_serves_tests_in_subfolders(pytester, toy, server):
     data = toy(4)
     sub = pytester.mkdir("deep")

@@ -266,7 +266,9 @@ EXPECTED_MEANS = {
 }
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_the_six_run_end_to_end(pytester: pytest.Pytester, xdist) -> None:
     need(TEMPLATE_SOURCE)
     data = pytester.mkdir("data")
@@ -306,6 +308,7 @@ def test_the_six_run_end_to_end(pytester: pytest.Pytester, xdist) -> None:
         "a row with an empty sct_stem, question or additional_info (medhelm skips these rows)": 1}
 
 
+@pytest.mark.e2e
 def test_sct_variant_through_the_option_and_the_forks_flags(pytester: pytest.Pytester) -> None:
     need(TEMPLATE_SOURCE)
     need(PROMPTS)

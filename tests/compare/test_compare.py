@@ -400,7 +400,8 @@ def toy_args(server, data, *extra):
             "--medhelm-cache", "off", *extra]
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_toy_regression_is_caught_and_reported(wired, xdist):
     from pytest_medhelm.testing.server import running_server
 
@@ -464,6 +465,7 @@ def test_missing_baseline_is_a_usage_error_before_any_call(wired):
     result.stderr.fnmatch_lines(["*--medhelm-compare-fail (compares with the latest run): no saved run*"])
 
 
+@pytest.mark.e2e
 def test_shards_merged_give_exactly_the_unsharded_numbers(wired):
     """Shards 1/2 and 2/2, without and with xdist (every worker computes the same slice), merged by the CLI."""
     from pytest_medhelm.cli import main

@@ -41,7 +41,7 @@ def run(pytester, server, data, *args):
                              "--medhelm-data-dir", str(data), *args)
 
 
-XDIST = [pytest.param(["-p", "no:xdist"], id="serial"), pytest.param(["-n", "2"], id="xdist-2")]
+XDIST = [pytest.param(["-p", "no:xdist"], id="serial"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 
 
 @pytest.mark.parametrize("xdist", XDIST)

@@ -67,7 +67,8 @@ BENCH_TESTS = TOY_TEST + textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_hostile_data_file_errors_its_benchmark_and_the_others_run(pytester, xdist) -> None:
     pytester.makeconftest(DEEP_CONFTEST)
     pytester.makepyfile(test_benches=BENCH_TESTS)

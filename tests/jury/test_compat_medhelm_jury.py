@@ -124,7 +124,8 @@ def write_mentalhealth(data: Path) -> None:
     (folder / "processed_dialogues.csv").write_text(text.getvalue(), encoding="utf-8")
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shared_data: Path,
                                                  monkeypatch: pytest.MonkeyPatch, xdist: list[str]) -> None:
     """Two judges on a private open-ended benchmark: HELM's judge prompts in every mode (the same sha256), the

@@ -320,8 +320,10 @@ def pytest_configure(config):
 '''
 
 
+@pytest.mark.e2e
 @needs_model
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared_data, monkeypatch, xdist):
     """On a re-run every answer is at hand: the first scored item of the benchmark batches all of them, and every
     item then reads its BERTScore from the memo (one scorer call per process, not one per item)."""

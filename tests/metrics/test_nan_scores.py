@@ -44,7 +44,8 @@ def nan_project(pytester: pytest.Pytester, toy):
     return toy(8)
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_custom_metric_returning_nan(pytester, nan_project, server, xdist):
     out = pytester.path / "r.json"
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/toy-model",

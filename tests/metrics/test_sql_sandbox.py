@@ -37,7 +37,8 @@ def _write_data(data: Path) -> None:
     (data / "pubmedqa" / "ori_pqal.json").write_text(json.dumps(PUBMEDQA), encoding="utf-8")
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_sql_attacks_miss_their_own_items_and_nothing_else(pytester: pytest.Pytester, xdist: list[str]) -> None:
     from pytest_medhelm.testing.server import running_server
 
@@ -148,6 +149,7 @@ def test_the_child_is_killed_at_its_deadline_and_replaced(db: Path, monkeypatch:
         sandbox.close()
 
 
+@pytest.mark.e2e
 def test_the_child_ends_with_the_process_that_started_it(pytester: pytest.Pytester, db: Path) -> None:
     pytester.makepyfile(test_uses=f"""
         from pytest_medhelm.metrics.sql_sandbox import sandbox

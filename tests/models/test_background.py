@@ -148,6 +148,7 @@ def test_stop_cancels_what_is_in_flight_and_keeps_what_was_stored(tmp_path):
         sender.wait(jobs[-1].key)  # never hangs: the sender is gone
 
 
+@pytest.mark.e2e
 def test_a_killed_pytest_stops_sending(tmp_path):
     """kill -9 of pytest must not leave anything spending money: the sender is a thread of the process, so the
     requests stop with it."""
@@ -186,6 +187,7 @@ def _alive(pid: int) -> bool:
 
 
 
+@pytest.mark.e2e
 def test_items_run_while_the_later_answers_are_still_coming(pytester, toy):
     """Without xdist the first item does not wait for the last answer: the run takes about as long as the answers."""
     data = toy(12)

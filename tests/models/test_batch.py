@@ -15,7 +15,8 @@ import pytest
 
 from pytest_medhelm.testing.server import batch_stats, configure_batches
 
-XDIST = pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
+XDIST = pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
+                                          pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 #: the test server stands for OpenAI: its batch factor given as for a server of one's own (0.5 is OpenAI's own default)
 PRICES = '["openai/writer"]\ninput_per_million = 2.50\noutput_per_million = 10.00\nbatch = 0.5\n'
 
@@ -47,6 +48,7 @@ def scores(report: dict) -> dict[str, float | None]:
     return {i["instance_id"]: i["score"] for i in report["instances"]}
 
 
+@pytest.mark.e2e
 @XDIST
 def test_a_batch_run_sends_no_chat_request_scores_as_a_direct_run_and_costs_half(pytester, server, project, xdist):
     direct = pytester.runpytest_subprocess(*project("direct-cache", "direct.json"), *xdist)
@@ -84,6 +86,7 @@ def _wait_for(condition, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.e2e
 @XDIST
 def test_ctrl_c_after_submitting_then_the_same_command_collects_the_batch_instead_of_paying_twice(
         pytester, server, project, xdist):
@@ -115,6 +118,7 @@ def test_ctrl_c_after_submitting_then_the_same_command_collects_the_batch_instea
     assert not list((pytester.path / "cache" / "batches").glob("*.json"))  # collected: the record is gone
 
 
+@pytest.mark.e2e
 @XDIST
 def test_lines_the_provider_failed_are_errors_of_their_items_with_its_message_and_are_asked_again(
         pytester, server, project, xdist):
@@ -138,6 +142,7 @@ def test_lines_the_provider_failed_are_errors_of_their_items_with_its_message_an
     assert server.count == 0
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("outcome, answered, why", [
     ("failed", 0, "batch batch-* failed: The batch failed: the test server was told to fail it."),
     ("expired", 5, "This request could not be executed before the completion window expired."),
@@ -154,6 +159,7 @@ def test_the_requests_a_failed_or_expired_batch_did_not_answer_are_item_errors(p
     assert server.count == 0
 
 
+@pytest.mark.e2e
 def test_a_server_without_a_batch_api_gets_the_requests_directly_and_the_run_says_so(pytester, server, project):
     configure_batches(server.url, available=False)  # POST /v1/files: 404
     run = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-batch"))
@@ -163,6 +169,7 @@ def test_a_server_without_a_batch_api_gets_the_requests_directly_and_the_run_say
                               "requests were sent directly"])
 
 
+@pytest.mark.e2e
 def test_the_dry_run_prices_a_batch_run_at_the_batch_rate(pytester, project):
     def upper_bound(*extra: str) -> float:
         run = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-dry-run", *extra))
@@ -187,6 +194,7 @@ def answer_or_judge(body):
     return "HISTORY OF PRESENT ILLNESS: the patient reports a cough. ASSESSMENT AND PLAN: rest."
 
 
+@pytest.mark.e2e
 @XDIST
 def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytester, server, shared_data, xdist):
     from conftest import suite_args
@@ -217,6 +225,7 @@ def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytest
     assert scores(batch) == scores(direct) and set(scores(batch).values()) == {0.75}
 
 
+@pytest.mark.e2e
 def test_a_budget_holds_for_a_batch_and_counts_its_answers_at_the_batch_price(pytester, server, project):
     refused = pytester.runpytest_subprocess(*project("cache", "none.json", "--medhelm-batch", "--medhelm-budget", "0"))
     assert batch_stats(server.url)["batches_created"] == 0 and server.count == 0  # nothing fits: nothing submitted
@@ -231,6 +240,7 @@ def test_a_budget_holds_for_a_batch_and_counts_its_answers_at_the_batch_price(py
     assert report["run"]["budget"]["not_sent"] == 0
 
 
+@pytest.mark.e2e
 def test_a_result_line_longer_than_its_max_tokens_allows_is_its_items_error_as_a_direct_reply_would_be(
         pytester, server, project):
     server.set_answer({"question 4?": "word " * 20_000})  # 100 kB for a request of max_tokens=1

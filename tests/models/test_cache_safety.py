@@ -18,7 +18,8 @@ from pytest_medhelm.models.cache import AnswerCache, CacheRefused, make_private_
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import Completion
 
-MODES = pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                         pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 
 
 def toy_args(server, data: Path, cache: Path, *extra: str) -> list[str]:
@@ -45,6 +46,7 @@ class Planted:
 # ------------------------------------------------------------------------------------------------ JSON, not pickles
 
 
+@pytest.mark.e2e
 def test_a_run_stores_its_answers_as_json_text(pytester, toy, server):
     data = toy(3)
     cache = pytester.path / "cache"
@@ -58,6 +60,7 @@ def test_a_run_stores_its_answers_as_json_text(pytester, toy, server):
         assert entry["completion"]["text"] == "A" and entry["request"]["model"] == f"openai/toy-model@{server.url}"
 
 
+@pytest.mark.e2e
 @MODES
 def test_a_planted_pickle_never_runs_and_its_answer_is_asked_again(pytester, toy, mode):
     data = toy(4)
@@ -79,6 +82,7 @@ def test_a_planted_pickle_never_runs_and_its_answer_is_asked_again(pytester, toy
     assert all(mode_ == 1 for _k, _r, mode_, _f, _v in rows(cache / "cache.db"))
 
 
+@pytest.mark.e2e
 def test_an_earlier_versions_pickled_cache_is_converted_once_and_keeps_its_answers(pytester, toy, server):
     data = toy(3)
     cache = pytester.path / "cache"
@@ -126,6 +130,7 @@ def _someone_elses_dir(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.e2e
 @MODES
 def test_a_cache_directory_owned_by_someone_else_is_a_usage_error_naming_it(pytester, toy, server, mode, tmp_path):
     data = toy(2)
@@ -169,6 +174,7 @@ def test_a_wide_directory_of_ours_is_made_private(tmp_path):
     assert (wide / "cache.db").stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.e2e
 @MODES
 def test_a_cache_database_that_is_a_symlink_is_refused_and_its_target_untouched(pytester, toy, server, mode):
     data = toy(2)
@@ -196,6 +202,7 @@ def test_a_folder_inside_the_cache_that_is_a_symlink_is_refused(tmp_path):
 # ------------------------------------------------------------------------------------------------ damaged, gitignore
 
 
+@pytest.mark.e2e
 @MODES
 def test_a_damaged_cache_database_is_a_clear_error_naming_the_file(pytester, toy, server, mode):
     data = toy(2)
@@ -208,6 +215,7 @@ def test_a_damaged_cache_database_is_a_clear_error_naming_the_file(pytester, toy
     assert server.count == 0
 
 
+@pytest.mark.e2e
 def test_the_cache_directory_keeps_itself_out_of_git(pytester, toy, server):
     data = toy(1)
     cache = pytester.path / ".medhelm_cache"
@@ -239,6 +247,7 @@ PLANTING_CONFTEST = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 def test_a_plan_file_changed_in_the_cache_directory_sends_nothing_unplanned(pytester, toy, monkeypatch):
     data = toy(4)
     cache = pytester.path / "cache"
@@ -272,6 +281,7 @@ def test_a_local_server_entry_not_signed_by_the_run_is_not_believed(tmp_path):
 ENV_MODEL_ARGS = ["-p", "no:randomly", "-p", "no:cacheprovider", "--medhelm-model", "openai/gpt-4o-mini"]
 
 
+@pytest.mark.e2e
 @MODES
 def test_an_answer_from_OPENAI_BASE_URL_is_cached_and_priced_as_that_servers(pytester, toy, monkeypatch, mode):
     data = toy(3)

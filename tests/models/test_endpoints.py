@@ -128,6 +128,7 @@ def _count(result: pytest.RunResult) -> dict[str, int]:
     return {k: v for k, v in result.parseoutcomes().items() if v}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("how", [
     pytest.param(({}, []), id="serial"),
     pytest.param(({}, ["-n", "2"]), id="xdist-2"),
@@ -258,7 +259,7 @@ JUDGED_TOY_CONFTEST = TOY_CONFTEST.replace(
 
 
 @pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
-                                   pytest.param(["-n", "2"], id="xdist-2")])
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_judges_going_to_public_apis_are_named_before_any_is_asked_when_the_model_is_local(pytester, toy, xdist):
     """A judged benchmark, a model on loopback, the paper's judges: each judge's public destination is named once,
     before any judge request. (The model answers nothing, and an empty answer is never sent to a judge: no request
@@ -322,7 +323,8 @@ def _closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"  # nothing listens there now: connections are refused
 
 
-@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist-2")])
+@pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_refused_connection_is_said_once_and_stops_the_run(pytester, toy, xdist):
     data = toy(20)
     url = _closed_port_url()

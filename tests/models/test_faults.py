@@ -328,6 +328,7 @@ def test_first_5_answers_429_next_3_500_all_20_scored_exit_0(pytester, toy):
     assert outcomes(result) == {"passed": 10, "missed": 10}
 
 
+@pytest.mark.e2e
 def test_recovery_under_xdist(pytester, toy):
     data = toy(12)
     out = pytester.path / "r.json"

@@ -145,9 +145,10 @@ PUT_FAILS = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("how", [
     pytest.param(["-p", "no:xdist"], id="serial"),
-    pytest.param(["-n", "2"], id="xdist-2"),
+    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e),
 ])
 def test_a_whole_run_goes_on_when_one_answer_cannot_be_stored(pytester, toy, tmp_path, monkeypatch, how):
     """Through pytest, as users run it: the item whose answer could not be stored is an error saying so; every

@@ -170,6 +170,7 @@ HOOK_PLUGIN = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_hold(pytester, shared_data,
                                                                                     monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # aci_bench's BERTScore: no 50 s of hub retries (no network in tests)

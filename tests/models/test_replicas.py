@@ -20,7 +20,7 @@ from pytest_medhelm.options import parse_endpoint
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import ModelSpec, replica_group
 
-XDIST = [pytest.param(["-p", "no:xdist"], id="serial"), pytest.param(["-n", "2"], id="xdist-2")]
+XDIST = [pytest.param(["-p", "no:xdist"], id="serial"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 MODEL = "openai/toy-model"
 
 
@@ -161,6 +161,7 @@ def judge_or_write(body: dict) -> str:
     return "HISTORY OF PRESENT ILLNESS: cough. ASSESSMENT AND PLAN: rest."
 
 
+@pytest.mark.e2e
 def test_a_judge_served_by_replicas(pytester, shared_data, monkeypatch):
     """The judge of an open-ended benchmark on two servers: both judge, the model's own server judges nothing."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # (BERTScore beside the jury is not under test here)

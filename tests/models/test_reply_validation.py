@@ -87,7 +87,8 @@ def test_a_reply_without_usage_is_an_answer_with_unknown_usage() -> None:
 
 
 # ------------------------------------------------------------------------------------------------- in a run
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_text_parts_are_cached_as_text_and_replay(pytester, toy, xdist) -> None:
     data = toy(6)
     out = pytester.path / "r.json"
@@ -102,7 +103,8 @@ def test_text_parts_are_cached_as_text_and_replay(pytester, toy, xdist) -> None:
     assert {i["answer"] for i in report["instances"]} == {"A"} and all(i["cached"] for i in report["instances"])
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_malformed_reply_is_an_item_error_and_never_cached(pytester, toy, xdist) -> None:
     data = toy(4)
     out = pytester.path / "r.json"
@@ -119,7 +121,8 @@ def test_a_malformed_reply_is_an_item_error_and_never_cached(pytester, toy, xdis
     assert [i["error"] for i in json.loads(out.read_text())["instances"]] == [None] * 4
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 @pytest.mark.parametrize("shape", ["no_usage", "negative_usage"])
 def test_a_budget_never_believes_missing_or_negative_usage(pytester, toy, shape, xdist) -> None:
     # every request is bounded by exactly $1 (max_tokens=1 at $1 a completion token): $4 fits four of the 40

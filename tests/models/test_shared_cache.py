@@ -15,7 +15,8 @@ import pytest
 
 from pytest_medhelm.testing.server import running_server
 
-MODES = pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                         pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 
 
 def _free_port() -> int:
@@ -77,6 +78,7 @@ def toy_args(server, data: Path, cache: Path, *extra: str) -> list[str]:
             *extra]
 
 
+@pytest.mark.e2e
 @MODES
 def test_a_second_runner_with_an_empty_local_cache_sends_nothing(pytester, toy, redis_url, redis_db, mode):
     data = toy(6)
@@ -108,6 +110,7 @@ def test_a_second_runner_with_an_empty_local_cache_sends_nothing(pytester, toy, 
     assert entry["completion"]["text"] == "A" and entry["request"]["model"].startswith("openai/toy-model@")
 
 
+@pytest.mark.e2e
 def test_a_value_planted_in_redis_is_validated_and_asked_again(pytester, toy, redis_url, redis_db):
     data = toy(3)
     with running_server(answer="A") as server:
@@ -127,6 +130,7 @@ def test_a_value_planted_in_redis_is_validated_and_asked_again(pytester, toy, re
     assert all(json.loads(redis_db.get(k))["completion"]["text"] == "A" for k in keys)
 
 
+@pytest.mark.e2e
 @MODES
 def test_an_unreachable_redis_is_said_once_and_the_local_cache_carries_on(pytester, toy, mode):
     data = toy(4)
@@ -146,6 +150,7 @@ def test_an_unreachable_redis_is_said_once_and_the_local_cache_carries_on(pytest
         assert again.ret == 0 and server.count == 0  # the local cache kept every answer
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("url, expected", [
     ("http://localhost:6379", "expected redis://HOST:PORT/DB"),
     ("redis://localhost:6379/zero", "the database 'zero' is not a number"),
@@ -160,6 +165,7 @@ def test_a_cache_url_that_is_not_redis_is_a_usage_error(pytester, toy, url, expe
     assert "s3cret" not in result.stderr.str()  # a password in the URL is never echoed
 
 
+@pytest.mark.e2e
 def test_the_ini_key_sets_the_shared_cache(pytester, toy, redis_url, redis_db):
     data = toy(2)
     pytester.makeini(f"[pytest]\nmedhelm_cache_url = {redis_url}\n")
@@ -188,6 +194,7 @@ def test_a_value_over_the_size_cap_is_a_miss_and_is_not_read_whole(redis_url, re
         cache.close()
 
 
+@pytest.mark.e2e
 def test_a_redis_that_stops_during_the_sending_is_said_once(pytester, toy, tmp_path_factory):
     """The sender writes every answer to Redis too: when Redis goes away mid-run, the run goes on with its local
     cache and says so once, in the terminal summary."""

@@ -43,6 +43,7 @@ def test_quick_answers_show_nothing(pytester, toy, server):
     assert "medhelm: waiting" not in result.stdout.str()
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal")
 @pytest.mark.parametrize("plugins", [["-p", "no:sugar"], []], ids=["pytest", "with-sugar-if-installed"])
 def test_on_a_terminal_the_status_is_rewritten_in_place_and_erased(pytester, toy, plugins):

@@ -18,7 +18,7 @@ import pytester_runs
 from pytest_medhelm.report.generation_cap import cap_note, capped
 from pytest_medhelm.testing.server import running_server
 
-XDIST = [pytest.param(["-p", "no:xdist"], id="serial"), pytest.param(["-n", "2"], id="xdist-2")]
+XDIST = [pytest.param(["-p", "no:xdist"], id="serial"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 
 
 @pytest.fixture

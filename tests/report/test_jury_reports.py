@@ -115,6 +115,7 @@ def judges_disagree_a_little(body: dict) -> str:
     return "HISTORY OF PRESENT ILLNESS: cough. ASSESSMENT AND PLAN: rest." + " x" * (len(prompt) % 3)
 
 
+@pytest.mark.e2e
 def test_a_run_reports_its_instrument_and_agreement_everywhere_and_refuses_a_cross_instrument_gate(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
     if not (shared_data / "helm_jury").is_dir():
@@ -162,6 +163,7 @@ def test_a_run_reports_its_instrument_and_agreement_everywhere_and_refuses_a_cro
     assert any("compare-fail overall:0.1" in line and "not evaluated" in line for line in lines)
 
 
+@pytest.mark.e2e
 def test_without_helms_files_the_run_says_once_that_its_open_ended_scores_are_not_medhelms(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
     from pytest_medhelm.testing.server import running_server
@@ -202,6 +204,7 @@ def pytest_configure(config):
 '''
 
 
+@pytest.mark.e2e
 def test_processes_that_asked_from_different_instruments_make_a_mixed_run_said_out_loud(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
     if not (shared_data / "helm_jury").is_dir():

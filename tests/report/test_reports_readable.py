@@ -11,7 +11,7 @@ import pytest
 from report_fixtures import MODELS, sample_results
 from pytester_runs import run
 
-XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
+XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 
 
 def model_args(server, data, *extra: str) -> list[str]:

@@ -79,7 +79,8 @@ def toy_args(server_url: str, data: Path, *extra: str) -> list[str]:
             "--medhelm-api-base", server_url, "--medhelm-data-dir", str(data), *extra]
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_run_against_the_test_server_fits_the_schema(pytester, toy, server, xdist):
     data = toy(12)
     out = pytester.path / "r.json"
@@ -119,6 +120,7 @@ def judges_reply(body: dict) -> str:
     return "HISTORY OF PRESENT ILLNESS: cough. ASSESSMENT AND PLAN: rest."
 
 
+@pytest.mark.e2e
 def test_a_run_with_a_jury_fits_the_schema(pytester, monkeypatch, shared_data):
     if not (shared_data / "helm_jury").is_dir():
         pytest.skip("../shared/data/helm_jury is absent")

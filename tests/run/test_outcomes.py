@@ -25,7 +25,9 @@ def writer_or_broken_judges(body):
     return "HISTORY OF PRESENT ILLNESS: the patient reports a cough. ASSESSMENT AND PLAN: rest."
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_items_without_a_valid_judgement_are_errors_not_misses(pytester, shared_data, xdist):
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
@@ -49,6 +51,7 @@ def test_items_without_a_valid_judgement_are_errors_not_misses(pytester, shared_
     assert all(set(i["judge_failures"]) == {"openai/judge-a", "openai/judge-b"} for i in report["instances"])
 
 
+@pytest.mark.e2e
 def test_under_helm_compat_a_judge_failure_scores_helms_default(pytester, shared_data):
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
@@ -106,7 +109,8 @@ TWO_TESTS = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_a_gate_on_a_deselected_benchmark_is_not_evaluated(pytester, toy, server, mode):
     from conftest import TOY_CONFTEST
 
@@ -130,7 +134,8 @@ def test_a_gate_on_a_deselected_benchmark_is_not_evaluated(pytester, toy, server
 
 
 # ------------------------------------------------------------------------------------------ subsets
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
     data = toy(10)
     out, md = pytester.path / "r.json", pytester.path / "r.md"
@@ -187,6 +192,7 @@ def test_a_miss_is_visible_in_pytest_html(pytester, toy, server):
     assert "MISSED: expected" in text
 
 
+@pytest.mark.e2e
 def test_a_miss_is_counted_apart_by_pytest_sugar(pytester, toy, server):
     import pytest_sugar  # noqa: F401  (a test dependency: the real plugin)
     data = toy(4)
@@ -216,7 +222,9 @@ def test_rerunfailures_asks_an_errored_item_again_and_keeps_one_record(pytester,
     assert (bench["n"], bench["n_errors"]) == (5, 0)
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_pytest_timeout_does_not_count_the_wait_in_the_send_queue(pytester, toy, mode):
     import pytest_timeout  # noqa: F401  (a test dependency: the real plugin)
 
@@ -231,7 +239,9 @@ def test_pytest_timeout_does_not_count_the_wait_in_the_send_queue(pytester, toy,
     assert result.parseoutcomes() == {"passed": 2, "missed": 2}
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_exitfirst_keeps_the_answers_in_flight_and_sends_nothing_more(pytester, toy, mode):
     data = toy(12)
     pytester.makepyfile(test_toy=textwrap.dedent('''

@@ -18,7 +18,9 @@ AnswerCache.close = _broken_close
 '''
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_failing_cache_close_still_removes_the_run_directory(pytester: pytest.Pytester, toy, server,
                                                                monkeypatch: pytest.MonkeyPatch,
                                                                xdist: list[str]) -> None:

@@ -42,6 +42,7 @@ def toy_args(server, data, *extra: str) -> list[str]:
             "--medhelm-data-dir", str(data), *extra]
 
 
+@pytest.mark.e2e
 def test_under_xdist_the_first_item_runs_before_the_last_answer_arrives(pytester, toy):
     data = toy(12)
     pytester.makepyfile(test_toy=TIMED_TEST)
@@ -59,6 +60,7 @@ def test_under_xdist_the_first_item_runs_before_the_last_answer_arrives(pytester
 
 
 
+@pytest.mark.e2e
 def test_with_and_without_xdist_the_run_prints_the_same_sending_lines(pytester, toy):
     data = toy(6)
     seen = {}
@@ -74,7 +76,9 @@ def test_with_and_without_xdist_the_run_prints_the_same_sending_lines(pytester, 
                          "medhelm: 1 server error(s), 1 request(s) failed for good"], seen
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_the_budget_holds_across_processes_when_items_ask_their_own_questions(pytester, toy, mode):
     """Each item asks its planned question (sent by the controller) and a follow-up of its own (sent by the worker
     that runs it): one ledger for every process, so the server never receives more than the $5 cap pays for."""
@@ -123,7 +127,9 @@ ONE_SLOT_PLUGIN = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, mode):
     """Each item asks a follow-up of its own while the run still sends the planned answers: the follow-up goes
     through the same sender (under xdist, a worker's through the slot's lock file that the controller's sender

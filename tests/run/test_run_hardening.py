@@ -15,7 +15,8 @@ from catalogue_helpers import medqa_zip
 
 from pytest_medhelm.testing.server import running_server
 
-XDIST = pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+XDIST = pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                          pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 
 
 @XDIST
@@ -50,6 +51,7 @@ background.Sender._on_done = _a_bug
 """
 
 
+@pytest.mark.e2e
 @XDIST
 def test_a_sender_that_dies_fails_no_item(pytester: pytest.Pytester, toy, xdist: list[str]) -> None:
     """The background sender dies (a bug) at its first answer: the items waiting for its answers ask for their own,

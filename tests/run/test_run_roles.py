@@ -40,7 +40,9 @@ def roles_of(pytester: pytest.Pytester) -> dict[str, dict]:
     return {p.stem.removeprefix("role-"): json.loads(p.read_text()) for p in pytester.path.glob("role-*.json")}
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_each_process_does_its_roles_part(pytester, toy, mode):
     data = toy(6)
     pytester.makeconftest(TOY_CONFTEST + ROLE_PROBE)
@@ -63,7 +65,9 @@ def test_each_process_does_its_roles_part(pytester, toy, mode):
     assert len(results["instances"]) == 6 and results["run"]["interrupted"] is False
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_every_model_broken_stops_the_run_as_an_error_not_an_interruption(pytester, toy, mode):
     data = toy(8)
     out = pytester.path / "r.json"

@@ -53,7 +53,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
+@pytest.mark.e2e
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_local_model_that_cannot_run_is_a_usage_error(pytester: pytest.Pytester, toy, server, case: str,
                                                         xdist: list[str]) -> None:
@@ -67,6 +69,7 @@ def test_a_local_model_that_cannot_run_is_a_usage_error(pytester: pytest.Pyteste
     assert server.count == 0  # nothing was sent
 
 
+@pytest.mark.e2e
 def test_a_dry_run_does_not_need_the_local_model(pytester: pytest.Pytester, toy) -> None:
     data = toy(4)
     pytester.makeconftest(TOY_CONFTEST + HIDE_PACKAGES.format(modules={"llama_cpp"}, distributions=set()))

@@ -620,6 +620,7 @@ def test_subprocess_rejects_bad_configuration():
         start_subprocess_server(script="no_such_module:f")
 
 
+@pytest.mark.e2e
 def test_command_line_with_port_file(tmp_path):
     port_file = tmp_path / "port"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
