@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tier_guard import OUT_VARIABLE, code_reasons, param_reasons, unmarked
@@ -91,7 +92,7 @@ def test_the_guard_reads_what_a_test_starts(function, expected):
 
 
 #: a parameter of an inner xdist run, beside an argument the test passes on (kept out of the test's own code)
-XDIST_PAIR = {"xdist": (["-n", "2"], {})}
+XDIST_PAIR: dict[str, Any] = {"xdist": (["-n", "2"], {})}
 
 
 class Planted:

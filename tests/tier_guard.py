@@ -9,9 +9,9 @@ import dis
 import json
 import os
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -19,6 +19,15 @@ import pytest
 NEW_INTERPRETER_NAMES = frozenset({"runpytest_subprocess", "popen", "Popen"})
 #: the environment variable naming the file the plugin writes its findings to (JSON: a list of lines)
 OUT_VARIABLE = "MEDHELM_TIER_GUARD_OUT"
+
+
+class Collected(Protocol):
+    """What the guard reads of a collected test (a pytest.Item; a planted stand-in in tests/test_tiers.py)."""
+
+    @property
+    def nodeid(self) -> str: ...
+
+    def get_closest_marker(self, name: str) -> Any: ...
 
 
 def _constants(value: Any) -> Iterator[Any]:
@@ -57,7 +66,7 @@ def _passes_subprocess_true(code: types.CodeType) -> bool:
     """A call with ``subprocess=`` not known to be false (pytester_runs.run(..., subprocess=True)): the value
     pushed for that keyword is read when it is a constant; anything else (a variable) counts as true."""
     instructions = list(dis.get_instructions(code))
-    for index, instruction in enumerate(instructions):
+    for index in range(len(instructions)):
         names = keyword_names(code, instructions, index)
         if "subprocess" not in names:
             continue
@@ -91,7 +100,7 @@ def code_reasons(code: types.CodeType) -> list[str]:
     return sorted(reasons)
 
 
-def param_reasons(item: pytest.Item) -> list[str]:
+def param_reasons(item: Collected) -> list[str]:
     """Why the parameters of ``item`` make it end-to-end: a ``"-n"`` among them, or a flag named ``xdist``."""
     callspec = getattr(item, "callspec", None)
     if callspec is None:
@@ -104,13 +113,13 @@ def param_reasons(item: pytest.Item) -> list[str]:
     return reasons
 
 
-def reasons(item: pytest.Item) -> list[str]:
+def reasons(item: Collected) -> list[str]:
     function = getattr(item, "function", None)
     found = code_reasons(function.__code__) if function is not None else []
     return found + param_reasons(item)
 
 
-def unmarked(items: list[pytest.Item]) -> list[str]:
+def unmarked(items: Sequence[Collected]) -> list[str]:
     """``nodeid: reasons`` of every item that starts a new interpreter or an inner xdist run without the e2e
     marker."""
     return [f"{item.nodeid}: {', '.join(found)}" for item in items
