@@ -155,30 +155,24 @@ class InstanceRecord(Record):
         was expected, rather than aborting the session: only this item's record says what was wrong. A refused
         score makes the item an error (nothing measured)."""
         invalid: dict[str, str] = {}
-        for _ in range(len(fields) + 1):
+        while True:  # each pass drops what was refused; benchmark, model and a text id always validate
             try:
                 record = cls.model_validate(fields)
+                break
             except ValidationError as exc:
-                refused = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+                refused = {str(err["loc"][0]) for err in exc.errors() if err["loc"]} & set(fields)
                 for err in exc.errors():
-                    name = str(err["loc"][0]) if err["loc"] else ""
-                    if name in fields and name not in invalid:
-                        invalid[name] = f"{err['msg']}: got {_shown(fields[name])}"
-                if not refused & set(fields) - {"benchmark", "model"}:
+                    name = str(err["loc"][0]) if err["loc"] else "record"
+                    invalid.setdefault(name, f"{err['msg']}: got {_shown(fields.get(name, fields))}")
+                if not refused - {"benchmark", "model"}:  # (an item always has both, as text): its identity only
+                    invalid.setdefault("record", "not an item's record")
                     fields = {"benchmark": str(fields.get("benchmark")), "model": str(fields.get("model")),
-                              "instance_id": fields.get("instance_id")} | {
-                        key: None for key in ("score", "tokens_in", "tokens_out", "cost_usd")}
-                    invalid.setdefault("record", _shown(exc.errors()))
+                              "instance_id": fields.get("instance_id")}
                     continue
-                if "score" in refused:  # no score: neither a miss nor a pass
-                    refused.add("missed")
+                # no score: neither a miss nor a pass; refused metrics: no jury accounting lifted from them
+                refused |= {"missed"} if "score" in refused else set()
+                refused |= set(JURY_ACCOUNTING) if "metrics" in refused else set()
                 fields = {key: value for key, value in fields.items() if key not in refused}
-                if "metrics" not in fields:  # the jury's accounting lifted from metrics that were refused
-                    fields = {key: value for key, value in fields.items() if key not in JURY_ACCOUNTING}
-                continue
-            break
-        else:  # pragma: no cover - each pass drops a field, and a record of identifying fields only validates
-            record = cls(benchmark="", model="")
         if invalid:
             kept = dict(record.metrics or {})
             kept[INVALID_FIELDS] = invalid

@@ -76,7 +76,7 @@ class Reporting:
 
     def _build(self) -> None:
         from pytest_medhelm.gitinfo import commit_of
-        from pytest_medhelm.report.records import Gate, Results, dump
+        from pytest_medhelm.report.records import Gate, dump
         from pytest_medhelm.report.results import build_report, evaluate_gates
 
         ctx, rc = self.ctx, self.ctx.run_config
