@@ -19,9 +19,9 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -71,6 +71,19 @@ def many(text: str, factory: Any) -> Any:
     return Field(default_factory=factory, description=text)
 
 
+def _as_text(value: Any) -> Any:
+    """A value written as its text: an instance id (a benchmark's float, UUID or int id alike), a metric's detail."""
+    return None if value is None else str(value)
+
+
+#: a str field that takes any value as its text (ids from a data file, a custom metric's detail)
+Text = Annotated[str | None, BeforeValidator(_as_text)]
+#: where a record's values its fields refuse are kept (in ``metrics``), with what was expected
+INVALID_FIELDS = "invalid_fields"
+#: the error_kind of an item whose score (or whole record) was refused: nothing measured
+INVALID_RECORD = "InvalidRecordField"
+
+
 class InstanceRecord(Record):
     """One item: an instance answered by a model, its accounting and its score."""
 
@@ -78,7 +91,8 @@ class InstanceRecord(Record):
               "tokens_out", "cost_usd", "latency_s", "cached", "error")
 
     benchmark: str = Field(description="the benchmark's slug")
-    instance_id: str | int | None = about("the instance's id in its benchmark (null: the item failed before it)")
+    instance_id: Text = about("the instance's id in its benchmark, as text (a number or UUID id too); null: the "
+                              "item failed before it")
     model: str = Field(description="the model under test")
     prompt_sha256: str | None = about("sha256 of the exact prompt text sent (UTF-8; a chat benchmark's messages "
                                       "as compact JSON)")
@@ -97,8 +111,9 @@ class InstanceRecord(Record):
     missed: bool | None = about("scored below the metric's pass mark (a measurement, not a failure)")
     expected: Any = about("the expected answer, as the metric reads it")
     metric: str | None = about("the metric's name")
-    detail: str | None = about("what the metric says about the score (expected vs got)")
-    metrics: dict[str, Any] | None = about("the metric's secondary values and the jury's verdicts")
+    detail: Text = about("what the metric says about the score (expected vs got), as text")
+    metrics: dict[str, Any] | None = about("the metric's secondary values and the jury's verdicts; "
+                                            "invalid_fields: per field, a value the record refused and why")
     jury_tokens_in: int | None = about("the judges' (or rubric grader's) prompt tokens")
     jury_tokens_out: int | None = about("the judges' (or rubric grader's) completion tokens")
     jury_cost_usd: float | None = about("the judges' cost; null: a price is unknown")
@@ -131,11 +146,52 @@ class InstanceRecord(Record):
                 if value is not None and (value or key != "jury_instrument"):
                     fields[key] = value
         fields.update(item)
-        return cls.model_validate(fields)
+        return cls._validated(fields)
+
+    @classmethod
+    def _validated(cls, fields: dict[str, Any]) -> InstanceRecord:
+        """The record of ``fields``; a value its field refuses (a plugin's or custom metric's: ``raw_score="n/a"``,
+        ``tokens_in=3.5``, metrics that are not a dict) is moved aside into ``metrics["invalid_fields"]`` with what
+        was expected, rather than aborting the session: only this item's record says what was wrong. A refused
+        score makes the item an error (nothing measured)."""
+        invalid: dict[str, str] = {}
+        while True:  # each pass drops what was refused; benchmark, model and a text id always validate
+            try:
+                record = cls.model_validate(fields)
+                break
+            except ValidationError as exc:
+                refused = {str(err["loc"][0]) for err in exc.errors() if err["loc"]} & set(fields)
+                for err in exc.errors():
+                    name = str(err["loc"][0]) if err["loc"] else "record"
+                    invalid.setdefault(name, f"{err['msg']}: got {_shown(fields.get(name, fields))}")
+                if not refused - {"benchmark", "model"}:  # (an item always has both, as text): its identity only
+                    invalid.setdefault("record", "not an item's record")
+                    fields = {"benchmark": str(fields.get("benchmark")), "model": str(fields.get("model")),
+                              "instance_id": fields.get("instance_id")}
+                    continue
+                # no score: neither a miss nor a pass; refused metrics: no jury accounting lifted from them
+                refused |= {"missed"} if "score" in refused else set()
+                refused |= set(JURY_ACCOUNTING) if "metrics" in refused else set()
+                fields = {key: value for key, value in fields.items() if key not in refused}
+        if invalid:
+            kept = dict(record.metrics or {})
+            kept[INVALID_FIELDS] = invalid
+            record.metrics = kept
+            if {"score", "record"} & set(invalid) and record.error is None:
+                record.error = "; ".join(f"{name}: {why}" for name, why in invalid.items())
+                record.error_kind = INVALID_RECORD
+                record.score = None
+        return record
 
     def wire(self) -> dict[str, Any]:
         """The record as plain data (what xdist carries from a worker to the controller)."""
         return self.model_dump(exclude_unset=True)
+
+
+def _shown(value: Any) -> str:
+    """A refused value as short text (it may be any object: the record says what it was, not the object)."""
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 class BenchmarkRow(Record):

@@ -96,7 +96,7 @@ class ItemHooks:
         """The item's record, built once from what its fixtures and assertions wrote and how it ended, rides on
         its report as plain data (xdist carries it)."""
         from pytest_medhelm.metrics.base import ScoringError
-        from pytest_medhelm.report.records import InstanceRecord
+        from pytest_medhelm.report.records import INVALID_RECORD, InstanceRecord
 
         excinfo = call.excinfo
         error = excinfo.value if excinfo is not None else None
@@ -123,6 +123,11 @@ class ItemHooks:
         elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
             outcome.update(error=written.get("error") or f"{excinfo.typename}: {error}", score=None)
         record = InstanceRecord.of_item(written, **outcome)
+        if record.error_kind == INVALID_RECORD and not report.failed:  # its score was refused: nothing measured
+            report.outcome = "failed"
+            if hasattr(report, "wasxfail"):
+                del report.wasxfail
+            report.longrepr = f"{INVALID_RECORD}: {record.error}"
         if report.when == "call" or record.error is not None:
             report.medhelm = record.wire()  # type: ignore[attr-defined]  # (xdist carries report attributes)
             self._built[report.nodeid] = record

@@ -42,6 +42,8 @@ class Reporting:
         #: the results as the plain data the hooks were given and read back from (what other plugins see)
         self.data: dict[str, Any] | None = None
         self.gate_failed = False
+        #: warning lines: what the results refused of the plugins' hooks (the results built before them are kept)
+        self.rejected: list[str] = []
         self.started = now()
         #: the benchmarks with collected items (None: not known) and each one's planned instances per model
         self.selected: set[str] | None = None
@@ -74,7 +76,7 @@ class Reporting:
 
     def _build(self) -> None:
         from pytest_medhelm.gitinfo import commit_of
-        from pytest_medhelm.report.records import Gate, Results, dump
+        from pytest_medhelm.report.records import Gate, dump
         from pytest_medhelm.report.results import build_report, evaluate_gates
 
         ctx, rc = self.ctx, self.ctx.run_config
@@ -115,8 +117,32 @@ class Reporting:
 
             apply_file_prices(data, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
         ctx.config.hook.pytest_medhelm_results(results=data, config=ctx.config)
-        self.results, self.data = Results.read(data), data
+        self.results, self.data = self._read_back(results, data)
         self.gate_failed = any(g.failed for g in self.results.gates)
+
+    def _read_back(self, built: Results, data: dict[str, Any]) -> tuple[Results, dict[str, Any]]:
+        """The results as the prices and the plugins' ``pytest_medhelm_results`` hooks left them, read back through
+        the models; values the models refuse (a plugin's gate valued "n/a") never abort the run (this runs in the
+        test loop's ``finally``, where raising would hide the run's own exception and write no file): the results
+        built before the hooks are kept, and a warning names what was refused."""
+        from pydantic import ValidationError
+
+        from pytest_medhelm.report.records import Results, dump
+
+        try:
+            return Results.read(data), data
+        except ValidationError as exc:
+            self.rejected.extend(
+                f"medhelm: WARNING: a pytest_medhelm_results hook (or the price file) wrote a value the results "
+                f"refuse at {'.'.join(map(str, err['loc']))}: {err['msg']}; the results built before the hooks "
+                f"are written instead" for err in exc.errors())
+        try:
+            kept = Results.read(dump(built))
+        except ValidationError as exc:  # a header value the run itself set (assignments are not validated)
+            self.rejected.extend(f"medhelm: WARNING: the run header refuses its value at "
+                                 f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in exc.errors())
+            kept = built
+        return kept, dump(kept)
 
     def extra_sections(self, fmt: str) -> list[tuple[str, str]]:
         sections: list[tuple[str, str]] = []
@@ -137,6 +163,7 @@ class Reporting:
 
     def terminal_summary(self, tr: Any, config: pytest.Config) -> None:
         lines = list(self.sender_lines()) + self.judge_failure_lines()
+        lines += [(line, {"yellow": True, "bold": True}) for line in self.rejected]
         name = self.results.run.jury_prompts if self.results is not None else None
         if name:
             warning = self.ctx.jury()[1]

@@ -73,7 +73,7 @@ def plan_to_json(planned: list[PlannedAnswer], judged: set[str], selected: set[s
     entries = []
     for p in planned:
         entry: dict[str, Any] = {"model": p.model, "request": p.request.to_json(), "benchmark": p.instance.benchmark,
-                                 "id": p.instance.id}
+                                 "id": str(p.instance.id)}  # (a benchmark's id may be a UUID or a float)
         if p.instance.benchmark in judged:  # what the jury's prompt reads of the instance
             entry["input"] = p.instance.input
             entry["references"] = list(p.instance.references)
