@@ -14,7 +14,8 @@ from pytest_medhelm.report.records import SCHEMA_FILE, Results
 
 jsonschema = pytest.importorskip("jsonschema")
 
-XDIST = pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+XDIST = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 
 
 def valid_results(path) -> dict:
@@ -141,6 +142,7 @@ STOPPING_TEST = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e  # (a pytest in a new interpreter: an in-process run would pass the Ctrl-C to the outer session)
 @pytest.mark.parametrize(("stop", "status", "shown"), [
     ("KeyboardInterrupt", pytest.ExitCode.INTERRUPTED, "*KeyboardInterrupt*"),
     ("RuntimeError", pytest.ExitCode.TESTS_FAILED, "*RuntimeError: stopped by the test at q002*")],
