@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_medhelm.report.formatting import fixed
 from pytest_medhelm.report.html.verdicts import MAX_TEXT, JudgeVerdict, clip, finite, jury_entries
 
 
@@ -28,8 +29,8 @@ def results_mapping(results: Any) -> Mapping[str, Any]:
 
 # ----------------------------------------------------------------------------------------------- formatting
 def fmt(value: Any, digits: int = 3) -> str:
-    number = finite(value)
-    return "–" if number is None else f"{number:.{digits}f}"
+    """A number as every table prints it (report/formatting.py), the page's dash when there is none."""
+    return fixed(value, digits, missing="–")
 
 
 def fmt_int(value: Any) -> str:
