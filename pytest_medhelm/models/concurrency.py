@@ -4,7 +4,8 @@
   worth of successes in a row adds one, up to the run's concurrency), with a pause for ``Retry-After``;
 * :class:`Gate`: a semaphore whose waiters are served by priority, then in arrival order;
 * :class:`SharedSlots`: an endpoint's slots across the processes of a run (one ``flock``-ed file per slot);
-* :class:`Slots`: the two above per endpoint with a slot count (``ModelSpec.slots``: a llama.cpp server we started).
+* :class:`Slots`: the two above per endpoint with a slot count (``ModelSpec.slots``: a llama.cpp server we started);
+* :func:`run_coroutine`: a loop of its own for a caller that may already be on one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import collections
 import heapq
 import itertools
 import os
-from typing import Any
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from pytest_medhelm.values import ModelSpec
 
@@ -213,3 +216,29 @@ class Slots:
         if gate is None:
             gate = self._gates[endpoint] = Gate(int(spec.slots))
         return gate
+
+
+T = TypeVar("T")
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, also from inside a running event loop (a test using pytest-asyncio): then in a thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(coro))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            error.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]

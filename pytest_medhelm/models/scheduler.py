@@ -42,18 +42,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
 
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.concurrency import Slots, Window, Windows, endpoint_of
+from pytest_medhelm.models.concurrency import Slots, Window, Windows, endpoint_of, run_coroutine
 from pytest_medhelm.models.failures import (RATE_LIMITED, STOPPED_ANSWERING, SYSTEMATIC_STATUSES, UNREACHABLE,
                                             described, is_charged, is_connection_failure, redact)
 from pytest_medhelm.models.replicas import ReplicaTable, is_replica_failure
@@ -107,13 +105,24 @@ def _last_outcome(state: RetryCallState) -> Outcome:
     return state.outcome.result()  # type: ignore[union-attr]  # (set once a try has ended)
 
 
+_END = 2  # the end of a serve's work: after every job
+
+
 @dataclass
 class _Sending:
-    """What one :meth:`Scheduler.serve` sends through, on its own loop; ``writer`` stores the answers, in order."""
+    """One :meth:`Scheduler.serve` on its own loop: what it sends through (``writer`` stores the answers, in
+    order), and its jobs ready to send, in the order of (priority, arrival); a ``None`` job is the end."""
     wire: OpenAIWire
     windows: Windows
     slots: Slots
     writer: ThreadPoolExecutor
+    loop: asyncio.AbstractEventLoop
+    ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] = field(default_factory=asyncio.PriorityQueue)
+    arrivals: Iterator[int] = field(default_factory=itertools.count)
+    draining: bool = False  # drain(): nothing more is sent
+
+    def put(self, job: Job | None) -> None:
+        self.ready.put_nowait((_END if job is None else _priority(job), next(self.arrivals), job))
 
 
 @dataclass
@@ -135,9 +144,7 @@ class Scheduler:
         self._down_models: dict[str, set[str]] = {}  # endpoint -> models in .broken because it is down
         self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
         self.stats = new_stats()
-        self._draining = False  # drain(): nothing more is sent
-        self._ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] | None = None  # (serve's, to drain)
-        self._end_marker: Callable[[], tuple[int, int, Job | None]] | None = None
+        self._serving: list[_Sending] = []  # the serve() calls running (a sender's, an item's own request)
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
         self._down_since: dict[str, float] = {}
         self.replicas = ReplicaTable()  # the replicas of models served by several endpoints
@@ -374,17 +381,13 @@ class Scheduler:
         # a window per endpoint; slots shared by the run's processes (in its cache); one thread that stores the
         # answers, so that a cache write (SQLite's lock, its disk) never holds the sending loop
         sending = _Sending(OpenAIWire(limit=self.settings.concurrency), Windows(self.settings.concurrency, self.stats),
-                           Slots(getattr(self.cache, "directory", None)), ThreadPoolExecutor(1, "medhelm-cache-writer"))
-        # every job put in ``queue`` moves at once into ``ready``, where a jury request goes before the answers still
-        # waiting (then arrival order): the judge of an answer that just came is sent next, not after every answer
-        # queued before it, so the items of open-ended benchmarks finish as the run goes. What an item waits for
-        # now (``Job.urgent``) does not wait for a free worker at all: it starts at once, and only an endpoint's
-        # slot, which it gets before anything else waiting for one, can hold it back.
-        ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] = asyncio.PriorityQueue()
-        self._ready = ready
-        arrivals = itertools.count()
-        end = 2  # after every job
-        self._end_marker = lambda: (end, next(arrivals), None)
+                           Slots(getattr(self.cache, "directory", None)), ThreadPoolExecutor(1, "medhelm-cache-writer"),
+                           asyncio.get_running_loop())
+        # every job put in ``queue`` moves at once into ``sending.ready``, where a jury request goes before the
+        # answers still waiting (then arrival order): the judge of an answer that just came is sent next, not after
+        # every answer queued before it, so the items of open-ended benchmarks finish as the run goes. What an item
+        # waits for now (``Job.urgent``) does not wait for a free worker at all: it starts at once, and only an
+        # endpoint's slot, which it gets before anything else waiting for one, can hold it back.
         urgent: set[asyncio.Task[None]] = set()
 
         async def send_now(job: Job) -> None:
@@ -396,7 +399,7 @@ class Scheduler:
                 urgent.add(task)
                 task.add_done_callback(urgent.discard)
                 return
-            ready.put_nowait((end, next(arrivals), None) if job is None else (_priority(job), next(arrivals), job))
+            sending.put(job)
 
         async def pump() -> None:  # what arrives while every worker waits
             while True:
@@ -413,30 +416,38 @@ class Scheduler:
                         queue.put_nowait(None)
                         break
                     move(job)
-                _rank, _arrival, job = await ready.get()
-                if job is None or self._draining:
-                    ready.put_nowait((end, next(arrivals), None))  # the end, for the other workers too
+                _rank, _arrival, job = await sending.ready.get()
+                if job is None or sending.draining:
+                    sending.put(None)  # the end, for the other workers too
                     return
                 on_done(job, await self._result_of(sending, job))
 
+        tasks = [asyncio.ensure_future(pump()),
+                 *(asyncio.ensure_future(worker()) for _ in range(workers or self.settings.concurrency))]
+        self._serving.append(sending)
         try:
-            await asyncio.gather(pump(), *(worker() for _ in range(workers or self.settings.concurrency)))
+            await asyncio.gather(*tasks)
             if urgent:  # (the end comes once nothing is outstanding, so only a drained run leaves one in flight)
                 await asyncio.gather(*urgent)
         finally:
-            for task in urgent:
+            # no worker outlives the wire: one still sending when the wire closes (another one's error ended the
+            # gather) would report the cut request as its job's failure
+            for task in (*tasks, *urgent):
                 task.cancel()
+            await asyncio.gather(*tasks, *urgent, return_exceptions=True)
+            self._serving.remove(sending)
             await sending.wire.close()
             sending.writer.shutdown(wait=True)  # (an answer being stored when the run is cancelled is kept)
 
     def drain(self) -> None:
-        """On the serving loop: send nothing more (what is queued is dropped, and counted as not sent by the sender);
-        the requests in flight finish and are stored. The input queue still needs its ``None`` to end ``serve``."""
-        self._draining = True
-        if self._ready is not None and self._end_marker is not None:
-            while not self._ready.empty():
-                self._ready.get_nowait()
-            self._ready.put_nowait(self._end_marker())
+        """On a serving loop: its serve() sends nothing more (what is ready is dropped, and counted as not sent by
+        the sender); the requests in flight finish and are stored. Its input queue still needs its ``None``."""
+        for sending in self._serving:
+            if sending.loop is asyncio.get_running_loop():
+                sending.draining = True
+                while not sending.ready.empty():
+                    sending.ready.get_nowait()
+                sending.put(None)
 
     def send_all(self, jobs: list[Job]) -> dict[str, ModelError]:
         """Send ``jobs`` through :meth:`serve` on a loop of their own and wait for them all; the failures by cache
@@ -454,7 +465,7 @@ class Scheduler:
             queue.put_nowait(None)
             await self.serve(queue, on_done, workers=max(1, min(self.settings.concurrency, len(jobs))))
 
-        _run_coroutine(send())
+        run_coroutine(send())
         return failures
 
     def complete(self, job: Job) -> Completion:
@@ -472,29 +483,3 @@ class Scheduler:
     def summary(self) -> str:
         """One line for the terminal: what retrying and rate limiting did, or "" when nothing happened."""
         return stats_line(self.stats, self.settings.concurrency, self.replicas.rested)
-
-
-T = TypeVar("T")
-
-
-def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """asyncio.run, also from inside a running event loop (a test using pytest-asyncio): then in a thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    result: list[T] = []
-    error: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            result.append(asyncio.run(coro))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            error.append(exc)
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if error:
-        raise error[0]
-    return result[0]

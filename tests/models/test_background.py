@@ -3,6 +3,7 @@ this process). Against our real OpenAI-compatible test server; the cache is a re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -146,6 +147,51 @@ def test_stop_cancels_what_is_in_flight_and_keeps_what_was_stored(tmp_path):
     assert "not sent or not answered (the run stopped)" in sender.summary_lines()[0]
     with pytest.raises(SenderCrashed):
         sender.wait(jobs[-1].key)  # never hangs: the sender is gone
+
+
+async def first_fast_then_slow(body: dict) -> str:
+    if last_user_text(body) != "question 0":
+        await asyncio.sleep(1.0)  # still in flight when the first answer's bookkeeping fails
+    return "A"
+
+
+class CrashingSender(Sender):
+    crashed = False
+
+    def _on_done(self, job: Job, result) -> None:  # a bug in the bookkeeping of the first answer only
+        if not self.crashed:
+            self.crashed = True
+            raise RuntimeError("a bug in the sender")
+        super()._on_done(job, result)
+
+
+def test_a_sender_that_crashes_charges_no_cut_request_to_its_job(tmp_path):
+    """The requests in flight when the sending ends on a bug are cut, not failed: no item gets a "disconnected"
+    error for them (it asks for its own answer instead), and no error is stored as their answer."""
+    with running_server(script=first_fast_then_slow) as server:
+        jobs = jobs_for(server.url, 6)
+        no_retries = Settings(concurrency=8, timeout=10.0, retries=0)  # (a cut request would fail on its only try)
+        sender = CrashingSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), no_retries))
+        sender.start(jobs)
+        with pytest.raises(SenderCrashed, match="a bug in the sender"):
+            sender.wait(jobs[3].key)
+        time.sleep(0.2)  # (what a worker left running would record, it records by now)
+        assert not any(sender.has(job.key) for job in jobs)
+        cache = AnswerCache(tmp_path / "cache", run_id="run")
+        assert [job.key for job in jobs if cache.get_error(job.key) is not None] == []
+        sender.stop()
+
+
+def test_a_drained_sender_leaves_the_scheduler_able_to_send(tmp_path):
+    """Draining is the drained run's: a request asked after it (an item's own, on a loop of its own) is sent."""
+    with running_server(answer="A", latency=0.2) as server:
+        jobs = jobs_for(server.url, 40)
+        sender = make_sender(tmp_path)
+        sender.start(jobs)
+        sender.wait(jobs[0].key)
+        sender.stop(drain=5.0)
+        later = jobs_for(server.url, 1, prefix="asked later")[0]
+        assert sender.scheduler.complete(later).text == "A"
 
 
 @pytest.mark.e2e
