@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from toy_benchmark import TOY_CONFTEST, TOY_TEST  # the toy benchmark (tests import it from here too)
 
 # pytester's in-process runs drop every module the inner session imported; numpy's C core cannot be imported twice
@@ -38,6 +39,14 @@ except ImportError:  # not installed: nothing patches PathFinder then
 from pytest_medhelm.thirdparty import import_litellm
 
 import_litellm()
+
+# The suite starts hundreds of interpreters (pytester's subprocess runs, their xdist workers, test servers). Under
+# PYTHONDONTWRITEBYTECODE (set on CI's machine) each of them would compile every module it imports from source and
+# rewrite every pytest plugin's modules again (pytest caches rewritten modules only where bytecode is written): about
+# 0.7 s of each interpreter's start. The suite's interpreters write bytecode, as on a developer's machine; a test
+# that measures a cold start sets the variable for its own processes (tests/perf/bench_processes.py).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # and BERTScore's stack when it is installed: an in-process run of an open-ended benchmark scores BERTScore beside
 # the jury (an empty answer too), which loads torch inside the inner session; dropped at its end, torch's objects
