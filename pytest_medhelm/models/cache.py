@@ -37,6 +37,16 @@ from typing import Any
 from pytest_medhelm.values import Completion, ModelError
 
 CACHE_MODES = ("on", "off", "refresh")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stored:
+    """What one write stores: an answer (with the request it answers) under its key, or this run's error for it."""
+    key: str
+    result: Completion | ModelError
+    request_json: dict[str, Any] | None = None
+
+
 #: what keeps git (and tools that honour .gitignore) out of the cache directory, as pytest does for .pytest_cache
 GITIGNORE_TEXT = "# Created by pytest-medhelm automatically: answers and prompts (patient text) stay out of git.\n*\n"
 DB_NAME = "cache.db"  # diskcache.core.DBNAME, without importing diskcache to know it
@@ -298,12 +308,25 @@ class AnswerCache:
 
     # --------------------------------------------------------------------------------------------- writing
     def put(self, key: str, completion: Completion, request_json: dict[str, Any] | None = None) -> None:
-        entry: dict[str, Any] = {"completion": completion.to_cache(), "run_id": self.run_id, "stored": time.time()}
-        if request_json is not None:
-            entry["request"] = request_json
-        self._cache.set(key, entry)
+        self.put_many([Stored(key, completion, request_json)])
+
+    def put_many(self, stored: list[Stored]) -> None:
+        """Answers (with the requests they answer) and this run's errors, in one transaction: one commit for all."""
+        answers = []
+        with self._cache.transact():
+            for one in stored:
+                if isinstance(one.result, ModelError):
+                    self.put_error(one.key, one.result)
+                    continue
+                entry: dict[str, Any] = {"completion": one.result.to_cache(), "run_id": self.run_id,
+                                         "stored": time.time()}
+                if one.request_json is not None:
+                    entry["request"] = one.request_json
+                self._cache.set(one.key, entry)
+                answers.append((one.key, entry))
         if self.shared is not None:
-            self.shared.put(key, entry)
+            for key, entry in answers:
+                self.shared.put(key, entry)
 
     # Failures of this run: kept so an item reports the provider's message instead of asking again. Scoped to
     # the run id and removed at the end of the run, so an error is never served to a later run (nor shared).

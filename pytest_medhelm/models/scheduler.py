@@ -44,12 +44,12 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
 
 from pytest_medhelm.budget import Budget, Reservation
+from pytest_medhelm.models.answer_writer import AnswerWriter
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.models.concurrency import Slots, Window, Windows, endpoint_of, run_coroutine
 from pytest_medhelm.models.failures import (RATE_LIMITED, STOPPED_ANSWERING, SYSTEMATIC_STATUSES, UNREACHABLE,
@@ -115,7 +115,7 @@ class _Sending:
     wire: OpenAIWire
     windows: Windows
     slots: Slots
-    writer: ThreadPoolExecutor
+    writer: AnswerWriter
     loop: asyncio.AbstractEventLoop
     ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] = field(default_factory=asyncio.PriorityQueue)
     arrivals: Iterator[int] = field(default_factory=itertools.count)
@@ -345,17 +345,14 @@ class Scheduler:
         except Exception as exc:  # noqa: BLE001 - a bug or an odd provider: this job's failure, not the run's
             error = self._unexpected(job, exc, "")
         else:
-            try:
-                await asyncio.get_running_loop().run_in_executor(
-                    sending.writer, self.cache.put, job.key, completion, job.request.to_json())
+            problem = await sending.writer.store(job.key, completion, job.request.to_json())
+            if problem is None:
                 return completion
-            except Exception as exc:  # noqa: BLE001 - e.g. diskcache's lock timeout: the answer is not kept
-                error = self._unexpected(job, exc, "the answer came but could not be stored in the cache: ")
+            error = self._unexpected(job, problem, "the answer came but could not be stored in the cache: ")
         self.stats["not_sent_budget" if isinstance(error, BudgetExhausted) else "failed"] += 1
-        try:
-            self.cache.put_error(job.key, error)
-        except Exception:  # noqa: BLE001 - the error still reaches the item (on_done); the cache is only a memo
-            pass
+        # kept for this run (an xdist worker reads its error there), before it is reported; if it cannot be, the
+        # error still reaches the item (on_done): the cache is only a memo
+        await sending.writer.store(job.key, error)
         return error
 
     def _unexpected(self, job: Job, exc: Exception, context: str) -> ModelError:
@@ -381,8 +378,8 @@ class Scheduler:
         # a window per endpoint; slots shared by the run's processes (in its cache); one thread that stores the
         # answers, so that a cache write (SQLite's lock, its disk) never holds the sending loop
         sending = _Sending(OpenAIWire(limit=self.settings.concurrency), Windows(self.settings.concurrency, self.stats),
-                           Slots(getattr(self.cache, "directory", None)), ThreadPoolExecutor(1, "medhelm-cache-writer"),
-                           asyncio.get_running_loop())
+                           Slots(getattr(self.cache, "directory", None)),
+                           AnswerWriter(self.cache, asyncio.get_running_loop()), asyncio.get_running_loop())
         # every job put in ``queue`` moves at once into ``sending.ready``, where a jury request goes before the
         # answers still waiting (then arrival order): the judge of an answer that just came is sent next, not after
         # every answer queued before it, so the items of open-ended benchmarks finish as the run goes. What an item
@@ -437,7 +434,7 @@ class Scheduler:
             await asyncio.gather(*tasks, *urgent, return_exceptions=True)
             self._serving.remove(sending)
             await sending.wire.close()
-            sending.writer.shutdown(wait=True)  # (an answer being stored when the run is cancelled is kept)
+            sending.writer.close()  # (an answer being stored when the run is cancelled is kept)
 
     def drain(self) -> None:
         """On a serving loop: its serve() sends nothing more (what is ready is dropped, and counted as not sent by

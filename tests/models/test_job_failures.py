@@ -1,7 +1,7 @@
 """One job's trouble is that job's error, whatever its type: the other jobs are all answered.
 
 The scheduler's own failures (``ModelError``) are covered by the fault matrix (test_faults.py). Here the exceptions
-are the ones nobody planned for, injected into real parts against our test server: a cache whose ``put`` raises
+are the ones nobody planned for, injected into real parts against our test server: a cache whose write raises
 diskcache's lock timeout for one key, a wire that raises ``KeyError`` (a parser bug) or ``asyncio.TimeoutError``
 for one request, a follow-up builder that raises for one answer. Through the scheduler alone, through the
 background sender, and through whole pytest runs (serially and under xdist); in other processes the fault is
@@ -34,16 +34,16 @@ def jobs_for(url: str, n: int = N) -> list[Job]:
 
 
 class CacheWhosePutTimesOut(AnswerCache):
-    """The real cache, except that storing one key raises diskcache's lock timeout."""
+    """The real cache, except that storing one key's answer raises diskcache's lock timeout."""
 
     bad_key = ""
 
-    def put(self, key, completion, request_json=None):
-        if key == self.bad_key:
+    def put_many(self, stored):  # (what every write goes through: a batch, or one answer)
+        if any(one.key == self.bad_key and isinstance(one.result, Completion) for one in stored):
             import diskcache
 
             raise diskcache.Timeout("database is locked")
-        super().put(key, completion, request_json)
+        super().put_many(stored)
 
 
 class WireWithABug(OpenAIWire):
@@ -133,15 +133,15 @@ PUT_FAILS = textwrap.dedent('''
         import diskcache
         from pytest_medhelm.models.cache import AnswerCache
 
-        _put = AnswerCache.put
+        _put_many = AnswerCache.put_many
 
-        def put(self, key, completion, request_json=None):
-            if request_json and any(os.environ["MEDHELM_TEST_PUT_FAILS"] in text
-                                    for _role, text in request_json["messages"]):
+        def put_many(self, stored):  # (what every write goes through: a batch, or one answer)
+            if any(one.request_json and any(os.environ["MEDHELM_TEST_PUT_FAILS"] in text
+                                            for _role, text in one.request_json["messages"]) for one in stored):
                 raise diskcache.Timeout("database is locked")
-            return _put(self, key, completion, request_json)
+            return _put_many(self, stored)
 
-        AnswerCache.put = put
+        AnswerCache.put_many = put_many
 ''')
 
 
