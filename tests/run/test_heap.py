@@ -1,0 +1,49 @@
+"""A large run keeps what lives until its end out of the garbage collector's way, and gives it back (roles.py:
+``freeze_if_large``, ``freeze_again``)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+FREEZE_PROBE = """
+import gc
+
+during = []
+
+
+def pytest_runtest_call(item):
+    if not during:  # (once: gc.get_freeze_count walks the whole permanent generation)
+        during.append(gc.get_freeze_count())
+
+
+def pytest_sessionfinish(session):
+    print(f"frozen while the items ran: {during[0]}; after them: {gc.get_freeze_count()}")
+"""
+
+
+def frozen_counts(pytester: pytest.Pytester, n: int, data, url: str) -> tuple[int, int]:
+    pytester.makepyfile(freeze_probe=FREEZE_PROBE)
+    pytester.syspathinsert()
+    run = pytester.runpytest("-p", "freeze_probe", "-p", "no:cacheprovider", "-p", "no:xdist", "--medhelm-model",
+                             "openai/x", "--medhelm-api-base", url, "--medhelm-data-dir", str(data),
+                             "--medhelm-cache", "off", "-q")
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    line = run.stdout.str().split("frozen while the items ran: ")[1].split("\n")[0]
+    during, after = line.split("; after them: ")
+    return int(during), int(after)
+
+
+@pytest.mark.e2e  # (a whole run of 1,000 items)
+def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_the_end(pytester, toy, server):
+    assert gc.get_freeze_count() == 0
+    during, after = frozen_counts(pytester, 1000, toy(1000), server.url)
+    assert during > 0  # the collected items (and all that was alive then)
+    assert after > during  # and, once the items ran, their reports and records
+    assert gc.get_freeze_count() == 0  # a caller of pytest.main (here, pytester) gets them all collectable again
+
+
+def test_a_small_run_freezes_nothing(pytester, toy, server):
+    # gc.get_referrers does not see frozen referrers, which a library checking for leaks may notice
+    assert frozen_counts(pytester, 10, toy(10), server.url) == (0, 0)
