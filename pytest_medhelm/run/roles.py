@@ -137,6 +137,9 @@ class Role:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
         self.run.delivery.session = session
+        rc = self.ctx.run_config if self.ctx.configured else None
+        if self.reports and rc is not None and rc.models and not rc.dry_run and not self.config.option.collectonly:
+            self.run.reporting.prefetch()
         self.before_items(session)
         interrupted = True
         try:

@@ -1,5 +1,6 @@
-"""A large run keeps what lives until its end out of the garbage collector's way, and gives it back (roles.py:
-``freeze_if_large``, ``freeze_again``)."""
+"""The end of a run: a large run keeps what lives until its end out of the garbage collector's way, and gives it
+back (roles.py: ``freeze_if_large``, ``freeze_again``); the libraries the results need are imported while the items
+run (reporting.py: ``prefetch``)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,30 @@ def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_t
 def test_a_small_run_freezes_nothing(pytester, toy, server):
     # gc.get_referrers does not see frozen referrers, which a library checking for leaks may notice
     assert frozen_counts(pytester, 10, toy(10), server.url) == (0, 0)
+
+
+NUMPY_PROBE = """
+import sys
+import time
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    # (the last item; the results are built after it): did the libraries arrive while the items ran?
+    if nodeid.endswith("q005]"):
+        deadline = time.monotonic() + 10
+        while "numpy" not in sys.modules and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(f"numpy before the results: {'numpy' in sys.modules}")
+"""
+
+
+@pytest.mark.e2e  # (a new interpreter: this one has numpy already)
+def test_the_libraries_the_results_need_are_imported_while_the_items_run(pytester, toy, server):
+    data = toy(6)
+    pytester.makepyfile(numpy_probe=NUMPY_PROBE)
+    run = pytester.runpytest_subprocess("-p", "numpy_probe", "-p", "no:cacheprovider", "-p", "no:xdist", "-s",
+                                        "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
+                                        "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
+                                        "--rootdir", str(pytester.path))
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    assert "numpy before the results: True" in run.stdout.str()
