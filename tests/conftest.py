@@ -20,26 +20,6 @@ import numpy.fft  # noqa: F401 - a C extension too; first imported lazily, by an
 import pydantic  # noqa: F401 - imported once here, before any inner session (above)
 import tabulate  # noqa: F401 - imported once here, before any inner session (above)
 
-# The importlib_metadata backport (imported by litellm._version) appends its finder to sys.meta_path and deletes
-# find_distributions from the stdlib PathFinder class when it is first imported. pytester restores sys.meta_path
-# after each in-process run but cannot undo the class patch: if litellm is first imported inside an inner session
-# (a dry run counts tokens with it), no finder is left that finds distributions, importlib.metadata sees no installed
-# package, and every later in-process run in this worker loads no pytest11 plugin (--medhelm-* options are
-# "unrecognized arguments", exit 4). Imported here, before any inner session, its finder is part of what pytester
-# restores. (A user calling pytest.main twice is not affected: nothing restores sys.meta_path there.)
-try:
-    import importlib_metadata  # noqa: F401 - imported for its side effect, before any inner session
-except ImportError:  # not installed: nothing patches PathFinder then
-    pass
-
-# litellm too, as the plugin imports it: first imported inside an inner session, it (with pydantic-settings and
-# the rest of what it loads) is dropped when that session ends, and importing it again in the same process breaks
-# on pydantic's half-kept state ("tuple.index(x): x not in tuple" at start-up) or crashes the worker outright; the
-# full suite hid it only because some earlier test happened to import it at the outer level.
-from pytest_medhelm.thirdparty import import_litellm
-
-import_litellm()
-
 # The suite starts hundreds of interpreters (pytester's subprocess runs, their xdist workers, test servers). Under
 # PYTHONDONTWRITEBYTECODE (set on CI's machine) each of them would compile every module it imports from source and
 # rewrite every pytest plugin's modules again (pytest caches rewritten modules only where bytecode is written): about
@@ -48,17 +28,48 @@ import_litellm()
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-# and BERTScore's stack when it is installed: an in-process run of an open-ended benchmark scores BERTScore beside
-# the jury (an empty answer too), which loads torch inside the inner session; dropped at its end, torch's objects
-# crash the garbage collector later in the same process (a segfault, seen as a crashed xdist worker). Never the
-# network from a test: the Hugging Face client reads these two when it is first imported.
+# Never the network from a test: the Hugging Face client reads these two when it is first imported (below).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-try:
-    import torch  # noqa: F401 - imported once here, before any inner session (above)
-    import bert_score  # noqa: F401 - imported once here, before any inner session (above)
-except ImportError:  # without the [bertscore] extra nothing loads torch
-    pass
+
+
+def _import_before_inner_sessions() -> None:
+    """What must be imported in this process before any in-process pytester run (each reason below)."""
+    # The importlib_metadata backport (imported by litellm._version) appends its finder to sys.meta_path and
+    # deletes find_distributions from the stdlib PathFinder class when it is first imported. pytester restores
+    # sys.meta_path after each in-process run but cannot undo the class patch: if litellm is first imported inside an
+    # inner session (a dry run counts tokens with it), no finder is left that finds distributions, importlib.metadata
+    # sees no installed package, and every later in-process run in this worker loads no pytest11 plugin (--medhelm-*
+    # options are "unrecognized arguments", exit 4). Imported here, before any inner session, its finder is part of
+    # what pytester restores. (A user calling pytest.main twice is not affected: nothing restores sys.meta_path.)
+    try:
+        import importlib_metadata  # noqa: F401 - imported for its side effect, before any inner session
+    except ImportError:  # not installed: nothing patches PathFinder then
+        pass
+
+    # litellm too, as the plugin imports it: first imported inside an inner session, it (with pydantic-settings and
+    # the rest of what it loads) is dropped when that session ends, and importing it again in the same process
+    # breaks on pydantic's half-kept state ("tuple.index(x): x not in tuple" at start-up) or crashes the worker
+    # outright; the full suite hid it only because some earlier test happened to import it at the outer level.
+    from pytest_medhelm.thirdparty import import_litellm
+    import_litellm()
+
+    # and BERTScore's stack when it is installed: an in-process run of an open-ended benchmark scores BERTScore
+    # beside the jury (an empty answer too), which loads torch inside the inner session; dropped at its end, torch's
+    # objects crash the garbage collector later in the same process (a segfault, seen as a crashed xdist worker).
+    try:
+        import torch  # noqa: F401 - imported once here, before any inner session (above)
+        import bert_score  # noqa: F401 - imported once here, before any inner session (above)
+    except ImportError:  # without the [bertscore] extra nothing loads torch
+        pass
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # (before any test: a session that only collects runs none, and skips these seconds of imports; the tier
+    # guard's collection of the whole suite, tests/test_tiers.py, is one)
+    if not config.option.collectonly:
+        _import_before_inner_sessions()
+
 
 pytest_plugins = ["pytester"]
 

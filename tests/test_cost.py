@@ -142,7 +142,7 @@ def test_a_prices_file_overrides_litellm(prices_file):
 
 def test_unknown_models_cost_unknown_never_zero():
     prices = Prices()
-    for name in ("hosted_vllm/my-finetune", "openai/toy-model"):  # (local/...: $0, tests/e2e/test_local_cost.py)
+    for name in ("hosted_vllm/my-finetune", "openai/toy-model"):  # (local/...: $0, tests/e2e/test_local_model_run.py)
         assert prices.price_for(name) is None
         assert prices.cost(name, name, 100, 10) is None
         assert prices.completion_cost(name, name, 100, 10, reported=None) is None

@@ -127,6 +127,7 @@ def _around(action: str) -> str:
     return ENVIRONMENT_AROUND.format(action=textwrap.dedent(action).strip())
 
 
+@pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
 def test_importing_litellm_leaves_the_environment_as_it_was():
     action = """
     from pytest_medhelm.thirdparty import import_litellm
@@ -139,6 +140,7 @@ def test_importing_litellm_leaves_the_environment_as_it_was():
     assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": None, "TIKTOKEN_CACHE_DIR": None}
 
 
+@pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
 def test_a_value_the_user_set_is_kept(tmp_path):
     action = """
     from pytest_medhelm.thirdparty import import_litellm
@@ -151,6 +153,7 @@ def test_a_value_the_user_set_is_kept(tmp_path):
     assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "TIKTOKEN_CACHE_DIR": str(tmp_path)}
 
 
+@pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
 def test_counting_tokens_offline_leaves_the_environment_as_it_was():
     action = """
     from pytest_medhelm.catalogue.user_files import count_tokens

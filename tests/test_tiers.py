@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 
 
+@pytest.mark.e2e  # it starts a new interpreter (a collection of the whole suite), as the tests it guards do
 def test_every_test_that_starts_an_interpreter_or_inner_xdist_is_marked_e2e(tmp_path):
     out = tmp_path / "unmarked.json"
     env = {**os.environ, OUT_VARIABLE: str(out),

@@ -6,6 +6,7 @@ runs it over the whole suite."""
 from __future__ import annotations
 
 import dis
+import functools
 import json
 import os
 import types
@@ -87,6 +88,7 @@ def _is_false(value: dis.Instruction | None) -> bool:
     return value is not None and value.opname == "LOAD_CONST" and value.argval in (False, None, 0)
 
 
+@functools.cache  # (read once per function: a parametrized test's variants share its code, and decoding is slow)
 def code_reasons(code: types.CodeType) -> list[str]:
     """Why the test whose function has ``code`` is end-to-end (empty when nothing in it says so)."""
     reasons = set()

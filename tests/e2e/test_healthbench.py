@@ -116,7 +116,7 @@ def run(pytester: pytest.Pytester, data: Path, benchmark: str, *extra: str, judg
                 "--medhelm-benchmark", benchmark, "--medhelm-data-dir", str(data),
                 "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out),
                 *[a for j in judges for a in ("--medhelm-jury", j)], *extra]
-        result = pytester_runs.run(pytester, *args, subprocess=True)
+        result = pytester_runs.run(pytester, *args)
         assert result.ret == ret, result.stdout.str()[-3000:]
         sent = [r["json"] for r in server.requests]
     return json.loads(out.read_text()), sent, result.stdout.str()
@@ -224,8 +224,8 @@ def test_the_dry_run_counts_one_grader_call_per_criterion(pytester, data):
     prices.write_text('["openai/writer"]\ninput_per_million = 1.0\noutput_per_million = 1.0\n'
                       '["openai/grader"]\ninput_per_million = 1000000.0\noutput_per_million = 0.0\n')
     with running_server(answer="x") as server:
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base",
+        result = pytester_runs.run(
+            pytester, str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
             server.url, "--medhelm-benchmark", "healthbench", "--medhelm-data-dir", str(data), "--medhelm-dry-run",
             "--medhelm-grader", "openai/grader", "--medhelm-prices", str(prices))
         assert server.count == 0

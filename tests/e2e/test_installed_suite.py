@@ -109,11 +109,15 @@ def test_the_installed_suite_runs_from_a_users_directory(installed, user_project
     tests = {line.split("::")[1].split("[")[0] for line in collected.stdout.splitlines() if "::" in line}
     assert len(tests) == len(builtin_benchmarks())  # every module of the suite, each test once (no model: a skip)
 
-    out = user_project / "results.json"
+    out, page = user_project / "results.json", user_project / "report.html"
     result = run_user(installed, user_project, "--pyargs", "pytest_medhelm.suite", "--medhelm-model", "openai/m",
                       "--medhelm-api-base", server.url, "--medhelm-data-dir", "medhelm-data",
-                      "--medhelm-benchmark", "pubmedqa", "--medhelm-json", str(out))
+                      "--medhelm-benchmark", "pubmedqa", "--medhelm-json", str(out), "--medhelm-html", str(page))
     assert result.returncode == 0, result.stdout + result.stderr  # the ini gate pubmedqa>=0.6 holds
+    # the HTML report renders from the installed wheel's templates, style sheet and script
+    text = page.read_text(encoding="utf-8")
+    script = (ROOT / HTML / "static" / "report.js").read_text(encoding="utf-8")
+    assert f"<script>{script}</script>" in text and 'id="heatmap-chart"' in text and "pubmedqa" in text
     assert f"{len(builtin_benchmarks()) - 1} deselected" in result.stdout
     assert "medhelm gates: all 1 passed" in result.stdout
     assert server.count == 3  # the server always answers A ("yes"): two of three right
@@ -128,20 +132,16 @@ def test_the_installed_suite_runs_from_a_users_directory(installed, user_project
     assert "2 passed, 1 missed" in dist.stdout and server.count == 6
 
 
-def test_the_installed_wheel_writes_the_html_report(installed, user_project, server):
-    """The report's templates, style sheet and script are package files: the wheel has them, and renders from them."""
-    html = Path("pytest_medhelm") / "report" / "html"
+#: the HTML report's folder in the package
+HTML = Path("pytest_medhelm") / "report" / "html"
+
+
+def test_the_wheel_ships_the_html_reports_templates_style_sheet_and_script(installed):
+    """The report's templates, style sheet and script are package files: the wheel has them (the run of
+    test_the_installed_suite_runs_from_a_users_directory renders its report from them)."""
 
     def assets(root: Path) -> list[str]:
-        return sorted(p.relative_to(root / html).as_posix() for p in (root / html).rglob("*")
+        return sorted(p.relative_to(root / HTML).as_posix() for p in (root / HTML).rglob("*")
                       if p.is_file() and p.suffix not in (".py", ".pyc"))
 
     assert assets(installed) == assets(ROOT) and {"static/report.js", "static/report.css"} <= set(assets(ROOT))
-    page = user_project / "report.html"
-    result = run_user(installed, user_project, "--pyargs", "pytest_medhelm.suite", "--medhelm-model", "openai/m",
-                      "--medhelm-api-base", server.url, "--medhelm-data-dir", "medhelm-data",
-                      "--medhelm-benchmark", "pubmedqa", "--medhelm-html", str(page))
-    assert result.returncode == 0, result.stdout + result.stderr
-    text = page.read_text(encoding="utf-8")
-    script = (ROOT / html / "static" / "report.js").read_text(encoding="utf-8")
-    assert f"<script>{script}</script>" in text and 'id="heatmap-chart"' in text and "pubmedqa" in text

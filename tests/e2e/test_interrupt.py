@@ -3,7 +3,7 @@ during the item run, and SIGKILL; then the same command again.
 
 For each: answers already received are not requested again (only those in flight at the interrupt are re-sent),
 the cache is intact (SQLite integrity check, every entry readable), and the results equal those of an
-uninterrupted run. The same under ``-n 4`` with a shared cache.
+uninterrupted run. The same under xdist (``-n 2``) with a shared cache.
 
 The pytest runs are real subprocesses (``python -m pytest``) in a new session, so that the signal reaches them
 (and their xdist workers) as it would from a terminal; the test server runs in this process and counts requests
@@ -34,6 +34,9 @@ FIGURES: Counter = Counter()
 N = 40  # instances of the answers-ahead scenarios
 N_ITEMS = 16  # instances of the item-run scenarios (each item asks a follow-up question of its own, slowly)
 CONCURRENCY = 4
+#: xdist workers of the xdist scenarios: two share the cache as any number do (each more costs an interpreter's
+#: start-up on CI's two cores, twice per scenario)
+WORKERS = 2
 LATENCY = 0.25  # every answer; the answers-ahead phase of N takes N / CONCURRENCY * LATENCY = 2.5 s
 FOLLOW_UP_LATENCY = 0.2
 
@@ -77,12 +80,17 @@ def project(tmp_path_factory) -> Path:
 def server():
     async def script(body):  # follow-up questions are slow, so that an interrupt can land while items run
         if "follow-up" in body["messages"][-1]["content"]:
-            await asyncio.sleep(FOLLOW_UP_LATENCY)
+            await asyncio.sleep(SLOW["follow_up"])
         return None
 
     with running_server(answer="A", latency=0.0) as srv:
         srv.set_answer(script)
         yield srv
+
+
+#: the follow-up latency now: FOLLOW_UP_LATENCY only while a run is to be interrupted (the runs that finish need no
+#: slow answer: a resumed run of the items scenario would otherwise wait for each follow-up it still asks)
+SLOW = {"follow_up": 0.0}
 
 
 def _env(follow_up: bool) -> dict[str, str]:
@@ -98,7 +106,7 @@ def command(server, project: Path, cache: str, out: str, data: str = "data", xdi
            "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
            "--medhelm-data-dir", str(project / data), "--medhelm-cache-dir", str(project / cache),
            "--medhelm-concurrency", str(CONCURRENCY), "--medhelm-json", str(project / out)]
-    return cmd + (["-n", "4"] if xdist else ["-p", "no:xdist"])
+    return cmd + (["-n", str(WORKERS)] if xdist else ["-p", "no:xdist"])
 
 
 class Run:
@@ -180,6 +188,7 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     n = N_ITEMS if follow_up else N
     expected = reference(server, project, follow_up)
     server.configure(latency=0.0 if follow_up else LATENCY)
+    SLOW["follow_up"] = FOLLOW_UP_LATENCY if follow_up else 0.0
     server.reset()
     cache_dir = project / f"cache-{name}"
     cmd = command(server, project, cache_dir.name, f"{name}.json", "data_items" if follow_up else "data", xdist)
@@ -203,6 +212,7 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
 
     stored = cache_answers(cache_dir)  # intact, readable
     server.configure(latency=0.0)
+    SLOW["follow_up"] = 0.0
     server.reset()
     code, output = run_to_end(cmd, project, follow_up)
     assert code == 0, output
@@ -218,7 +228,7 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     # re-sent: requests of the first run whose answer never reached the cache (they were in flight)
     resent = len(first_prompts) - len(stored)
     FIGURES["requests re-sent after interruption"] += resent
-    assert resent <= CONCURRENCY * (4 if xdist else 1) + 1, (resent, in_flight)
+    assert resent <= CONCURRENCY * (WORKERS if xdist else 1) + 1, (resent, in_flight)
     # every question was asked, none more than twice (once more only when it was in flight at the interrupt)
     asked = Counter(first_prompts + second_prompts)
     assert len(asked) == total_questions and max(asked.values()) <= 2

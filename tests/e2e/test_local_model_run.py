@@ -36,10 +36,15 @@ def gguf(tmp_path: Path) -> Path:
     return link
 
 
-def _args(data: Path, cache: Path, gguf: Path, *extra: str) -> list[str]:
+#: instances per benchmark of a run that finishes: two benchmarks of two give each of two xdist workers items (the
+#: time is llama.cpp reading the prompts, about 500 tokens each, slowly on two shared cores)
+INSTANCES = 2
+
+
+def _args(data: Path, cache: Path, gguf: Path, *extra: str, instances: int = INSTANCES) -> list[str]:
     return [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", f"local/{gguf}", "--medhelm-benchmark",
-            "pubmedqa", "--medhelm-benchmark", "medcalc_bench", "--medhelm-max-instances", "5", "--medhelm-data-dir",
-            str(data), "--medhelm-cache-dir", str(cache), *extra]
+            "pubmedqa", "--medhelm-benchmark", "medcalc_bench", "--medhelm-max-instances", str(instances),
+            "--medhelm-data-dir", str(data), "--medhelm-cache-dir", str(cache), *extra]
 
 
 def _server_starts(cache: Path) -> int:
@@ -55,7 +60,7 @@ def test_suite_answers_with_the_local_model_and_leaves_no_server(pytester, share
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads(out.read_text())
     answered = [i for i in report["instances"] if i["error"] is None and i["answer"] is not None]
-    assert len(report["instances"]) == 10 and len(answered) == 10
+    assert len(report["instances"]) == 2 * INSTANCES and len(answered) == 2 * INSTANCES
     assert {i["benchmark"] for i in answered} == {"pubmedqa", "medcalc_bench"}
     assert sum(i["tokens_out"] for i in answered) > 0
     assert _server_starts(cache) == 1  # one server for the run, also with two workers
@@ -65,8 +70,7 @@ def test_suite_answers_with_the_local_model_and_leaves_no_server(pytester, share
 def test_ctrl_c_stops_the_server(pytester, shared_data, gguf):
     cache = pytester.path / "cache"
     # more instances than can finish quickly, so the run is still answering when interrupted
-    args = _args(shared_data, cache, gguf)
-    args[args.index("5")] = "40"
+    args = _args(shared_data, cache, gguf, instances=40)
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=pytester.path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
@@ -88,17 +92,23 @@ def test_ctrl_c_stops_the_server(pytester, shared_data, gguf):
     assert find_llama_processes(gguf) == []
 
 
-def test_smollm2_as_judge_writes_judgements_that_parse_and_no_request_is_sent_twice(pytester, shared_data, gguf,
-                                                                                     monkeypatch):
-    """The README's main job in small: SmolLM2 answers an open-ended benchmark and judges the answers. Its replies
-    are constrained to the judgement's JSON schema, so every judgement parses; one request at a time reaches the
-    single-slot server, so none times out in its queue and is sent again (no disconnects in the server's log)."""
+def test_smollm2_answering_and_judging_costs_zero_writes_judgements_that_parse_and_sends_nothing_twice(
+        pytester, shared_data, gguf, monkeypatch):  # (gguf: skipped without the model)
+    """The README's main job in small, in one run: SmolLM2 answers an open-ended benchmark and judges the answers,
+    capped answers, an HTML report.
+
+    Its judge's replies are constrained to the judgement's JSON schema, so every judgement parses; one request at a
+    time reaches the single-slot server, so none times out in its queue and is sent again (no disconnects in the
+    server's log). Every cost in the results is 0.0, not null (the model runs on this machine; no one bills its
+    tokens), so the report draws its cost chart; the cap reached the server. (The cap holds the answers, not the
+    judgements: it also keeps the judges' prompts short.) The model is named as users name it, ``local/smollm2``."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # medicationqa's BERTScore: no hub retries (tests are offline)
-    cache, out = pytester.path / "cache", pytester.path / "r.json"
-    args = [str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", f"local/{gguf}",
-            "--medhelm-jury", f"local/{gguf}", "--medhelm-benchmark", "medicationqa", "--medhelm-max-instances", "2",
-            "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(cache), "--medhelm-json", str(out)]
-    result = pytester.runpytest_subprocess(*args)
+    cache, out, html = pytester.path / "cache", pytester.path / "r.json", pytester.path / "r.html"
+    result = pytester.runpytest_subprocess(
+        str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist", "--medhelm-model",
+        "local/smollm2", "--medhelm-jury", "local/smollm2", "--medhelm-benchmark", "medicationqa",
+        "--medhelm-max-instances", "2", "--medhelm-max-tokens", "12", "--medhelm-data-dir", str(shared_data),
+        "--medhelm-cache-dir", str(cache), "--medhelm-json", str(out), "--medhelm-html", str(html))
     assert result.ret == 0, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["*local judge local/*: replies constrained to the judgement's JSON schema*"])
     report = json.loads(out.read_text())
@@ -112,3 +122,14 @@ def test_smollm2_as_judge_writes_judgements_that_parse_and_no_request_is_sent_tw
     log = "".join(p.read_text(errors="replace") for p in (cache / "logs").glob("llama-server-*.log"))
     assert log.count('"POST /v1/chat/completions HTTP/1.1" 200') == 4  # 2 answers + 2 judgements, once each
     assert "disconnected" not in log.lower()
+
+    [row] = report["models"]
+    assert row["cost_usd"] == 0.0 and row["jury_cost_usd"] == 0.0, row  # 0.0: known, not null (unknown)
+    assert row["tokens_out"] > 0 and row["jury_tokens_out"] > 0, row  # (tokens were written, at no cost)
+    instances = report["instances"]
+    assert len(instances) == 2 and all(i["cost_usd"] == 0.0 and i["jury_cost_usd"] == 0.0 for i in instances)
+    assert all(0 < i["tokens_out"] <= 12 for i in instances), [i["tokens_out"] for i in instances]
+    assert report["run"]["generation_cap"] == {"max_tokens": 12, "benchmarks": {"medicationqa": 512}}
+    page = html.read_text()
+    assert 'id="cost-chart"' in page and 'id="cost-none"' not in page
+    assert "$0.00" in page
