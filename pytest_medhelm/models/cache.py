@@ -271,11 +271,13 @@ class AnswerCache:
 
     # --------------------------------------------------------------------------------------------- reading
     def _read(self, key: str) -> Any:
-        from pytest_medhelm.models.cache_disk import ForeignEntry
+        # (the module as _open reached it: the class raised by its JSONDisk is the one caught here even when the
+        # module was imported twice, as pytester's in-process runs can make it)
+        from pytest_medhelm.models import cache_disk
 
         try:
             return self._cache.get(key)
-        except ForeignEntry:
+        except cache_disk.ForeignEntry:
             return None  # never decoded: a miss
 
     def _usable(self, entry: Any) -> bool:
