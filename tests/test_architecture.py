@@ -71,6 +71,7 @@ def test_ruff_finds_nothing():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.e2e  # (a whole type check in a new interpreter: 1-2 minutes on a fresh clone, seconds once cached)
 def test_mypy_finds_nothing():
     # (its cache, .mypy_cache/ beside pyproject.toml as for a developer's own run, makes the next run seconds)
     result = run_tool("mypy", [], ROOT)
@@ -97,6 +98,7 @@ def test_ruff_reports_what_is_planted(tmp_path):
         assert f" {code} " in result.stdout, result.stdout
 
 
+@pytest.mark.e2e  # (a new interpreter, with no cache: it checks what the planted module imports from scratch)
 def test_mypy_reports_what_is_planted(tmp_path):
     """The check bites, with the project's settings: a wrong type, an unused ignore, an untyped function's body."""
     source = ('count: int = "three"\nsize: int = 1  # type: ignore[assignment]  # stale\n\n\n'
