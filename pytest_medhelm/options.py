@@ -252,7 +252,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("healthbench-subset", "HealthBench's examples: full (5,000), hard (1,000) or consensus (3,671)",
            parse=_choice("--medhelm-healthbench-subset", ("full", "hard", "consensus")),
            metavar="full|hard|consensus", default="full"),
-    Option("bertscore-model", "BERTScore model name or local folder (needs the [bertscore] extra)", metavar="NAME"),
+    Option("bertscore-model", "BERTScore model name or local folder (needs the [bertscore] extra); off: no BERTScore "
+           "(nothing of torch is loaded)", metavar="NAME|off"),
     # saved runs, comparisons, shards
     Option("save", "save this run's results under .medhelm/runs/ with this name", metavar="NAME"),
     Option("autosave", "save every run under .medhelm/runs/", flag=True, default=False),

