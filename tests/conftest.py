@@ -137,13 +137,19 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+#: ``--medhelm-bertscore-model`` of the test runs that check nothing of BERTScore: it costs a run about 4 s (torch,
+#: transformers and the model loaded in each process) and tests/metrics/test_bertscore.py checks it
+NO_BERTSCORE = ("--medhelm-bertscore-model", "off")
+
+
 def suite_args(url: str, data: Path, benchmark: str, n: int, *extra: str,
-               judges: tuple[str, ...] = ("openai/judge-a",)) -> list[str]:
+               judges: tuple[str, ...] = ("openai/judge-a",), bertscore: str = "off") -> list[str]:
     """The built-in suite on ``n`` instances of ``benchmark``: the model ``openai/writer`` and the judges on our
-    test server at ``url``, the data from ``data``, no pytest cache; ``extra`` after these."""
+    test server at ``url``, the data from ``data``, no pytest cache, BERTScore with the model ``bertscore`` (off
+    unless the test checks it); ``extra`` after these."""
     args = [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base", url,
             "--medhelm-jury-api-base", url, "--medhelm-benchmark", benchmark, "--medhelm-max-instances", str(n),
-            "--medhelm-data-dir", str(data)]
+            "--medhelm-data-dir", str(data), "--medhelm-bertscore-model", bertscore]
     for judge in judges:
         args += ["--medhelm-jury", judge]
     return [*args, *extra]

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from catalogue_helpers import load
 import pytester_runs
+from conftest import NO_BERTSCORE
 from helm_reference import HELM, helm_judge_prompt, helm_model_prompt, helm_template
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -48,24 +49,21 @@ def answer_or_judge(body: dict) -> str:
     return "" if is_empty_for(prompt) else ANSWER
 
 
-def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, data: Path, slugs: list[str],
-        extra: list[str]) -> tuple[dict, list[dict]]:
+def run(pytester: pytest.Pytester, data: Path, slugs: list[str], extra: list[str]) -> tuple[dict, list[dict]]:
     from pytest_medhelm.testing.server import running_server
-
-    # BERTScore (beside the jury) is not under test: without network HELM's model would be looked for on the hub
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(answer_or_judge)
         args = [str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
                 server.url, "--medhelm-jury-api-base", server.url, "--medhelm-data-dir", str(data),
-                "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out), *extra]
+                "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out),
+                *NO_BERTSCORE, *extra]  # (BERTScore beside the jury is not under test here)
         for judge in JUDGES:
             args += ["--medhelm-jury", judge]
         for slug in slugs:
             args += ["--medhelm-benchmark", slug]
-        # a subprocess, as users run it (and BERTScore may import torch, which cannot be imported twice in a process)
+        # a subprocess, as users run it
         result = pytester_runs.run(pytester, *args, subprocess=True)
         assert result.ret == 0, result.stdout.str()[-3000:]
         assert "not comparable with MedHELM" not in result.stdout.str()
@@ -119,18 +117,18 @@ def check(report: dict, sent: list[dict], data: Path, slugs: list[str]) -> None:
 
 
 @pytest.mark.parametrize("xdist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist-2"])
-def test_five_open_benchmarks_on_a_sample_ask_what_helm_asks(pytester, monkeypatch, shared_data, xdist):
+def test_five_open_benchmarks_on_a_sample_ask_what_helm_asks(pytester, shared_data, xdist):
     if not (shared_data / "helm_jury").is_dir():
         pytest.skip("../shared/data/helm_jury is absent")
     slugs = list(HELM)
-    report, sent = run(pytester, monkeypatch, shared_data, slugs, ["--medhelm-max-instances", "4", *xdist])
+    report, sent = run(pytester, shared_data, slugs, ["--medhelm-max-instances", "4", *xdist])
     check(report, sent, shared_data, slugs)
 
 
-def test_every_instance_of_aci_bench_and_mediqa_asks_what_helm_asks(pytester, monkeypatch, shared_data):
+def test_every_instance_of_aci_bench_and_mediqa_asks_what_helm_asks(pytester, shared_data):
     if not (shared_data / "helm_jury").is_dir():
         pytest.skip("../shared/data/helm_jury is absent")
     slugs = ["aci_bench", "mediqa"]
-    report, sent = run(pytester, monkeypatch, shared_data, slugs, ["-n", "2"])
+    report, sent = run(pytester, shared_data, slugs, ["-n", "2"])
     assert len({r["instance_id"] for r in report["instances"] if r["benchmark"] == "aci_bench"}) == 120
     check(report, sent, shared_data, slugs)

@@ -329,6 +329,7 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
     item then reads its BERTScore from the memo (one scorer call per process, not one per item)."""
     import json
 
+    import pytester_runs
     from conftest import suite_args
     from pytest_medhelm.testing.server import running_server
 
@@ -340,13 +341,15 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
     with running_server(answer="x") as server:
         server.set_answer(lambda body: verdict if body["model"].startswith("judge")
                           else f"Take it with food. ({body['messages'][0]['content'][-40:]})")
-        args = suite_args(server.url, shared_data, "mediqa", 6, "-p", "count_bert", "--medhelm-bertscore-model",
-                          MINILM, "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out),
-                          *xdist, judges=("openai/judge-a", "openai/judge-b"))
-        first = pytester.runpytest_subprocess(*args)  # (a child process: torch cannot be loaded twice into one)
+        cache = ["--medhelm-cache-dir", str(pytester.path / "cache")]
+        judges = ("openai/judge-a", "openai/judge-b")
+        # the first run only fills the cache with the answers and verdicts: in this process, without BERTScore
+        first = pytester_runs.run(pytester, *suite_args(server.url, shared_data, "mediqa", 6, *cache, "-p",
+                                                        "no:xdist", judges=judges, bertscore="off"))
         assert first.ret == 0, first.stdout.str()[-3000:]
-        calls.unlink()
-        again = pytester.runpytest_subprocess(*args)
+        args = suite_args(server.url, shared_data, "mediqa", 6, "-p", "count_bert", *cache, "--medhelm-json",
+                          str(out), *xdist, judges=judges, bertscore=MINILM)
+        again = pytester.runpytest_subprocess(*args)  # (a child process: torch cannot be loaded twice into one)
         assert again.ret == 0, again.stdout.str()[-3000:]
     made = [json.loads(line) for line in calls.read_text().splitlines()]
     per_process: dict[int, list[int]] = {}
@@ -402,8 +405,8 @@ def test_a_run_with_bertscore_off_imports_no_torch_and_its_records_say_why(pytes
     with running_server(answer="x") as server:
         server.set_answer(lambda body: verdict if body["model"].startswith("judge") else "Take it with food.")
         result = pytester.runpytest_subprocess(*suite_args(
-            server.url, shared_data, "mediqa", 2, "-p", "imported", "-p", "no:xdist", "--medhelm-bertscore-model",
-            "off", "--medhelm-cache", "off", "--medhelm-json", str(out)))
+            server.url, shared_data, "mediqa", 2, "-p", "imported", "-p", "no:xdist", "--medhelm-cache", "off",
+            "--medhelm-json", str(out), bertscore="off"))
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert json.loads(imported.read_text()) == []
     assert "MiniLM" not in result.stdout.str()  # no notice about a model either
