@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SUITE
+from conftest import NO_BERTSCORE, SUITE
 from test_jury_helm_scoring import CRITERIA, FOURS, TABLE, obj
 
 from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score
@@ -127,14 +127,13 @@ def write_mentalhealth(data: Path) -> None:
 @pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
                                    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shared_data: Path,
-                                                 monkeypatch: pytest.MonkeyPatch, xdist: list[str]) -> None:
+                                                 xdist: list[str]) -> None:
     """Two judges on a private open-ended benchmark: HELM's judge prompts in every mode (the same sha256), the
     jury's mean per mode as the fork's and HELM's rules give it."""
     from pytest_medhelm.testing.server import running_server
 
     if not (shared_data / "helm_jury").is_dir():
         pytest.skip("../shared/data lacks helm_jury (HELM's judge prompts)")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data = pytester.path / "data"
     write_mentalhealth(data)
     shutil.copytree(shared_data / "helm_jury", data / "helm_jury")
@@ -148,7 +147,7 @@ def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shar
                 server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
                 "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mentalhealth",
                 "--medhelm-data-dir", str(data), "--medhelm-cache", "off", "--medhelm-compat", compat,
-                "--medhelm-json", str(out), *xdist)
+                "--medhelm-json", str(out), *NO_BERTSCORE, *xdist)  # (BERTScore is not under test here)
             assert result.ret == 0, result.stdout.str()[-3000:]
             judge_prompts[compat] = sorted(r["json"]["messages"][0]["content"] for r in server.requests
                                            if r["json"]["model"].startswith("judge"))

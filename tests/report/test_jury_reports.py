@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUITE, suite_args
+import pytester_runs
+from conftest import NO_BERTSCORE, SUITE, suite_args
 from pytest_medhelm.compare.compare import build_comparison
 from pytest_medhelm.report.agreement import NEEDS_TWO, agreement_table, jury_agreement_records
 
@@ -117,12 +118,11 @@ def judges_disagree_a_little(body: dict) -> str:
 
 @pytest.mark.e2e
 def test_a_run_reports_its_instrument_and_agreement_everywhere_and_refuses_a_cross_instrument_gate(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+        pytester: pytest.Pytester, shared_data: Path) -> None:
     if not (shared_data / "helm_jury").is_dir():
         pytest.skip("../shared/data/helm_jury is absent")
     from pytest_medhelm.testing.server import running_server
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # BERTScore beside the jury is not under test here
     out, md, html = pytester.path / "r.json", pytester.path / "r.md", pytester.path / "r.html"
     with running_server(answer="x") as server:
         server.set_answer(judges_disagree_a_little)
@@ -130,10 +130,10 @@ def test_a_run_reports_its_instrument_and_agreement_everywhere_and_refuses_a_cro
                   "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury",
                   "openai/judge-b", "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench",
                   "--medhelm-max-instances", "8", "--medhelm-data-dir", str(shared_data),
-                  "--medhelm-cache-dir", str(pytester.path / "cache")]
-        # in subprocesses: BERTScore may import torch, which cannot be imported twice in one process
-        result = pytester.runpytest_subprocess(*common, "--medhelm-json", str(out), "--medhelm-markdown", str(md),
-                                               "--medhelm-html", str(html))
+                  "--medhelm-cache-dir", str(pytester.path / "cache"), *NO_BERTSCORE]  # (not under test here)
+        # in this process: nothing here needs a new interpreter (BERTScore, which loads torch, is off)
+        result = pytester_runs.run(pytester, *common, "--medhelm-json", str(out), "--medhelm-markdown", str(md),
+                                   "--medhelm-html", str(html))
         assert result.ret == 0, result.stdout.str()[-3000:]
         stdout = result.stdout.str()
         report = json.loads(out.read_text())
@@ -153,8 +153,8 @@ def test_a_run_reports_its_instrument_and_agreement_everywhere_and_refuses_a_cro
         report["run"]["jury_prompts"] = "pytest-medhelm@0.1.0"
         baseline = pytester.path / "baseline.json"
         baseline.write_text(json.dumps(report))
-        result = pytester.runpytest_subprocess(*common, "--medhelm-compare", str(baseline),
-                                               "--medhelm-compare-fail", "overall:0.1")
+        result = pytester_runs.run(pytester, *common, "--medhelm-compare", str(baseline), "--medhelm-compare-fail",
+                                   "overall:0.1")
     assert result.ret == 1, result.stdout.str()[-3000:]
     lines = result.stdout.str().splitlines()
     [first] = [i for i, line in enumerate(lines) if "comparison with" in line]
@@ -168,7 +168,6 @@ def test_without_helms_files_the_run_says_once_that_its_open_ended_scores_are_no
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
     from pytest_medhelm.testing.server import running_server
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("MEDHELM_DATA_HOME", str(pytester.path / "empty-cache"))
     data = pytester.path / "data"
     data.mkdir()
@@ -206,12 +205,11 @@ def pytest_configure(config):
 
 @pytest.mark.e2e
 def test_processes_that_asked_from_different_instruments_make_a_mixed_run_said_out_loud(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+        pytester: pytest.Pytester, shared_data: Path) -> None:
     if not (shared_data / "helm_jury").is_dir():
         pytest.skip("../shared/data/helm_jury is absent")
     from pytest_medhelm.testing.server import running_server
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     pytester.makepyfile(half_without_helm=SECOND_WORKER_WITHOUT_HELMS_FILES)
     pytester.syspathinsert()
     out = pytester.path / "r.json"
