@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import NO_BERTSCORE
 from llama_processes import find_llama_processes
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -93,7 +94,7 @@ def test_ctrl_c_stops_the_server(pytester, shared_data, gguf):
 
 
 def test_smollm2_answering_and_judging_costs_zero_writes_judgements_that_parse_and_sends_nothing_twice(
-        pytester, shared_data, gguf, monkeypatch):  # (gguf: skipped without the model)
+        pytester, shared_data, gguf):  # (gguf: skipped without the model)
     """The README's main job in small, in one run: SmolLM2 answers an open-ended benchmark and judges the answers,
     capped answers, an HTML report.
 
@@ -102,13 +103,13 @@ def test_smollm2_answering_and_judging_costs_zero_writes_judgements_that_parse_a
     server's log). Every cost in the results is 0.0, not null (the model runs on this machine; no one bills its
     tokens), so the report draws its cost chart; the cap reached the server. (The cap holds the answers, not the
     judgements: it also keeps the judges' prompts short.) The model is named as users name it, ``local/smollm2``."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # medicationqa's BERTScore: no hub retries (tests are offline)
     cache, out, html = pytester.path / "cache", pytester.path / "r.json", pytester.path / "r.html"
     result = pytester.runpytest_subprocess(
         str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist", "--medhelm-model",
         "local/smollm2", "--medhelm-jury", "local/smollm2", "--medhelm-benchmark", "medicationqa",
         "--medhelm-max-instances", "2", "--medhelm-max-tokens", "12", "--medhelm-data-dir", str(shared_data),
-        "--medhelm-cache-dir", str(cache), "--medhelm-json", str(out), "--medhelm-html", str(html))
+        "--medhelm-cache-dir", str(cache), "--medhelm-json", str(out), "--medhelm-html", str(html),
+        *NO_BERTSCORE)  # (BERTScore is not under test here)
     assert result.ret == 0, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["*local judge local/*: replies constrained to the judgement's JSON schema*"])
     report = json.loads(out.read_text())

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+from conftest import NO_BERTSCORE, TOY_CONFTEST, TOY_TEST, toy_rows
 from pytest_medhelm.models.endpoints import (destination, endpoint_problems, key_problem, resolve_spec,
                                              route_problem, startup_lines)
 from pytest_medhelm.values import ModelSpec
@@ -144,8 +144,6 @@ def test_each_key_reaches_its_own_endpoint_only(pytester, shared_data, monkeypat
     out = pytester.path / "r.json"
     with running_server(answer=NOTE, api_key=keys["MODEL_ENDPOINT_KEY"]) as models, \
             running_server(answer=VERDICT, api_key=keys["JUDGE_ENDPOINT_KEY"]) as judges:
-        # in a child process: BERTScore (aci_bench's secondary metric) imports torch, which cannot be imported
-        # again in this process once an in-process run has dropped it
         result = pytester.runpytest_subprocess(
             str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
             "--medhelm-model", "openai/writer", "--medhelm-endpoint", f"openai/writer={models.url}",
@@ -154,7 +152,7 @@ def test_each_key_reaches_its_own_endpoint_only(pytester, shared_data, monkeypat
             "--medhelm-jury-api-base", judges.url, "--medhelm-jury-api-key-env", "JUDGE_ENDPOINT_KEY",
             "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "2", "--medhelm-retries", "0",
             "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"),
-            "--medhelm-json", str(out), *xdist)
+            "--medhelm-json", str(out), *NO_BERTSCORE, *xdist)  # (BERTScore is not under test here)
         to_models, to_judges = models.requests, judges.requests
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert len(to_models) == 2 and len(to_judges) == 4  # 2 answers; 2 judges x 2 answers

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import NO_BERTSCORE
 from pytest_medhelm.jury import JUDGE_MAX_TOKENS, judge_requests, llama_judges, parse_judgement, rubric_for
 from pytest_medhelm.models.llama import endpoints as llama_endpoints
 from pytest_medhelm.models.background import Sender
@@ -171,9 +172,7 @@ HOOK_PLUGIN = textwrap.dedent('''
 
 
 @pytest.mark.e2e
-def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_hold(pytester, shared_data,
-                                                                                    monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # aci_bench's BERTScore: no 50 s of hub retries (no network in tests)
+def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_hold(pytester, shared_data):
     def script(body):
         if body["model"].startswith("judge"):
             return VERDICT
@@ -184,14 +183,13 @@ def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_
         server.set_answer(script)
         pytester.makepyfile(medhelm_endpoints=HOOK_PLUGIN.format(url=server.url))
         pytester.syspathinsert()
-        # (in a child process: BERTScore loads torch, which cannot be loaded twice into one process)
         result = pytester.runpytest_subprocess(
             str(SUITE), "-p", "medhelm_endpoints", "-p", "no:cacheprovider", "-p", "no:randomly",
             "--medhelm-model", "openai/writer",
             "--medhelm-jury", "local/judge-l", "--medhelm-jury", "openai/judge-h", "--medhelm-jury-api-base",
             server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "5",
             "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"),
-            "--medhelm-json", str(out), "--medhelm-concurrency", "16")
+            "--medhelm-json", str(out), "--medhelm-concurrency", "16", *NO_BERTSCORE)  # (not under test here)
         assert result.ret == 0, result.stdout.str()[-3000:]
         bodies = [r["json"] for r in server.requests]
         max_in_flight = server.max_in_flight
