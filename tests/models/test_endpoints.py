@@ -144,9 +144,9 @@ def test_each_key_reaches_its_own_endpoint_only(pytester, shared_data, monkeypat
     out = pytester.path / "r.json"
     with running_server(answer=NOTE, api_key=keys["MODEL_ENDPOINT_KEY"]) as models, \
             running_server(answer=VERDICT, api_key=keys["JUDGE_ENDPOINT_KEY"]) as judges:
-        # in a child process: BERTScore (aci_bench's secondary metric) imports torch, which cannot be imported
-        # again in this process once an in-process run has dropped it
-        result = pytester.runpytest_subprocess(
+        # in this process: BERTScore's torch (aci_bench's secondary metric) is imported before any inner session
+        # (tests/conftest.py), so it is not imported again here
+        result = pytester.runpytest(
             str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
             "--medhelm-model", "openai/writer", "--medhelm-endpoint", f"openai/writer={models.url}",
             "--medhelm-api-key-env", "MODEL_ENDPOINT_KEY",
