@@ -125,14 +125,14 @@ def test_a_gate_on_a_deselected_benchmark_is_not_evaluated(pytester, toy, server
     out = pytester.path / "r.json"
     args = toy_args(server, data, "-k", "test_toy2", "--medhelm-threshold", "toy>=0.9",
                     "--medhelm-threshold", "clinical_decision_support>=0.1", "--medhelm-json", str(out), *mode)
-    result = pytester.runpytest(*args)
+    result = inner(pytester, *args)
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*medhelm gate NOT EVALUATED: toy>=0.9 for openai/toy-model: deselected*",
                                  "*medhelm gates: 1 passed, 1 not evaluated*"])
     gates = {g["spec"]: g for g in json.loads(out.read_text())["gates"]}
     assert gates["toy>=0.9"]["passed"] is None and gates["toy>=0.9"]["status"] == "not evaluated"
     assert gates["clinical_decision_support>=0.1"]["passed"] is True
-    strict = pytester.runpytest(*args, "--medhelm-strict-gates")
+    strict = inner(pytester, *args, "--medhelm-strict-gates")
     assert strict.ret == 1, strict.stdout.str()
 
 
@@ -142,7 +142,7 @@ def test_a_gate_on_a_deselected_benchmark_is_not_evaluated(pytester, toy, server
 def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
     data = toy(10)
     out, md = pytester.path / "r.json", pytester.path / "r.md"
-    result = pytester.runpytest(*toy_args(server, data, "-k", "q001 or q002 or q003", "--medhelm-json", str(out),
+    result = inner(pytester, *toy_args(server, data, "-k", "q001 or q002 or q003", "--medhelm-json", str(out),
                                           "--medhelm-markdown", str(md), "--medhelm-threshold", "toy>=0.1", *mode))
     assert result.ret == 0, result.stdout.str()
     report = json.loads(out.read_text())
@@ -154,7 +154,7 @@ def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
     assert gate["passed"] is True and gate["partial"] is True
     result.stdout.fnmatch_lines(["*medhelm gate toy>=0.1 for openai/toy-model: read from a partial run*"])
     assert "n=3/10 partial" in md.read_text()
-    full = pytester.runpytest(*toy_args(server, data, "--medhelm-json", str(out), *mode))
+    full = inner(pytester, *toy_args(server, data, "--medhelm-json", str(out), *mode))
     assert full.ret == 0
     [bench] = json.loads(out.read_text())["benchmarks"]
     assert (bench["n"], bench["n_planned"], bench["partial"]) == (10, 10, False)
