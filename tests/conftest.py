@@ -71,6 +71,15 @@ def pytest_configure(config: pytest.Config) -> None:
         _import_before_inner_sessions()
 
 
+# and Hypothesis (a test extra): its pytest plugin imports it in every session's terminal summary, which in an inner
+# in-process session meant importing it again each time (it is dropped at the session's end), and with it every
+# installed package's "hypothesis" entry point (trio's, when installed): 0.3 s idle, seconds on a loaded machine,
+# per in-process run.
+try:
+    import hypothesis  # noqa: F401 - imported once here, before any inner session (above)
+except ImportError:  # hypothesis is a test extra
+    pass
+
 pytest_plugins = ["pytester"]
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-#: what every inner run leaves out: the pytest cache (no .pytest_cache written into the test's project) and
-#: pytest-randomly when it is installed (an inner run's order and seeds are not what these tests check)
-INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly")
+#: what every inner run leaves out: the pytest cache (no .pytest_cache written into the test's project),
+#: pytest-randomly when it is installed (an inner run's order and seeds are not what these tests check), and the
+#: pytest plugins of two test extras that no inner run uses but each new interpreter paid for (each xdist worker
+#: too): anyio's imports its event-loop backends (trio's when installed) at load, Hypothesis's imports Hypothesis
+#: and its entry points in every terminal summary; 0.3-0.5 s of CPU per interpreter together
+INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:anyio", "-p", "no:hypothesispytest")
 
 
 def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False) -> pytest.RunResult:

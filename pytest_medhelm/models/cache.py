@@ -258,6 +258,9 @@ class AnswerCache:
     def _open(self, db_path: Path) -> Any:
         from pytest_medhelm.models import cache_disk
 
+        # what a read refuses with is the exception of this very module (not one imported again by name: a host
+        # that re-imports modules, pytester's in-process runs, would make it another class that no except matches)
+        self._foreign_entry = cache_disk.ForeignEntry
         try:
             if cache_disk.has_foreign_rows(str(db_path)):
                 self.migrated = cache_disk.migrate_pickled_rows(str(db_path))
@@ -271,13 +274,9 @@ class AnswerCache:
 
     # --------------------------------------------------------------------------------------------- reading
     def _read(self, key: str) -> Any:
-        # (the module as _open reached it: the class raised by its JSONDisk is the one caught here even when the
-        # module was imported twice, as pytester's in-process runs can make it)
-        from pytest_medhelm.models import cache_disk
-
         try:
             return self._cache.get(key)
-        except cache_disk.ForeignEntry:
+        except self._foreign_entry:
             return None  # never decoded: a miss
 
     def _usable(self, entry: Any) -> bool:

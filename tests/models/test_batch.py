@@ -1,5 +1,8 @@
 """``--medhelm-batch`` end to end: the toy benchmark's requests as a batch on our test server, which speaks OpenAI's
-Files and Batches endpoints (pytest_medhelm.testing.server.batches) and counts direct chat requests apart."""
+Files and Batches endpoints (pytest_medhelm.testing.server.batches) and counts direct chat requests apart.
+
+The inner runs are in-process (pytester_runs.run): nothing checked here needs a fresh interpreter, and each one cost
+seconds of start-up and litellm's import. Only the Ctrl-C test's first run is a process of its own (its signal)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import time
 import pytest
 
 from pytest_medhelm.testing.server import batch_stats, configure_batches
+from pytester_runs import run as inner
 
 XDIST = pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
                                           pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
@@ -51,11 +55,11 @@ def scores(report: dict) -> dict[str, float | None]:
 @pytest.mark.e2e
 @XDIST
 def test_a_batch_run_sends_no_chat_request_scores_as_a_direct_run_and_costs_half(pytester, server, project, xdist):
-    direct = pytester.runpytest_subprocess(*project("direct-cache", "direct.json"), *xdist)
+    direct = inner(pytester, *project("direct-cache", "direct.json"), *xdist)
     assert direct.ret == 0, direct.stdout.str()[-3000:]
     assert server.count == 10 and batch_stats(server.url)["batches_created"] == 0
 
-    batched = pytester.runpytest_subprocess(*project("batch-cache", "batch.json", "--medhelm-batch"), *xdist)
+    batched = inner(pytester, *project("batch-cache", "batch.json", "--medhelm-batch"), *xdist)
     assert batched.ret == 0, batched.stdout.str()[-3000:]
     assert server.count == 10  # not one chat request more: every answer came from the batch
     stats = batch_stats(server.url)
@@ -72,7 +76,7 @@ def test_a_batch_run_sends_no_chat_request_scores_as_a_direct_run_and_costs_half
     assert batch_report["run"]["options"]["batch"] is True
 
     # the same cache keys as a direct run: a direct run on the batch run's cache asks nothing
-    again = pytester.runpytest_subprocess(*project("batch-cache", "again.json"), *xdist)
+    again = inner(pytester, *project("batch-cache", "again.json"), *xdist)
     assert again.ret == 0 and server.count == 10
     assert all(i["cached"] for i in results(pytester, "again.json")["instances"])
     assert scores(results(pytester, "again.json")) == scores(direct_report)
@@ -107,7 +111,7 @@ def test_ctrl_c_after_submitting_then_the_same_command_collects_the_batch_instea
     assert len(list((pytester.path / "cache" / "batches").glob("*.json"))) == 1  # its id is kept
 
     configure_batches(server.url, polls=1)  # the provider has finished it meanwhile
-    second = pytester.runpytest_subprocess(*args)
+    second = inner(pytester, *args)
     assert second.ret == 0, second.stdout.str()[-3000:]
     stats = batch_stats(server.url)
     assert stats["batch_ids"] == [batch_id] and len(stats["lines"]) == 10  # no second batch, nothing paid twice
@@ -124,7 +128,7 @@ def test_lines_the_provider_failed_are_errors_of_their_items_with_its_message_an
         pytester, server, project, xdist):
     message = "Invalid 'max_tokens': integer below minimum value."
     configure_batches(server.url, fail_lines={"question 3?": message, "question 7?": message})
-    run = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-batch"), *xdist)
+    run = inner(pytester, *project("cache", "out.json", "--medhelm-batch"), *xdist)
     assert run.ret == 1, run.stdout.str()[-3000:]
     report = results(pytester, "out.json")
     errors = {i["instance_id"]: i["error"] for i in report["instances"] if i["error"]}
@@ -134,7 +138,7 @@ def test_lines_the_provider_failed_are_errors_of_their_items_with_its_message_an
     run.stdout.fnmatch_lines(["medhelm batch * (answers, openai/writer at *): completed; 8/10 answered, 2 failed"])
 
     configure_batches(server.url, fail_lines={})
-    again = pytester.runpytest_subprocess(*project("cache", "again.json", "--medhelm-batch"), *xdist)
+    again = inner(pytester, *project("cache", "again.json", "--medhelm-batch"), *xdist)
     assert again.ret == 0, again.stdout.str()[-3000:]
     stats = batch_stats(server.url)
     assert stats["batches_created"] == 2 and len(stats["lines"]) == 12  # the two errors were not cached: asked again
@@ -150,7 +154,7 @@ def test_lines_the_provider_failed_are_errors_of_their_items_with_its_message_an
 def test_the_requests_a_failed_or_expired_batch_did_not_answer_are_item_errors(pytester, server, project, outcome,
                                                                                answered, why):
     configure_batches(server.url, outcome=outcome)
-    run = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-batch"))
+    run = inner(pytester, *project("cache", "out.json", "--medhelm-batch"))
     assert run.ret == 1, run.stdout.str()[-3000:]
     instances = results(pytester, "out.json")["instances"]
     assert sum(i["error"] is None for i in instances) == answered
@@ -162,7 +166,7 @@ def test_the_requests_a_failed_or_expired_batch_did_not_answer_are_item_errors(p
 @pytest.mark.e2e
 def test_a_server_without_a_batch_api_gets_the_requests_directly_and_the_run_says_so(pytester, server, project):
     configure_batches(server.url, available=False)  # POST /v1/files: 404
-    run = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-batch"))
+    run = inner(pytester, *project("cache", "out.json", "--medhelm-batch"))
     assert run.ret == 0, run.stdout.str()[-3000:]
     assert server.count == 10 and batch_stats(server.url)["batches_created"] == 0
     run.stdout.fnmatch_lines([f"medhelm: --medhelm-batch: {server.url} has no Batch API (POST /files: HTTP 404); its "
@@ -172,7 +176,7 @@ def test_a_server_without_a_batch_api_gets_the_requests_directly_and_the_run_say
 @pytest.mark.e2e
 def test_the_dry_run_prices_a_batch_run_at_the_batch_rate(pytester, project):
     def upper_bound(*extra: str) -> float:
-        run = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-dry-run", *extra))
+        run = inner(pytester, *project("cache", "out.json", "--medhelm-dry-run", *extra))
         assert run.ret == 0, run.stdout.str()[-3000:]
         found = re.search(r"Estimated upper bound: \$([0-9.,]+) ", run.stdout.str())
         assert found, run.stdout.str()[-3000:]
@@ -202,7 +206,7 @@ def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytest
     server.set_answer(answer_or_judge)
 
     def run(cache: str, out: str, *extra: str):
-        result = pytester.runpytest_subprocess(*suite_args(server.url, shared_data, "aci_bench", 2,
+        result = inner(pytester, *suite_args(server.url, shared_data, "aci_bench", 2,
                                                            "--medhelm-cache-dir", str(pytester.path / cache),
                                                            "--medhelm-json", str(pytester.path / out), *extra,
                                                            *xdist))
@@ -227,12 +231,12 @@ def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytest
 
 @pytest.mark.e2e
 def test_a_budget_holds_for_a_batch_and_counts_its_answers_at_the_batch_price(pytester, server, project):
-    refused = pytester.runpytest_subprocess(*project("cache", "none.json", "--medhelm-batch", "--medhelm-budget", "0"))
+    refused = inner(pytester, *project("cache", "none.json", "--medhelm-batch", "--medhelm-budget", "0"))
     assert batch_stats(server.url)["batches_created"] == 0 and server.count == 0  # nothing fits: nothing submitted
     refused.assert_outcomes(skipped=10)
     assert results(pytester, "none.json")["run"]["budget"]["not_sent"] == 10
 
-    paid = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-batch", "--medhelm-budget", "1"))
+    paid = inner(pytester, *project("cache", "out.json", "--medhelm-batch", "--medhelm-budget", "1"))
     assert paid.ret == 0, paid.stdout.str()[-3000:]
     assert batch_stats(server.url)["batches_created"] == 1 and server.count == 0
     report = results(pytester, "out.json")
@@ -244,7 +248,7 @@ def test_a_budget_holds_for_a_batch_and_counts_its_answers_at_the_batch_price(py
 def test_a_result_line_longer_than_its_max_tokens_allows_is_its_items_error_as_a_direct_reply_would_be(
         pytester, server, project):
     server.set_answer({"question 4?": "word " * 20_000})  # 100 kB for a request of max_tokens=1
-    run = pytester.runpytest_subprocess(*project("cache", "out.json", "--medhelm-batch"))
+    run = inner(pytester, *project("cache", "out.json", "--medhelm-batch"))
     assert run.ret == 1, run.stdout.str()[-3000:]
     errors = {i["instance_id"]: i["error"] for i in results(pytester, "out.json")["instances"] if i["error"]}
     assert list(errors) == ["q004"] and "malformed reply: the result line is 100," in errors["q004"]

@@ -1,7 +1,10 @@
 """The answer cache as untrusted input (issue 20, points 3, 4 and the cache items of 10): values are JSON and
 reading them runs nothing; a directory or file that is not safely the user's own is refused, naming it; a damaged
 database is a clear error; files planted by someone else are not believed; an answer is cached (and priced) as the
-endpoint that actually gave it, litellm's environment included."""
+endpoint that actually gave it, litellm's environment included.
+
+The inner runs are in-process (pytester_runs.run): nothing here needs a fresh interpreter, and litellm (which reads
+OPENAI_BASE_URL at each request, not at import) was imported again by each one, seconds apiece."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 from pytest_medhelm.models.cache import AnswerCache, CacheRefused, make_private_dir
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import Completion
+from pytester_runs import run as inner
 
 MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
                                          pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
@@ -50,7 +54,7 @@ class Planted:
 def test_a_run_stores_its_answers_as_json_text(pytester, toy, server):
     data = toy(3)
     cache = pytester.path / "cache"
-    result = pytester.runpytest_subprocess(*toy_args(server, data, cache, "-p", "no:xdist"))
+    result = inner(pytester, *toy_args(server, data, cache, "-p", "no:xdist"))
     assert result.ret == 0, result.stdout.str()
     stored = rows(cache / "cache.db")
     assert len(stored) == 3
@@ -67,12 +71,12 @@ def test_a_planted_pickle_never_runs_and_its_answer_is_asked_again(pytester, toy
     cache = pytester.path / "cache"
     marker = pytester.path / "code-ran"
     with running_server(answer="A") as server:
-        assert pytester.runpytest_subprocess(*toy_args(server, data, cache, *mode)).ret == 0
+        assert inner(pytester, *toy_args(server, data, cache, *mode)).ret == 0
         planted = pickle.dumps({"completion": Planted(str(marker))})
         with sqlite3.connect(cache / "cache.db") as connection:  # someone rewrites every entry as a pickle
             connection.execute("UPDATE Cache SET mode = 4, value = ?", (planted,))
         server.reset()
-        result = pytester.runpytest_subprocess(*toy_args(server, data, cache, *mode))
+        result = inner(pytester, *toy_args(server, data, cache, *mode))
         count = server.count
     assert result.ret == 0, result.stdout.str()
     assert not marker.exists()  # the pickle was never loaded (it would have created the file)
@@ -86,17 +90,17 @@ def test_a_planted_pickle_never_runs_and_its_answer_is_asked_again(pytester, toy
 def test_an_earlier_versions_pickled_cache_is_converted_once_and_keeps_its_answers(pytester, toy, server):
     data = toy(3)
     cache = pytester.path / "cache"
-    assert pytester.runpytest_subprocess(*toy_args(server, data, cache, "-p", "no:xdist")).ret == 0
+    assert inner(pytester, *toy_args(server, data, cache, "-p", "no:xdist")).ret == 0
     with sqlite3.connect(cache / "cache.db") as connection:  # what diskcache's default Disk wrote before
         for key, _raw, _mode, _file, value in connection.execute("SELECT key, raw, mode, filename, value FROM Cache"):
             connection.execute("UPDATE Cache SET mode = 4, value = ? WHERE key = ?",
                                (pickle.dumps(json.loads(value), protocol=5), key))
     server.reset()
-    result = pytester.runpytest_subprocess(*toy_args(server, data, cache, "-p", "no:xdist"))
+    result = inner(pytester, *toy_args(server, data, cache, "-p", "no:xdist"))
     assert result.ret == 0, result.stdout.str()
     assert server.count == 0  # every answer kept
     result.stdout.fnmatch_lines(["*was converted from pickles to JSON once: 3 entries kept*"])
-    again = pytester.runpytest_subprocess(*toy_args(server, data, cache, "-p", "no:xdist"))
+    again = inner(pytester, *toy_args(server, data, cache, "-p", "no:xdist"))
     assert "was converted from pickles" not in again.stdout.str() and server.count == 0  # once
 
 
@@ -135,7 +139,7 @@ def _someone_elses_dir(tmp_path: Path) -> Path:
 def test_a_cache_directory_owned_by_someone_else_is_a_usage_error_naming_it(pytester, toy, server, mode, tmp_path):
     data = toy(2)
     theirs = _someone_elses_dir(tmp_path)
-    result = pytester.runpytest_subprocess(*toy_args(server, data, theirs, *mode))
+    result = inner(pytester, *toy_args(server, data, theirs, *mode))
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines([f"*cache directory {theirs} is owned by user id *, not by you*"])
     assert server.count == 0 and "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
@@ -184,7 +188,7 @@ def test_a_cache_database_that_is_a_symlink_is_refused_and_its_target_untouched(
     victim.write_text("someone's file\n")
     victim.chmod(0o644)
     (cache / "cache.db").symlink_to(victim)
-    result = pytester.runpytest_subprocess(*toy_args(server, data, cache, *mode))
+    result = inner(pytester, *toy_args(server, data, cache, *mode))
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines([f"*cache file {cache / 'cache.db'} is a symbolic link*"])
     assert victim.read_text() == "someone's file\n" and victim.stat().st_mode & 0o777 == 0o644
@@ -208,7 +212,7 @@ def test_a_damaged_cache_database_is_a_clear_error_naming_the_file(pytester, toy
     data = toy(2)
     cache = make_private_dir(pytester.path / "cache")
     (cache / "cache.db").write_bytes(b"this is not an SQLite database" * 200)
-    result = pytester.runpytest_subprocess(*toy_args(server, data, cache, *mode))
+    result = inner(pytester, *toy_args(server, data, cache, *mode))
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.stderr.fnmatch_lines([f"*the answer cache {cache / 'cache.db'} cannot be read (file is not a database)*"])
@@ -219,7 +223,7 @@ def test_a_damaged_cache_database_is_a_clear_error_naming_the_file(pytester, toy
 def test_the_cache_directory_keeps_itself_out_of_git(pytester, toy, server):
     data = toy(1)
     cache = pytester.path / ".medhelm_cache"
-    assert pytester.runpytest_subprocess(*toy_args(server, data, cache, "-p", "no:xdist")).ret == 0
+    assert inner(pytester, *toy_args(server, data, cache, "-p", "no:xdist")).ret == 0
     assert "*" in (cache / ".gitignore").read_text().splitlines()
 
 
@@ -255,7 +259,7 @@ def test_a_plan_file_changed_in_the_cache_directory_sends_nothing_unplanned(pyte
     (pytester.path / "conftest.py").write_text(conftest + PLANTING_CONFTEST)
     monkeypatch.setenv("PLANT_CACHE", str(cache))
     with running_server(answer="A") as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, cache, "-n", "2"))
+        result = inner(pytester, *toy_args(server, data, cache, "-n", "2"))
         prompts = [r["json"]["messages"][0]["content"] for r in server.requests]
     assert result.ret == 0, result.stdout.str()
     assert not any("EXFILTRATE" in p for p in prompts), prompts
@@ -293,7 +297,7 @@ def test_an_answer_from_OPENAI_BASE_URL_is_cached_and_priced_as_that_servers(pyt
             "--medhelm-json", str(out), *mode]
     with running_server(answer="A") as first, running_server(answer="B") as second:
         monkeypatch.setenv("OPENAI_BASE_URL", first.url)
-        result = pytester.runpytest_subprocess(*args)
+        result = inner(pytester, *args)
         assert result.ret == 0, result.stdout.str()
         assert first.count == 3  # litellm sent openai/gpt-4o-mini there
         result.stdout.fnmatch_lines([f"medhelm model: openai/gpt-4o-mini → {first.url} (OPENAI_BASE_URL) (answers "
@@ -304,12 +308,12 @@ def test_an_answer_from_OPENAI_BASE_URL_is_cached_and_priced_as_that_servers(pyt
         assert report["models"][0]["cost_usd"] is None
 
         monkeypatch.setenv("OPENAI_BASE_URL", second.url)  # another server: the first one's answers are not its
-        result = pytester.runpytest_subprocess(*args)
+        result = inner(pytester, *args)
         assert result.ret == 0, result.stdout.str()
         assert second.count == 3
         first.reset()
         monkeypatch.setenv("OPENAI_BASE_URL", first.url)  # back: its answers are still cached under it
-        assert pytester.runpytest_subprocess(*args).ret == 0
+        assert inner(pytester, *args).ret == 0
         assert first.count == 0
 
 

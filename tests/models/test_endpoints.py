@@ -30,6 +30,7 @@ from pytest_medhelm.models.endpoints import (destination, endpoint_problems, key
 from pytest_medhelm.values import ModelSpec
 from pytest_medhelm.models.transport import NO_KEY, api_key_for
 from pytest_medhelm.testing.server import key_fingerprint, running_server
+from pytester_runs import run as inner
 from test_secrets import scan
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -144,7 +145,9 @@ def test_each_key_reaches_its_own_endpoint_only(pytester, shared_data, monkeypat
     out = pytester.path / "r.json"
     with running_server(answer=NOTE, api_key=keys["MODEL_ENDPOINT_KEY"]) as models, \
             running_server(answer=VERDICT, api_key=keys["JUDGE_ENDPOINT_KEY"]) as judges:
-        result = pytester.runpytest_subprocess(
+        # in this process: BERTScore's torch (aci_bench's secondary metric) is imported before any inner session
+        # (tests/conftest.py), so it is not imported again here
+        result = pytester.runpytest(
             str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
             "--medhelm-model", "openai/writer", "--medhelm-endpoint", f"openai/writer={models.url}",
             "--medhelm-api-key-env", "MODEL_ENDPOINT_KEY",
@@ -266,20 +269,20 @@ def test_judges_going_to_public_apis_are_named_before_any_is_asked_when_the_mode
     pytester.makeconftest(JUDGED_TOY_CONFTEST)
     base = ["-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-data-dir", str(data), *xdist]
     with running_server(answer="") as server:
-        result = pytester.runpytest(*base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url)
+        result = inner(pytester, *base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url)
         out = result.stdout.str()
         line = "medhelm: judge openai/gpt-4o-2024-05-13 → OpenAI's public API (no endpoint given"
         assert out.count(line) == 1, out
         assert out.count("medhelm: judge anthropic/claude-3-7-sonnet-20250219 → Anthropic's public API") == 1
         assert server.count == 2  # the two answers; nothing else
         # judges with an endpoint: nothing to say
-        quiet = pytester.runpytest(*base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+        quiet = inner(pytester, *base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
                                    "--medhelm-jury", "openai/j", "--medhelm-jury-api-base", server.url)
         assert "medhelm: judge" not in quiet.stdout.str()
     # a closed benchmark asks no judge: nothing to say either
     pytester.makeconftest(TOY_CONFTEST)
     with running_server(answer="A") as server:
-        closed = pytester.runpytest(*base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url)
+        closed = inner(pytester, *base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url)
     assert "medhelm: judge" not in closed.stdout.str()
 
 

@@ -21,6 +21,7 @@ from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
 from pytest_medhelm.testing.server import running_server
+import pytester_runs
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 CRITERIA = ("accuracy", "completeness", "clarity")
@@ -183,8 +184,9 @@ def test_end_to_end_local_judge_gets_the_schema_hosted_judge_does_not_and_slots_
         server.set_answer(script)
         pytester.makepyfile(medhelm_endpoints=HOOK_PLUGIN.format(url=server.url))
         pytester.syspathinsert()
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "medhelm_endpoints", "-p", "no:cacheprovider", "-p", "no:randomly",
+        # in this process: BERTScore's torch is imported before any inner session (tests/conftest.py)
+        result = pytester_runs.run(
+            pytester, str(SUITE), "-p", "medhelm_endpoints", "-p", "no:cacheprovider", "-p", "no:randomly",
             "--medhelm-model", "openai/writer",
             "--medhelm-jury", "local/judge-l", "--medhelm-jury", "openai/judge-h", "--medhelm-jury-api-base",
             server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "5",

@@ -169,8 +169,8 @@ def test_a_judge_served_by_replicas(pytester, shared_data, monkeypatch):
     with running_server() as writer, running_server() as j1, running_server() as j2:
         for srv in (writer, j1, j2):
             srv.set_answer(judge_or_write)
-        # in a subprocess: BERTScore may import torch, which cannot be imported twice in one process
-        result = pytester.runpytest_subprocess(*suite_args(
+        # in this process: BERTScore's torch is imported before any inner session (tests/conftest.py)
+        result = pytester_runs.run(pytester, *suite_args(
             writer.url, shared_data, "aci_bench", 4, "-p", "no:xdist", "--medhelm-endpoint",
             f"openai/judge-a={j1.url},{j2.url}", "--medhelm-json", str(out)))
         models = {name: [r["json"]["model"] for r in srv.requests] for name, srv in

@@ -1,6 +1,8 @@
 """The shared answer cache on Redis (``--medhelm-cache-url``, issue 22), against a real ``redis-server`` that these
 tests start on a free loopback port: two runs with different local caches share their answers; the values are the
-local cache's JSON and are validated when read; a Redis that cannot be reached is said once and the run goes on."""
+local cache's JSON and are validated when read; a Redis that cannot be reached is said once and the run goes on.
+
+The inner runs are in-process (pytester_runs.run): nothing here needs a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_medhelm.testing.server import running_server
+from pytester_runs import run as inner
 
 MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
                                          pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
@@ -83,7 +86,7 @@ def toy_args(server, data: Path, cache: Path, *extra: str) -> list[str]:
 def test_a_second_runner_with_an_empty_local_cache_sends_nothing(pytester, toy, redis_url, redis_db, mode):
     data = toy(6)
     with running_server(answer="A") as server:
-        first = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "runner-1",
+        first = inner(pytester, *toy_args(server, data, pytester.path / "runner-1",
                                                         "--medhelm-cache-url", redis_url, *mode))
         assert first.ret == 0, first.stdout.str()
         assert server.count == 6
@@ -91,7 +94,7 @@ def test_a_second_runner_with_an_empty_local_cache_sends_nothing(pytester, toy, 
                                     "local miss, written to both)"])
         server.reset()
         out = pytester.path / "r.json"
-        second = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "runner-2",
+        second = inner(pytester, *toy_args(server, data, pytester.path / "runner-2",
                                                          "--medhelm-cache-url", redis_url, "--medhelm-json", str(out),
                                                          *mode))
         assert second.ret == 0, second.stdout.str()
@@ -101,7 +104,7 @@ def test_a_second_runner_with_an_empty_local_cache_sends_nothing(pytester, toy, 
         entry = json.loads(redis_db.get(keys[0]))
         # and the second runner's local cache was filled: without Redis it still sends nothing
         redis_db.flushdb()
-        third = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "runner-2", *mode))
+        third = inner(pytester, *toy_args(server, data, pytester.path / "runner-2", *mode))
         assert third.ret == 0 and server.count == 0
     report = json.loads(out.read_text())
     assert [i["cached"] for i in report["instances"]] == [True] * 6
@@ -114,7 +117,7 @@ def test_a_second_runner_with_an_empty_local_cache_sends_nothing(pytester, toy, 
 def test_a_value_planted_in_redis_is_validated_and_asked_again(pytester, toy, redis_url, redis_db):
     data = toy(3)
     with running_server(answer="A") as server:
-        assert pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "one",
+        assert inner(pytester, *toy_args(server, data, pytester.path / "one",
                                                        "--medhelm-cache-url", redis_url, "-p", "no:xdist")).ret == 0
         keys = sorted(redis_db.keys("medhelm:answer:*"))
         assert len(keys) == 3
@@ -123,7 +126,7 @@ def test_a_value_planted_in_redis_is_validated_and_asked_again(pytester, toy, re
         redis_db.set(keys[1], json.dumps({"completion": {"text": ["a", "list"]}}))
         redis_db.set(keys[2], "[" * 200_000)
         server.reset()
-        result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "two",
+        result = inner(pytester, *toy_args(server, data, pytester.path / "two",
                                                          "--medhelm-cache-url", redis_url, "-p", "no:xdist"))
         assert result.ret == 0, result.stdout.str()
         assert server.count == 3  # none believed: each asked again, and the good answer written back
@@ -139,14 +142,14 @@ def test_an_unreachable_redis_is_said_once_and_the_local_cache_carries_on(pytest
         dead = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
     cache = pytester.path / "cache"
     with running_server(answer="A") as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, cache, "--medhelm-cache-url", dead, *mode))
+        result = inner(pytester, *toy_args(server, data, cache, "--medhelm-cache-url", dead, *mode))
         assert result.ret == 0, result.stdout.str()
         assert server.count == 4
         said = [line for line in result.stdout.lines if "cannot be reached" in line]
         assert len(said) == 1 and said[0].startswith(f"medhelm: the shared cache {dead} cannot be reached ("), said
         assert said[0].endswith("this run uses the local cache only")
         server.reset()
-        again = pytester.runpytest_subprocess(*toy_args(server, data, cache, "--medhelm-cache-url", dead, *mode))
+        again = inner(pytester, *toy_args(server, data, cache, "--medhelm-cache-url", dead, *mode))
         assert again.ret == 0 and server.count == 0  # the local cache kept every answer
 
 
@@ -158,7 +161,7 @@ def test_an_unreachable_redis_is_said_once_and_the_local_cache_carries_on(pytest
 ])
 def test_a_cache_url_that_is_not_redis_is_a_usage_error(pytester, toy, url, expected):
     data = toy(1)
-    result = pytester.runpytest_subprocess("--medhelm-model", "openai/toy-model", "--medhelm-data-dir", str(data),
+    result = inner(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-data-dir", str(data),
                                            "--medhelm-cache-url", url, "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--medhelm-cache-url*{expected}*"])
@@ -170,7 +173,7 @@ def test_the_ini_key_sets_the_shared_cache(pytester, toy, redis_url, redis_db):
     data = toy(2)
     pytester.makeini(f"[pytest]\nmedhelm_cache_url = {redis_url}\n")
     with running_server(answer="A") as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "c", "-p", "no:xdist"))
+        result = inner(pytester, *toy_args(server, data, pytester.path / "c", "-p", "no:xdist"))
         assert result.ret == 0, result.stdout.str()
     assert len(redis_db.keys("medhelm:answer:*")) == 2
 
@@ -208,7 +211,7 @@ def test_a_redis_that_stops_during_the_sending_is_said_once(pytester, toy, tmp_p
             return None  # (answered as usual)
 
         with running_server(answer="A", script=stop_redis_after_the_third, latency=0.05) as server:
-            result = pytester.runpytest_subprocess(*toy_args(server, data, pytester.path / "c",
+            result = inner(pytester, *toy_args(server, data, pytester.path / "c",
                                                              "--medhelm-cache-url", url,
                                                              "--medhelm-concurrency", "1", "-p", "no:xdist"))
             assert server.count == 12

@@ -21,10 +21,13 @@ def _args(server, data, *extra: str) -> list[str]:
             "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data), *extra]
 
 
-def test_off_a_terminal_a_plain_line_says_what_is_awaited(pytester, toy):
+def test_off_a_terminal_a_plain_line_says_what_is_awaited(pytester, toy, monkeypatch):
     from pytest_medhelm.testing.server import running_server
 
     data = toy(2)
+    # the first line after 1 s rather than 5 s (the module is this process's, the run in-process): each answer then
+    # takes 2.5 s, not 6.5 s; still one line per item, PLAIN_EVERY (30 s) being far off
+    monkeypatch.setattr(waiting, "PLAIN_FIRST", 1.0)
     wait = waiting.PLAIN_FIRST + 1.5
     with running_server(answer="A", latency=wait) as server:
         result = pytester.runpytest(*_args(server, data, "--medhelm-concurrency", "1"))
@@ -52,7 +55,12 @@ def test_on_a_terminal_the_status_is_rewritten_in_place_and_erased(pytester, toy
     from pytest_medhelm.testing.server import start_subprocess_server
 
     data = toy(2)
-    with start_subprocess_server(answer="A", latency=waiting.TTY_FIRST + 2.5) as server:
+    # the status from the first tick of the wait loop (about 1 s) rather than after 2 s: each answer then takes
+    # 2.5 s, not 4.5 s, still long enough for two ticks whose seconds differ (rewritten, not printed once)
+    tty_first = 0.0
+    with (pytester.path / "conftest.py").open("a") as conftest:
+        conftest.write(f"\nfrom pytest_medhelm.models import waiting\nwaiting.TTY_FIRST = {tty_first}\n")
+    with start_subprocess_server(answer="A", latency=tty_first + 2.5) as server:
         master, slave = pty.openpty()
         env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
         proc = subprocess.Popen([sys.executable, "-m", "pytest", *plugins,

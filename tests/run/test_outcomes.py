@@ -1,5 +1,8 @@
 """Nothing measured never passes, and what was measured is visible in the reporters users already have
-(JUnit XML, pytest-html, pytest-sugar, -rA), and plays with rerunfailures, timeout and -x."""
+(JUnit XML, pytest-html, pytest-sugar, -rA), and plays with rerunfailures, timeout and -x.
+
+Inner runs are in-process (BERTScore's torch is imported before any inner session: tests/conftest.py), except where a
+new interpreter is the point (pytest-sugar, forced on, stays on in its process)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import pytest
 
 from conftest import suite_args
 from pytest_medhelm.testing.server import running_server
+from pytester_runs import run as inner
 
 
 def toy_args(server, data, *extra: str) -> list[str]:
@@ -32,8 +36,7 @@ def test_items_without_a_valid_judgement_are_errors_not_misses(pytester, shared_
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(writer_or_broken_judges)
-        # (in a child process: BERTScore loads torch, which cannot be loaded twice into one process)
-        result = pytester.runpytest_subprocess(*suite_args(
+        result = inner(pytester, *suite_args(
             server.url, shared_data, "mediqa", 3, "-p", "no:randomly", "--medhelm-cache-dir",
             str(pytester.path / "cache"), "--medhelm-json", str(out), *xdist,
             judges=("openai/judge-a", "openai/judge-b")))
@@ -56,7 +59,7 @@ def test_under_helm_compat_a_judge_failure_scores_helms_default(pytester, shared
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(writer_or_broken_judges)
-        result = pytester.runpytest_subprocess(*suite_args(
+        result = inner(pytester, *suite_args(
             server.url, shared_data, "mediqa", 2, "-p", "no:randomly", "-p", "no:xdist", "--medhelm-compat", "helm",
             "--medhelm-json", str(out)))
     assert result.ret == 0, result.stdout.str()[-3000:]
@@ -122,14 +125,14 @@ def test_a_gate_on_a_deselected_benchmark_is_not_evaluated(pytester, toy, server
     out = pytester.path / "r.json"
     args = toy_args(server, data, "-k", "test_toy2", "--medhelm-threshold", "toy>=0.9",
                     "--medhelm-threshold", "clinical_decision_support>=0.1", "--medhelm-json", str(out), *mode)
-    result = pytester.runpytest(*args)
+    result = inner(pytester, *args)
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*medhelm gate NOT EVALUATED: toy>=0.9 for openai/toy-model: deselected*",
                                  "*medhelm gates: 1 passed, 1 not evaluated*"])
     gates = {g["spec"]: g for g in json.loads(out.read_text())["gates"]}
     assert gates["toy>=0.9"]["passed"] is None and gates["toy>=0.9"]["status"] == "not evaluated"
     assert gates["clinical_decision_support>=0.1"]["passed"] is True
-    strict = pytester.runpytest(*args, "--medhelm-strict-gates")
+    strict = inner(pytester, *args, "--medhelm-strict-gates")
     assert strict.ret == 1, strict.stdout.str()
 
 
@@ -139,7 +142,7 @@ def test_a_gate_on_a_deselected_benchmark_is_not_evaluated(pytester, toy, server
 def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
     data = toy(10)
     out, md = pytester.path / "r.json", pytester.path / "r.md"
-    result = pytester.runpytest(*toy_args(server, data, "-k", "q001 or q002 or q003", "--medhelm-json", str(out),
+    result = inner(pytester, *toy_args(server, data, "-k", "q001 or q002 or q003", "--medhelm-json", str(out),
                                           "--medhelm-markdown", str(md), "--medhelm-threshold", "toy>=0.1", *mode))
     assert result.ret == 0, result.stdout.str()
     report = json.loads(out.read_text())
@@ -151,7 +154,7 @@ def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
     assert gate["passed"] is True and gate["partial"] is True
     result.stdout.fnmatch_lines(["*medhelm gate toy>=0.1 for openai/toy-model: read from a partial run*"])
     assert "n=3/10 partial" in md.read_text()
-    full = pytester.runpytest(*toy_args(server, data, "--medhelm-json", str(out), *mode))
+    full = inner(pytester, *toy_args(server, data, "--medhelm-json", str(out), *mode))
     assert full.ret == 0
     [bench] = json.loads(out.read_text())["benchmarks"]
     assert (bench["n"], bench["n_planned"], bench["partial"]) == (10, 10, False)
@@ -232,8 +235,7 @@ def test_pytest_timeout_does_not_count_the_wait_in_the_send_queue(pytester, toy,
     # concurrency 1, 1 s per answer: the last item waits about 4 s for its answer, far past --timeout 2; each
     # item's own time once its answer is there is well under it
     with running_server(answer="A", latency=1.0) as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-concurrency", "1",
-                                                         "--timeout", "2", *mode))
+        result = inner(pytester, *toy_args(server, data, "--medhelm-concurrency", "1", "--timeout", "2", *mode))
     assert result.ret == 0, result.stdout.str()
     assert "Timeout" not in result.stdout.str()
     assert result.parseoutcomes() == {"passed": 2, "missed": 2}
@@ -258,9 +260,8 @@ def test_exitfirst_keeps_the_answers_in_flight_and_sends_nothing_more(pytester, 
     # concurrency 2, 0.5 s per answer: when q000 fails (its answer came first), q001 is answered, q002 and q003
     # are in flight, and the other eight are only queued
     with running_server(answer="A", latency=0.5) as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-concurrency", "2", "-x",
-                                                         "--medhelm-cache-dir", str(cache), "--medhelm-json",
-                                                         str(out), *mode))
+        result = inner(pytester, *toy_args(server, data, "--medhelm-concurrency", "2", "-x", "--medhelm-cache-dir",
+                                           str(cache), "--medhelm-json", str(out), *mode))
         sent, answered = server.count, server.stats()["by_status"].get("200", 0)
     assert result.ret in (1, 2), result.stdout.str()  # (xdist reports its own -x stop as an interruption)
     assert sent < 12, sent  # what was only queued was not sent

@@ -1,5 +1,8 @@
 """The run's core as users meet it: one sending path with and without xdist, a budget that holds across processes,
-an item's accounting over every call it makes."""
+an item's accounting over every call it makes.
+
+The inner runs are in-process (pytester_runs.run): nothing here needs a fresh interpreter (under ``-n 2`` the workers
+are new ones anyway)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import textwrap
 import pytest
 
 from pytest_medhelm.testing.server import last_user_text, running_server
+from pytester_runs import run as inner
 from toy_benchmark import TIMED_TEST  # the items that note when they started
 
 FOLLOW_UP_TEST = textwrap.dedent('''
@@ -47,7 +51,7 @@ def test_under_xdist_the_first_item_runs_before_the_last_answer_arrives(pytester
     data = toy(12)
     pytester.makepyfile(test_toy=TIMED_TEST)
     with running_server(answer="A", latency=0.25) as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-concurrency", "2", "-n", "2"))
+        result = inner(pytester, *toy_args(server, data, "--medhelm-concurrency", "2", "-n", "2"))
         arrivals = sorted(r["received_at"] for r in server.requests)
         count = server.count
     assert result.ret == 0, result.stdout.str()
@@ -66,7 +70,7 @@ def test_with_and_without_xdist_the_run_prints_the_same_sending_lines(pytester, 
     seen = {}
     for mode in (["-p", "no:xdist"], ["-n", "2"]):
         with running_server(answer="A", fail_matching={"question 1?": ("status", 500)}) as server:
-            result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-retries", "0", *mode))
+            result = inner(pytester, *toy_args(server, data, "--medhelm-retries", "0", *mode))
         assert result.ret == 1, result.stdout.str()  # the failed request is its item's error
         lines = [re.sub(r"\([\d.]+/s, done in [\d.]+s\)", "(rate)", line) for line in result.stdout.lines
                  if line.startswith("medhelm answers:") or line.startswith("medhelm: ")]
@@ -84,8 +88,8 @@ def test_the_budget_holds_across_processes_when_items_ask_their_own_questions(py
     that runs it): one ledger for every process, so the server never receives more than the $5 cap pays for."""
     data, prices, out = priced_follow_ups(pytester, toy, 10)
     with running_server(answer="A") as server:
-        result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-prices", str(prices),
-                                                         "--medhelm-budget", "5", "--medhelm-json", str(out), *mode))
+        result = inner(pytester, *toy_args(server, data, "--medhelm-prices", str(prices), "--medhelm-budget", "5",
+                                           "--medhelm-json", str(out), *mode))
         count = server.count
     assert result.ret == 0, result.stdout.str()
     assert count == 5, result.stdout.str()
@@ -139,7 +143,9 @@ def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, mode)
     with running_server(answer="A", latency=0.05) as server:
         pytester.makepyfile(one_slot=ONE_SLOT_PLUGIN.format(url=server.url))
         pytester.syspathinsert()
-        result = pytester.runpytest_subprocess("-p", "one_slot", *toy_args(server, data, *mode))
+        # under xdist from a child process: its workers find the plugin's module on the PYTHONPATH that pytester
+        # gives a child process (an in-process run's workers do not)
+        result = inner(pytester, "-p", "one_slot", *toy_args(server, data, *mode), subprocess="-n" in mode)
         count, in_flight = server.count, server.max_in_flight
     assert result.ret == 0, result.stdout.str()
     assert count == 16  # every planned answer and every follow-up
