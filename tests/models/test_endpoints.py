@@ -267,7 +267,7 @@ def test_judges_going_to_public_apis_are_named_before_any_is_asked_when_the_mode
     leaves this machine.)"""
     data = toy(2)
     pytester.makeconftest(JUDGED_TOY_CONFTEST)
-    base = ["-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-data-dir", str(data), *xdist]
+    base = ["-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-data-dir", str(data), *NO_BERTSCORE, *xdist]
     with running_server(answer="") as server:
         result = inner(pytester, *base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url)
         out = result.stdout.str()
