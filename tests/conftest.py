@@ -63,22 +63,25 @@ def _import_before_inner_sessions() -> None:
     except ImportError:  # without the [bertscore] extra nothing loads torch
         pass
 
+    # and Hypothesis (a test extra): its pytest plugin imports it in every session's terminal summary, which in an
+    # inner in-process session meant importing it again each time (it is dropped at the session's end), and with it
+    # every installed package's "hypothesis" entry point (trio's, when installed): 0.3 s idle, seconds on a loaded
+    # machine, per in-process run.
+    try:
+        import hypothesis  # noqa: F401 - imported once here, before any inner session (above)
+    except ImportError:  # hypothesis is a test extra
+        pass
+
 
 def pytest_configure(config: pytest.Config) -> None:
-    # (before any test: a session that only collects runs none, and skips these seconds of imports; the tier
-    # guard's collection of the whole suite, tests/test_tiers.py, is one)
-    if not config.option.collectonly:
+    # (before any test: a session that runs none skips these seconds of imports: one that only collects, as the
+    # tier guard's collection of the whole suite (tests/test_tiers.py), and xdist's controller, whose seconds here
+    # would hold back the start of its workers)
+    xdist_controller = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+    if not config.option.collectonly and not xdist_controller:
         _import_before_inner_sessions()
 
 
-# and Hypothesis (a test extra): its pytest plugin imports it in every session's terminal summary, which in an inner
-# in-process session meant importing it again each time (it is dropped at the session's end), and with it every
-# installed package's "hypothesis" entry point (trio's, when installed): 0.3 s idle, seconds on a loaded machine,
-# per in-process run.
-try:
-    import hypothesis  # noqa: F401 - imported once here, before any inner session (above)
-except ImportError:  # hypothesis is a test extra
-    pass
 
 pytest_plugins = ["pytester"]
 
