@@ -82,7 +82,6 @@ def pytest_configure(config: pytest.Config) -> None:
         _import_before_inner_sessions()
 
 
-
 pytest_plugins = ["pytester"]
 
 

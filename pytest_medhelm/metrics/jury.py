@@ -82,11 +82,13 @@ class JuryMetric:
         inputs = self.secondary_inputs(answer, instance, compat)
         if inputs is None:
             return {}
-        from pytest_medhelm.metrics.bertscore import bertscore_metrics
+        from pytest_medhelm.metrics.bertscore import bertscore_metrics, is_off
 
         prediction, references = inputs
         out: dict[str, Any] = dict(rouge_scores(references, prediction))
-        out.update(bertscore_metrics(prediction, references, self.bertscore_model or bertscore_model))
+        # the run's "off" wins over a metric's own model: the user said no BERTScore (and no torch) for this run
+        model = bertscore_model if is_off(bertscore_model) else self.bertscore_model or bertscore_model
+        out.update(bertscore_metrics(prediction, references, model))
         return out
 
     def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:

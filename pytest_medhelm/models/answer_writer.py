@@ -62,7 +62,11 @@ class AnswerWriter:
                 else:
                     batch.append(more)
             if batch:
-                self._resolve(batch, self._commit(batch))
+                try:
+                    outcomes = self._commit(batch)
+                except Exception as exc:  # noqa: BLE001 - a bug of ours: each sender of the batch gets it, none waits forever
+                    outcomes = [exc] * len(batch)
+                self._resolve(batch, outcomes)
 
     def _commit(self, batch: list[_Pending]) -> list[Exception | None]:
         try:
@@ -86,5 +90,5 @@ class AnswerWriter:
 
         try:
             self._loop.call_soon_threadsafe(resolve)
-        except RuntimeError:  # the loop has closed: nobody waits any more, and the batch is stored
+        except Exception:  # noqa: BLE001 - the loop has closed (RuntimeError): nobody waits any more, the batch is written
             pass

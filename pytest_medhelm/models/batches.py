@@ -167,6 +167,10 @@ class BatchSender(Sender):
             await direct
         finally:
             direct.cancel()
+            try:  # (its own cleanup ends before this one: cancelled again by asyncio.run, it would be cut short)
+                await direct
+            except BaseException:  # noqa: BLE001 - its cancellation, or the error already raised above
+                pass
             await self._client.close()
 
     def _route(self, job: Job, from_batch: bool = True) -> None:

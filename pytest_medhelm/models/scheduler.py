@@ -429,17 +429,21 @@ class Scheduler:
         finally:
             # no worker outlives the wire: one still sending when the wire closes (another one's error ended the
             # gather) would report the cut request as its job's failure
-            for task in (*tasks, *urgent):
-                task.cancel()
-            await asyncio.gather(*tasks, *urgent, return_exceptions=True)
-            self._serving.remove(sending)
-            await sending.wire.close()
-            sending.writer.close()  # (an answer being stored when the run is cancelled is kept)
+            try:
+                for task in (*tasks, *urgent):
+                    task.cancel()
+                await asyncio.gather(*tasks, *urgent, return_exceptions=True)
+            finally:  # (cancelled again while it waits for them: the rest still closes)
+                self._serving.remove(sending)
+                try:
+                    await sending.wire.close()
+                finally:
+                    sending.writer.close()  # (an answer being stored when the run is cancelled is kept)
 
     def drain(self) -> None:
         """On a serving loop: its serve() sends nothing more (what is ready is dropped, and counted as not sent by
         the sender); the requests in flight finish and are stored. Its input queue still needs its ``None``."""
-        for sending in self._serving:
+        for sending in list(self._serving):  # (an item's own serve, on its thread, may come or go meanwhile)
             if sending.loop is asyncio.get_running_loop():
                 sending.draining = True
                 while not sending.ready.empty():

@@ -102,7 +102,9 @@ def test_smollm2_answering_and_judging_costs_zero_writes_judgements_that_parse_a
     time reaches the single-slot server, so none times out in its queue and is sent again (no disconnects in the
     server's log). Every cost in the results is 0.0, not null (the model runs on this machine; no one bills its
     tokens), so the report draws its cost chart; the cap reached the server. (The cap holds the answers, not the
-    judgements: it also keeps the judges' prompts short.) The model is named as users name it, ``local/smollm2``."""
+    judgements: it also keeps the judges' prompts short, so the single slot's queue is exercised with short
+    judgements, where the separate uncapped judge run this one replaced queued long ones.) The model is named as users
+    name it, ``local/smollm2``."""
     cache, out, html = pytester.path / "cache", pytester.path / "r.json", pytester.path / "r.html"
     result = pytester.runpytest_subprocess(
         str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist", "--medhelm-model",

@@ -194,6 +194,30 @@ def test_a_drained_sender_leaves_the_scheduler_able_to_send(tmp_path):
         assert sender.scheduler.complete(later).text == "A"
 
 
+def test_a_serve_cancelled_twice_still_closes_everything(tmp_path):
+    """Cancelled again while it waits for its workers to end (asyncio.run cancelling what a batch run left), a
+    serve still closes its session and its writer, and is no longer counted as serving."""
+    with running_server(answer="A", latency=0.5) as server:
+        scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS)
+
+        async def cancel_twice() -> None:
+            queue: asyncio.Queue = asyncio.Queue()
+            for job in jobs_for(server.url, 4):
+                queue.put_nowait(job)
+            serve = asyncio.ensure_future(scheduler.serve(queue, lambda job, result: None))
+            await asyncio.sleep(0.2)  # its requests are in flight
+            serve.cancel()
+            for _ in range(3):  # into its cleanup, which waits for the workers
+                await asyncio.sleep(0)
+            serve.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await serve
+
+        asyncio.run(cancel_twice())
+    assert scheduler._serving == []
+    assert not [t for t in threading.enumerate() if t.name == "medhelm-cache-writer"]
+
+
 @pytest.mark.e2e
 def test_a_killed_pytest_stops_sending(tmp_path):
     """kill -9 of pytest must not leave anything spending money: the sender is a thread of the process, so the

@@ -24,7 +24,7 @@ def pytest_sessionfinish(session):
 """
 
 
-def frozen_counts(pytester: pytest.Pytester, n: int, data, url: str) -> tuple[int, int]:
+def frozen_counts(pytester: pytest.Pytester, data, url: str) -> tuple[int, int]:
     pytester.makepyfile(freeze_probe=FREEZE_PROBE)
     pytester.syspathinsert()
     run = pytester.runpytest("-p", "freeze_probe", "-p", "no:cacheprovider", "-p", "no:xdist", "--medhelm-model",
@@ -39,7 +39,7 @@ def frozen_counts(pytester: pytest.Pytester, n: int, data, url: str) -> tuple[in
 @pytest.mark.e2e  # (a whole run of 1,000 items)
 def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_the_end(pytester, toy, server):
     assert gc.get_freeze_count() == 0
-    during, after = frozen_counts(pytester, 1000, toy(1000), server.url)
+    during, after = frozen_counts(pytester, toy(1000), server.url)
     assert during > 0  # the collected items (and all that was alive then)
     assert after > during  # and, once the items ran, their reports and records
     assert gc.get_freeze_count() == 0  # a caller of pytest.main (here, pytester) gets them all collectable again
@@ -47,7 +47,7 @@ def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_t
 
 def test_a_small_run_freezes_nothing(pytester, toy, server):
     # gc.get_referrers does not see frozen referrers, which a library checking for leaks may notice
-    assert frozen_counts(pytester, 10, toy(10), server.url) == (0, 0)
+    assert frozen_counts(pytester, toy(10), server.url) == (0, 0)
 
 
 NUMPY_PROBE = """

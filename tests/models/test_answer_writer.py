@@ -1,0 +1,68 @@
+"""The batch writer of a sending loop (models/answer_writer.py), against the real cache: what is queued while a
+batch is written goes into the next transaction; a batch that fails is written again entry by entry, so that only
+the bad answer fails; closing stores what is still queued."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import diskcache
+
+from pytest_medhelm.models.answer_writer import AnswerWriter
+from pytest_medhelm.models.cache import AnswerCache
+from pytest_medhelm.values import Completion
+
+
+class GatedCache(AnswerCache):
+    """The real cache, whose writes wait for ``gate`` and which refuses the keys in ``bad``; it notes each write."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.bad: set[str] = set()
+        self.writes: list[list[str]] = []
+
+    def put_many(self, stored):
+        self.gate.wait(10)
+        self.writes.append([one.key for one in stored])
+        if any(one.key in self.bad for one in stored):
+            raise diskcache.Timeout("database is locked")
+        super().put_many(stored)
+
+
+def test_answers_queued_meanwhile_share_a_transaction_and_a_bad_one_fails_alone(tmp_path):
+    cache = GatedCache(tmp_path / "cache", run_id="run")
+    cache.bad = {"k2"}
+
+    async def store_five() -> list[Exception | None]:
+        writer = AnswerWriter(cache, asyncio.get_running_loop())
+        try:
+            futures = [writer.store("k0", Completion("a0"))]
+            await asyncio.sleep(0.2)  # the writer took k0 and waits at the gate
+            futures += [writer.store(f"k{i}", Completion(f"a{i}")) for i in range(1, 5)]
+            cache.gate.set()
+            return list(await asyncio.gather(*futures))
+        finally:
+            writer.close()
+
+    outcomes = asyncio.run(store_five())
+    assert cache.writes[:2] == [["k0"], ["k1", "k2", "k3", "k4"]]  # one transaction for what was queued meanwhile
+    assert cache.writes[2:] == [["k1"], ["k2"], ["k3"], ["k4"]]  # it failed: again, one by one
+    assert [outcome is None for outcome in outcomes] == [True, True, False, True, True]
+    assert "database is locked" in str(outcomes[2])
+    assert [cache.get(f"k{i}") is not None for i in range(5)] == [True, True, False, True, True]
+
+
+def test_closing_stores_what_is_still_queued(tmp_path):
+    cache = GatedCache(tmp_path / "cache", run_id="run")
+
+    async def store_then_close() -> None:
+        writer = AnswerWriter(cache, asyncio.get_running_loop())
+        for i in range(3):
+            writer.store(f"k{i}", Completion(f"a{i}"))
+        threading.Timer(0.2, cache.gate.set).start()
+        writer.close()  # (the run's end, or its cancellation: nothing queued is dropped)
+
+    asyncio.run(store_then_close())
+    assert [cache.get(f"k{i}").text for i in range(3)] == ["a0", "a1", "a2"]
