@@ -15,6 +15,12 @@ INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:anyi
 def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False) -> pytest.RunResult:
     """pytest with ``args`` in ``pytester``'s project, in this process (fast; the conftest imports up front what
     an inner session must not import twice) or, with ``subprocess``, in a fresh interpreter (signals, the
-    environment of a new process, sys.modules as a user's process starts with it)."""
+    environment of a new process, sys.modules as a user's process starts with it). An inner xdist run (``-n N``)
+    always runs in a fresh interpreter: its controller's cache connections, pipes and threads then live and end
+    with a process of their own, as a user's do (in this process, one such run of the full suite once ended with
+    its cache database unreadable, which no run in a process of its own has shown)."""
+    flags = list(args)
+    if "-n" in flags[:-1] and flags[flags.index("-n") + 1] != "0":
+        subprocess = True
     runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
     return runner(*INNER_RUN_FLAGS, *args)
