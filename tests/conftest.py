@@ -77,8 +77,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # (before any test: a session that runs none skips these seconds of imports: one that only collects, as the
     # tier guard's collection of the whole suite (tests/test_tiers.py), and xdist's controller, whose seconds here
     # would hold back the start of its workers)
-    xdist_controller = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
-    if not config.option.collectonly and not xdist_controller:
+    from pytest_medhelm.options import starts_xdist_workers
+
+    if not config.option.collectonly and not starts_xdist_workers(config):
         _import_before_inner_sessions()
 
 

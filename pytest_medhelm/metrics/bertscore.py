@@ -139,6 +139,12 @@ def is_off(model: str | None) -> bool:
     return (model or "").strip().lower() == OFF
 
 
+def model_for(metric_model: str | None, run_model: str | None) -> str | None:
+    """The model a metric's BERTScore is computed with: the run's ``off`` first (the user said no BERTScore, and no
+    torch, for this run), then the metric's own model, then the run's ``--medhelm-bertscore-model``."""
+    return run_model if is_off(run_model) else metric_model or run_model
+
+
 def unavailable_reason() -> str | None:
     """Why BERTScore cannot run in this environment (a package missing), or None; imports nothing."""
     missing = [dist for module, dist in (("torch", "torch"), ("transformers", "transformers"),
@@ -331,7 +337,7 @@ def prime_items(metric: Any, answered: Iterable[tuple[str, Any]], compat: str = 
     :class:`~pytest_medhelm.metrics.jury.JuryMetric`). Returns the number of pairs scored now; 0 when the metric
     has no BERTScore or BERTScore is unavailable (each item then reports the reason itself)."""
     inputs = getattr(metric, "secondary_inputs", None)
-    model = model if model is not None else getattr(metric, "bertscore_model", None)
+    model = model_for(getattr(metric, "bertscore_model", None), model)  # (the model its items score with)
     if inputs is None or is_off(model):
         return 0
     pairs = [pair for pair in (inputs(answer, instance, compat) for answer, instance in answered) if pair is not None]
@@ -358,8 +364,6 @@ def bertscore_metrics(pred: str, refs: Sequence[str], model: str | None = None) 
 
     ``pred`` and ``refs`` as the metric prepares them (stripped, braces removed); ``model`` is the run's
     ``--medhelm-bertscore-model`` (the scoring context's), None for the default."""
-    if is_off(model):
-        return {"bertscore_unavailable": OFF_REASON}
     try:
         p, r, f = bertscore_pair(pred, list(refs), model)
         _bert, chosen = scorer(model)

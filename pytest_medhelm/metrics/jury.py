@@ -82,13 +82,11 @@ class JuryMetric:
         inputs = self.secondary_inputs(answer, instance, compat)
         if inputs is None:
             return {}
-        from pytest_medhelm.metrics.bertscore import bertscore_metrics, is_off
+        from pytest_medhelm.metrics.bertscore import bertscore_metrics, model_for
 
         prediction, references = inputs
         out: dict[str, Any] = dict(rouge_scores(references, prediction))
-        # the run's "off" wins over a metric's own model: the user said no BERTScore (and no torch) for this run
-        model = bertscore_model if is_off(bertscore_model) else self.bertscore_model or bertscore_model
-        out.update(bertscore_metrics(prediction, references, model))
+        out.update(bertscore_metrics(prediction, references, model_for(self.bertscore_model, bertscore_model)))
         return out
 
     def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:

@@ -62,11 +62,7 @@ class AnswerWriter:
                 else:
                     batch.append(more)
             if batch:
-                try:
-                    outcomes = self._commit(batch)
-                except Exception as exc:  # noqa: BLE001 - a bug of ours: each sender of the batch gets it, none waits forever
-                    outcomes = [exc] * len(batch)
-                self._resolve(batch, outcomes)
+                self._resolve(batch, self._commit(batch))  # (_commit returns every error as an outcome)
 
     def _commit(self, batch: list[_Pending]) -> list[Exception | None]:
         try:

@@ -6,6 +6,7 @@ The real-model tests skip cleanly when torch, bert-score or the package are abse
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -29,6 +30,9 @@ PAIRS = [
      "Follow up in 3 months; continue metformin 500 mg BID."),
     ("The quarterly sales report is due on Friday.", "Mild degenerative changes of the lumbar spine."),
 ]
+
+#: a judge's reply scoring every criterion of the mediqa rubric 4
+FOUR_FROM_A_JUDGE = json.dumps({c: {"score": 4, "explanation": "."} for c in ("accuracy", "completeness", "clarity")})
 
 
 def _real_model_available() -> str | None:
@@ -333,7 +337,7 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
     from conftest import suite_args
     from pytest_medhelm.testing.server import running_server
 
-    verdict = json.dumps({c: {"score": 4, "explanation": "."} for c in ("accuracy", "completeness", "clarity")})
+    verdict = FOUR_FROM_A_JUDGE
     pytester.makepyfile(count_bert=COUNTING_PLUGIN)
     calls = pytester.path / "calls.jsonl"
     monkeypatch.setenv("BERT_CALLS", str(calls))
@@ -397,7 +401,7 @@ def test_a_run_with_bertscore_off_imports_no_torch_and_its_records_say_why(pytes
     from conftest import suite_args
     from pytest_medhelm.testing.server import running_server
 
-    verdict = json.dumps({c: {"score": 4, "explanation": "."} for c in ("accuracy", "completeness", "clarity")})
+    verdict = FOUR_FROM_A_JUDGE
     pytester.makepyfile(imported=IMPORTED_PLUGIN)
     imported = pytester.path / "imported.json"
     monkeypatch.setenv("IMPORTED", str(imported))
@@ -416,3 +420,16 @@ def test_a_run_with_bertscore_off_imports_no_torch_and_its_records_say_why(pytes
         assert record["raw_score"] == 4.0 and "rouge_l" in record["metrics"]
         assert record["metrics"]["bertscore_unavailable"] == "BERTScore turned off (--medhelm-bertscore-model off)"
         assert not {"bertscore_p", "bertscore_r", "bertscore_f", "bertscore_model"} & set(record["metrics"])
+
+
+def test_the_runs_off_beats_a_metrics_own_model_and_priming_uses_the_model_scoring_uses():
+    from pytest_medhelm.metrics.bertscore import model_for
+    from pytest_medhelm.metrics.jury import JuryMetric
+
+    assert model_for("its-own", "OFF") == "OFF"  # the user said no BERTScore for this run
+    assert model_for("its-own", "the-runs") == "its-own" and model_for(None, "the-runs") == "the-runs"
+    metric = JuryMetric("mediqa", bertscore_model="minilm")
+    instance = Instance(id="1", input="q", references=("Take it with food.",), benchmark="mediqa")
+    assert metric.secondary("Take it with food.", instance, "default", "off")["bertscore_unavailable"] == \
+        bertscore.OFF_REASON
+    assert bertscore.prime_items(metric, [("Take it with food.", instance)], model="off") == 0
