@@ -9,14 +9,14 @@ Markdown alike (``fmt``).
 
 from __future__ import annotations
 
-import importlib
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 import pytest
 from datetime import UTC
+
+from pytest_medhelm.run.imports_ahead import ImportsAhead
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.report.records import InstanceRecord, Results
@@ -53,26 +53,16 @@ class Reporting:
         self.interrupted = False
         #: files accepted although they differ from their pins (None: this process checked them itself)
         self.data_unverified: dict[str, Any] | None = None
-        self._prefetch: threading.Thread | None = None
+        self._imports = ImportsAhead(("numpy", "tabulate"), "medhelm-report-imports")
 
     def prefetch(self) -> None:
-        """While the items run (mostly waiting for their answers), import on a thread the libraries that building
-        and printing the results needs (numpy for the confidence intervals, 0.1-0.2 s; tabulate), so that the end
-        of the run does not wait for them. Libraries only, none of ours: no import cycle with the items' imports."""
-        def load() -> None:
-            for name in ("numpy", "tabulate"):
-                try:
-                    importlib.import_module(name)
-                except Exception:  # noqa: BLE001 - imported again where it is used, which then says what is wrong
-                    pass
-
-        self._prefetch = threading.Thread(target=load, name="medhelm-report-imports", daemon=True)
-        self._prefetch.start()
+        """While the items run (mostly waiting for their answers), import the libraries that building and printing
+        the results needs (numpy for the confidence intervals, 0.1-0.2 s; tabulate), so that the end of the run
+        does not wait for them."""
+        self._imports.start()
 
     def _prefetched(self) -> None:
-        if self._prefetch is not None:
-            self._prefetch.join()
-            self._prefetch = None
+        self._imports.join()
 
     def add(self, report: pytest.TestReport, record: InstanceRecord) -> None:
         self._records.pop(report.nodeid, None)  # (re-inserted: the order is that of the last attempts)

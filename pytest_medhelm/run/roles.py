@@ -30,6 +30,33 @@ if TYPE_CHECKING:  # pragma: no cover
 #: from this many collected items on, the collected objects are frozen out of the garbage collector's scans
 FREEZE_MIN_ITEMS = 1000
 
+_exit_freeze_registered = False
+
+
+def freeze_at_exit() -> None:
+    """Have this process, when it exits, collect its garbage once and then freeze what is still alive.
+
+    The interpreter's finalization runs several full collections while it tears the modules down, each walking
+    every object still alive: in a 2,000-item run that was 0.25-0.35 s between the last exit handler and the
+    process's end (measured: 0.03 s with everything frozen). The one collection first keeps what Python promises:
+    garbage that exists when the process exits still has its finalizers run (an unclosed file is flushed); what
+    is alive then is freed as the modules are cleared, and nothing guarantees finalizers of objects still alive
+    at exit. Registered once per process; exit handlers registered earlier (logging's flush) still run after it."""
+    global _exit_freeze_registered
+    if _exit_freeze_registered:
+        return
+    import atexit
+
+    atexit.register(_collect_then_freeze)
+    _exit_freeze_registered = True
+
+
+def _collect_then_freeze() -> None:
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
 
 class StoppedEarly(enum.Enum):
     """How a loop that stopped before its last item stopped by itself (not by Ctrl-C)."""
@@ -89,6 +116,10 @@ class Role:
 
             self._header = ctx.check_cache() + identity_lines(ctx)
 
+    def while_collecting(self) -> None:
+        """At the session's start, once the start checks passed: what this process does while the items are
+        collected (here or, under xdist, by the workers)."""
+
     def before_items(self, session: pytest.Session) -> None:
         """When the items are collected, before the first one runs."""
 
@@ -130,6 +161,7 @@ class Role:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.check_start()
+        self.while_collecting()
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         return self._header
@@ -183,6 +215,12 @@ class Role:
         run_every_step([self.run.delivery.finish, self.ctx.stop_local_servers])
 
     # ------------------------------------------------------------------------------------------ helpers
+    def will_send(self) -> bool:
+        """Whether this session may send anything (a run with models, not a dry run, not ``--collect-only``)."""
+        ctx = self.ctx
+        return (self.sends_answers and ctx.configured and bool(ctx.run_config.models) and not ctx.run_config.dry_run
+                and not self.config.option.collectonly)
+
     def uses_models(self, session: pytest.Session) -> bool:
         ctx = self.ctx
         return (not self.config.option.collectonly and ctx.configured and bool(ctx.run_config.models)
@@ -202,6 +240,7 @@ class Role:
 
         gc.freeze()
         self._frozen = True
+        freeze_at_exit()
 
     def freeze_again(self) -> None:
         """Once the items have run, what they made (reports, records) also lives until the end: frozen too, the

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_medhelm.run.context import Handover
-from pytest_medhelm.run.roles import Role, StoppedEarly
+from pytest_medhelm.run.roles import FREEZE_MIN_ITEMS, Role, StoppedEarly, freeze_at_exit
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.plan import PlannedAnswer
@@ -180,6 +180,10 @@ class Controller(Role):
             return StoppedEarly.MAXFAIL
         return None  # Ctrl-C (here or in a worker), or a crash
 
+    def while_collecting(self) -> None:
+        if self.will_send():  # (this process is idle until a worker's plan arrives: about a second)
+            self.run.delivery.prefetch()
+
     def sender_finished(self) -> None:
         _write_private(sent_marker(self.ctx.cache_dir(), self.ctx.run_id), "")
 
@@ -199,6 +203,8 @@ class Controller(Role):
         if self._started:
             return
         self._started = True
+        if len(ids) >= FREEZE_MIN_ITEMS:  # (the workers' reports and records of a large run live here until its end)
+            freeze_at_exit()
         ctx, reporting, delivery = self.ctx, self.run.reporting, self.run.delivery
         path = plans_dir(ctx.cache_dir()) / f"{ctx.run_id}-{node.gateway.id}.json"
         from pytest_medhelm.models.cache import CacheRefused

@@ -1,6 +1,8 @@
 """The end of a run: a large run keeps what lives until its end out of the garbage collector's way, and gives it
-back (roles.py: ``freeze_if_large``, ``freeze_again``); the libraries the results need are imported while the items
-run (reporting.py: ``prefetch``)."""
+back (roles.py: ``freeze_if_large``, ``freeze_again``); its process collects its garbage once at exit, then
+freezes the rest (roles.py: ``freeze_at_exit``); the libraries the results need are imported while the items run
+(reporting.py: ``prefetch``), and xdist's controller imports the HTTP client while its workers collect
+(delivery.py: ``prefetch``)."""
 
 from __future__ import annotations
 
@@ -75,3 +77,101 @@ def test_the_libraries_the_results_need_are_imported_while_the_items_run(pyteste
                                         "--rootdir", str(pytester.path))
     assert run.ret == 0, run.stdout.str()[-3000:]
     assert "numpy before the results: True" in run.stdout.str()
+
+
+EXIT_PROBE = """
+import atexit
+import gc
+import os
+import sys
+
+MARKER = os.environ["EXIT_PROBE_MARKER"]
+
+
+def _report():  # registered before the plugin's exit handler: runs after it
+    with open(MARKER + ".frozen", "w") as f:
+        f.write(str(gc.get_freeze_count()))
+
+
+atexit.register(_report)
+
+
+class Finalized:
+    def __del__(self):
+        with open(MARKER + ".finalized", "w") as f:
+            f.write("yes")
+
+
+def _make_garbage():
+    # garbage that exists when the plugin's exit handler runs: a cycle, which only a collection frees
+    first, second = Finalized(), Finalized()
+    first.other, second.other = second, first
+
+
+def pytest_unconfigure(config):
+    atexit.register(_make_garbage)  # (registered after the plugin's exit handler: runs before it)
+"""
+
+
+def exit_state(pytester: pytest.Pytester, data, url: str) -> tuple[int, bool]:
+    pytester.makepyfile(exit_probe=EXIT_PROBE)
+    marker = pytester.path / "exit-probe"
+    pytester.syspathinsert()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EXIT_PROBE_MARKER", str(marker))
+        run = pytester.runpytest_subprocess("-p", "exit_probe", "-p", "no:cacheprovider", "-p", "no:xdist",
+                                            "--medhelm-model", "openai/x", "--medhelm-api-base", url,
+                                            "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
+                                            "--rootdir", str(pytester.path), "-q")
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    frozen = int((marker.parent / "exit-probe.frozen").read_text())
+    return frozen, (marker.parent / "exit-probe.finalized").exists()
+
+
+@pytest.mark.e2e  # (a new interpreter, and a whole run of 1,000 items)
+def test_a_large_run_exits_without_walking_what_is_alive_and_still_finalizes_its_garbage(pytester, toy, server):
+    frozen, finalized = exit_state(pytester, toy(1000), server.url)
+    assert frozen > 0  # the interpreter's last collections skip what is still alive
+    assert finalized  # the garbage of the exit was collected first: its finalizers ran
+
+
+@pytest.mark.e2e  # (a new interpreter)
+def test_a_small_run_exits_as_python_does(pytester, toy, server):
+    frozen, finalized = exit_state(pytester, toy(10), server.url)
+    assert frozen == 0
+    assert finalized
+
+
+CONTROLLER_PROBE = """
+import sys
+import time
+
+import pytest
+
+seen = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    # (the controller, when the first worker has collected, before its plan is read and sending starts)
+    if seen:
+        return
+    seen.append(node)
+    deadline = time.monotonic() + 10
+    while "aiohttp" not in sys.modules and time.monotonic() < deadline:
+        time.sleep(0.05)
+    node.config.pluginmanager.getplugin("terminalreporter").write_line(
+        f"http client before the plan: {'aiohttp' in sys.modules}")
+"""
+
+
+@pytest.mark.e2e  # (an xdist run)
+def test_the_controller_imports_the_http_client_while_its_workers_collect(pytester, toy, server):
+    data = toy(4)
+    pytester.makepyfile(controller_probe=CONTROLLER_PROBE)
+    run = pytester.runpytest_subprocess("-p", "controller_probe", "-p", "no:cacheprovider", "-n", "2",
+                                        "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
+                                        "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
+                                        "--rootdir", str(pytester.path))
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    assert "http client before the plan: True" in run.stdout.str()
