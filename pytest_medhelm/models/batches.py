@@ -40,6 +40,7 @@ from pytest_medhelm.models.background import FollowUp, Result, Sender
 from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
                                              OpenAIBatches, BadLine, batch_line, chunks, line_limit,
                                              parse_result_line, results_limit)
+from pytest_medhelm.models.cache import Stored
 from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.failures import redact
 from pytest_medhelm.models.scheduler import Job, Scheduler
@@ -340,13 +341,14 @@ class BatchSender(Sender):
         took = max(state.took_s or 0.0, time.monotonic() - started)
         limits = {k: line_limit(job.request.max_tokens) for k, job in mine.items()}
         results = await self._read_results(state, set(record.keys), limits, spec, base, key)
-        for k, result in results.items():  # lines of an earlier run's batch that no item of this run asks for
-            if k not in mine and isinstance(result, Completion):
-                self._store(k, result, None)
+        unasked = [Stored(k, result) for k, result in results.items()  # lines of an earlier run's batch that no
+                   if k not in mine and isinstance(result, Completion)]  # item of this run asks for
+        stored = list(unasked)
         answered = sum(isinstance(results.get(k), Completion) for k in mine)
         self.notes.append(f"medhelm batch {state.id} ({_kind(mine)}, {spec.name} at {base}): {state.status}; "
                           f"{answered}/{len(mine)} answered" + (f", {len(mine) - answered} failed"
                                                                 if answered < len(mine) else ""))
+        finished: list[tuple[Job, Completion | ModelError]] = []
         for k, job in mine.items():
             outcome = results.get(k)
             # (a reservation was made only with a budget)
@@ -357,8 +359,8 @@ class BatchSender(Sender):
                 if held is not None and self.budget is not None:
                     self.budget.settle(held, outcome.tokens_in, outcome.tokens_out, None,
                                        usage_known=outcome.usage_known)
-                if self._store(k, outcome, job):
-                    self._finished_one(job, outcome, from_batch=True)
+                stored.append(Stored(k, outcome, job.request.to_json()))
+                finished.append((job, outcome))
                 continue
             if held is not None and self.budget is not None:  # a malformed line may have been charged: its upper
                 if isinstance(outcome, BadLine):                # bound (as a direct reply)
@@ -372,7 +374,21 @@ class BatchSender(Sender):
             else:
                 why = "; ".join(state.errors) or "no result line for this request"
                 error = ModelError(spec.name, redact(f"batch {state.id} {state.status}: {why}", spec))
-            self._store_error(job, error)
+            stored.append(Stored(job.key, error))  # (this run's only: an error is never served to a later run)
+            finished.append((job, error))
+        # stored before any is reported (as AnswerWriter does): an item sees only an answer that is in the cache
+        refused = self._store_all(stored)
+        self.scheduler.stats["answers"] += sum(one.key not in refused for one in unasked)
+        for job, result in finished:
+            if isinstance(result, ModelError):
+                self._failed(job, result)
+            elif job.key in refused:
+                cause = refused[job.key]
+                self._store_error(job, ModelError(job.spec.name, "the answer came but could not be stored in the "
+                                                                 f"cache: {type(cause).__name__}: {cause}"))
+            else:
+                self.scheduler.stats["answers"] += 1
+                self._finished_one(job, result, from_batch=True)
         self.records.remove(record.batch_id)
 
     async def _read_results(self, state: BatchState, expected: set[str], limits: dict[str, int], spec: ModelSpec,
@@ -412,25 +428,35 @@ class BatchSender(Sender):
         return out
 
     # ------------------------------------------------------------------ results
-    def _store(self, key: str, completion: Completion, job: Job | None) -> bool:
-        """The answer into the cache, under the key a direct run uses; False (and the job's error) if it cannot."""
+    def _store_all(self, stored: list[Stored]) -> dict[str, Exception]:
+        """A batch's answers and errors into the cache, under the keys a direct run uses, in one transaction; the
+        exception that kept each answer that could not be stored, by its key. A transaction that fails is written
+        again one entry at a time (as AnswerWriter does), so that one answer that cannot be stored is that answer's
+        error only; an error that cannot be stored still reaches its item through the sender."""
         try:
-            self.cache.put(key, completion, job.request.to_json() if job is not None else None)
-        except Exception as exc:  # noqa: BLE001 - e.g. the cache's lock timed out: this answer's error, not the run's
-            if job is not None:
-                self._store_error(job, ModelError(job.spec.name, "the answer came but could not be stored in the "
-                                                                 f"cache: {type(exc).__name__}: {exc}"))
-            return False
-        self.scheduler.stats["answers"] += 1
-        return True
+            self.cache.put_many(stored)
+            return {}
+        except Exception:  # noqa: BLE001 - which entry it was is found by writing them one by one
+            refused = {}
+            for one in stored:
+                try:
+                    self.cache.put_many([one])
+                except Exception as exc:  # noqa: BLE001 - e.g. the cache's lock timed out: this answer's error
+                    if isinstance(one.result, Completion):
+                        refused[one.key] = exc
+            return refused
 
     def _store_error(self, job: Job, error: ModelError) -> None:
-        if not isinstance(error, BudgetExhausted):
-            self.scheduler.stats["failed"] += 1
         try:
             self.cache.put_error(job.key, error)  # (this run's only: an error is never served to a later run)
         except Exception:  # noqa: BLE001 - the error still reaches the item through the sender
             pass
+        self._failed(job, error)
+
+    def _failed(self, job: Job, error: ModelError) -> None:
+        """``error`` (already stored, or not storable) to its item."""
+        if not isinstance(error, BudgetExhausted):
+            self.scheduler.stats["failed"] += 1
         self._finished_one(job, error, from_batch=True)
 
     def _fail_all(self, mine: dict[str, Job], message: str, status: int | None) -> None:

@@ -147,6 +147,34 @@ def test_lines_the_provider_failed_are_errors_of_their_items_with_its_message_an
 
 
 @pytest.mark.e2e
+def test_a_batch_answer_that_cannot_be_stored_is_its_items_error_only(pytester, server, project, monkeypatch):
+    """A batch's results go into the cache in one transaction; when it fails, they are stored one by one, so that
+    only the answer that could not be stored is an error (its item's)."""
+    import diskcache
+
+    from pytest_medhelm.models.cache import AnswerCache
+
+    put_many = AnswerCache.put_many
+    writes = []
+
+    def locked_for_question_3(self, stored):
+        writes.append(len(stored))
+        if any(one.request_json and any("question 3?" in text for _role, text in one.request_json["messages"])
+               for one in stored):
+            raise diskcache.Timeout("database is locked")
+        return put_many(self, stored)
+
+    monkeypatch.setattr(AnswerCache, "put_many", locked_for_question_3)
+    run = inner(pytester, *project("cache", "out.json", "--medhelm-batch"))
+    assert run.ret == 1, run.stdout.str()[-3000:]
+    assert writes == [10] + [1] * 10  # the batch's transaction, then each of its answers in one of its own
+    errors = {i["instance_id"]: i["error"] for i in results(pytester, "out.json")["instances"] if i["error"]}
+    assert list(errors) == ["q003"], run.stdout.str()[-3000:]
+    assert "could not be stored in the cache: Timeout: database is locked" in errors["q003"]
+    assert server.count == 0
+
+
+@pytest.mark.e2e
 @pytest.mark.parametrize("outcome, answered, why", [
     ("failed", 0, "batch batch-* failed: The batch failed: the test server was told to fail it."),
     ("expired", 5, "This request could not be executed before the completion window expired."),

@@ -190,6 +190,23 @@ def test_a_single_model_and_an_empty_run_still_render():
     assert "no model was scored" in empty and "no instance was recorded" in empty
 
 
+def test_the_report_names_the_models_as_the_results_do(results):
+    """Models the run's list does not name (a hand-made or merged file) come after it as Results.model_names gives
+    them: sorted, those only the instances name included."""
+    import copy
+
+    from pytest_medhelm.report.html import build_view
+    from pytest_medhelm.report.records import Results
+
+    changed = copy.deepcopy(results)
+    changed["run"]["models"] = []
+    changed["instances"].append(dict(changed["instances"][0], model="anthropic/instances-only"))
+    expected = ["anthropic/instances-only", "hosted_vllm/llama-3.3-70b", "openai/gpt-4o"]
+    assert Results.read(changed).model_names() == expected
+    view = build_view(changed)
+    assert view.heatmap is not None and [label.text for label in view.heatmap.column_labels] == expected
+
+
 def test_long_texts_are_cut_and_big_runs_stay_compact(results):
     import copy
 

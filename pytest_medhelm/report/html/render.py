@@ -25,9 +25,9 @@ from pytest_medhelm.report.html.charts import CategoryChart, CostChart, Heatmap,
 from pytest_medhelm.report.html.verdicts import MAX_TEXT
 from pytest_medhelm.report.html.views import (BenchmarkInstances, GateRow, ModelSummary, RunFacts, TextTable,
                                               benchmark_instances, benchmark_scores, category_order,
-                                              category_scores, gate_rows, jury_agreement, model_summaries,
-                                              results_mapping, rubric_breakdown, run_benchmarks, run_facts,
-                                              run_models, script_json)
+                                              category_scores, gate_rows, jury_agreement, model_names,
+                                              model_summaries, results_mapping, rubric_breakdown, run_benchmarks,
+                                              run_facts, script_json)
 
 #: rows of the instance table built at a time (then "show more")
 PAGE_ROWS = 500
@@ -106,7 +106,7 @@ def build_view(results: Any, *, title: str = "MedHELM results", max_text: int = 
     from pytest_medhelm.report.texts import HOW
 
     data = results_mapping(results)
-    models, benches = run_models(data), run_benchmarks(data)
+    models, benches = model_names(data), run_benchmarks(data)
     leaderboard = model_summaries(data)
     cats = category_scores(data)
     order = category_order()

@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_medhelm.report.formatting import fixed
 from pytest_medhelm.report.html.verdicts import MAX_TEXT, JudgeVerdict, clip, finite, jury_entries
+from pytest_medhelm.report.records import Results, RunHeader, section
 
 
 def results_mapping(results: Any) -> Mapping[str, Any]:
@@ -174,14 +175,15 @@ class BenchmarkInstances:
 
 
 # ----------------------------------------------------------------------------------------------- readers
-def run_models(results: Mapping[str, Any]) -> list[str]:
-    """The run's models in the order given, then any other model that has a row."""
-    models = list(results.get("run", {}).get("models") or [])
-    for group in ("models", "benchmarks", "categories"):
-        for row in results.get(group) or []:
-            if row.get("model") is not None and row["model"] not in models:
-                models.append(row["model"])
-    return models
+def model_names(results: Mapping[str, Any]) -> list[str]:
+    """The run's models as every report names them (:meth:`Results.model_names`), read from the part of the results
+    it looks at: the run's list, the tables' rows, and one instance per model the instances name (the names of a
+    few models do not read 100,000 instances)."""
+    one_per_model = {inst.get("model"): inst for inst in results.get("instances") or []}
+    return Results(run=RunHeader(models=(results.get("run") or {}).get("models") or []),
+                   models=section(results, "models"), benchmarks=section(results, "benchmarks"),
+                   categories=section(results, "categories"),
+                   instances=section({"instances": list(one_per_model.values())}, "instances")).model_names()
 
 
 def category_order() -> dict[str, int]:
