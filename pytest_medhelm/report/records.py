@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -395,10 +395,16 @@ class Results(Record):
 
     def model_names(self) -> list[str]:
         """The models of the run in the order it gives them, then any other model a row or instance names."""
-        named = list(self.run.models)
-        others = {row.model for rows in (self.models, self.benchmarks, self.categories, self.instances)
-                  for row in rows if row.model is not None}
-        return named + sorted(others - set(named))
+        return ordered_models(self.run.models, (row.model for rows in (self.models, self.benchmarks,
+                                                                        self.categories, self.instances)
+                                                for row in rows))
+
+
+def ordered_models(named: Iterable[str], seen: Iterable[str | None]) -> list[str]:
+    """The one order of a run's models in every report: those the run names, in its order, then any other model
+    ``seen`` in its rows, sorted."""
+    first = list(named)
+    return first + sorted({model for model in seen if model is not None} - set(first))
 
 
 #: the lists of the results and the record each holds

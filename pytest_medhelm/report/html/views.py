@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_medhelm.report.formatting import fixed
 from pytest_medhelm.report.html.verdicts import MAX_TEXT, JudgeVerdict, clip, finite, jury_entries
-from pytest_medhelm.report.records import Results, RunHeader, section
+from pytest_medhelm.report.records import ordered_models
 
 
 def results_mapping(results: Any) -> Mapping[str, Any]:
@@ -176,14 +176,11 @@ class BenchmarkInstances:
 
 # ----------------------------------------------------------------------------------------------- readers
 def model_names(results: Mapping[str, Any]) -> list[str]:
-    """The run's models as every report names them (:meth:`Results.model_names`), read from the part of the results
-    it looks at: the run's list, the tables' rows, and one instance per model the instances name (the names of a
-    few models do not read 100,000 instances)."""
-    one_per_model = {inst.get("model"): inst for inst in results.get("instances") or []}
-    return Results(run=RunHeader(models=(results.get("run") or {}).get("models") or []),
-                   models=section(results, "models"), benchmarks=section(results, "benchmarks"),
-                   categories=section(results, "categories"),
-                   instances=section({"instances": list(one_per_model.values())}, "instances")).model_names()
+    """The run's models as every report orders them (:func:`~pytest_medhelm.report.records.ordered_models`): the
+    run's list, then the others its rows and instances name."""
+    seen = (row.get("model") for group in ("models", "benchmarks", "categories", "instances")
+            for row in results.get(group) or [] if isinstance(row, Mapping))
+    return ordered_models((results.get("run") or {}).get("models") or [], seen)
 
 
 def category_order() -> dict[str, int]:
