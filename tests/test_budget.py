@@ -21,7 +21,8 @@ from pytest_medhelm.budget import (BUDGET_PREFIX, Budget, BudgetExhausted, Reser
 from pytest_medhelm.cost import Prices, per_token
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, ModelError, ModelSpec
-from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
+from pytest_medhelm.models.jobs import Job
+from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.testing import server as test_server
 from pytest_medhelm.testing.server import running_server
 

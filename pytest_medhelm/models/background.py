@@ -25,7 +25,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pytest_medhelm.models.scheduler import Job, Scheduler
+from pytest_medhelm.models.jobs import Job
+from pytest_medhelm.models.scheduler import Scheduler
 from pytest_medhelm.values import Completion, ModelError
 
 Result = Completion | ModelError
@@ -139,10 +140,19 @@ class Sender:
     def _finish_job(self, job: Job, result: Result) -> list[Job]:
         """Record ``result``; returns the follow-up jobs to queue (claimed before this job counts as done, so the
         stream cannot end in between)."""
+        more = self._follow_ups(job, result)
+        self._record(job, result)
+        return more
+
+    def _follow_ups(self, job: Job, result: Result) -> list[Job]:
+        """The jobs that follow from ``result`` (the jury's), claimed as outstanding; none once draining."""
         try:
-            more = self._claim(self.follow_up(job, result)) if self.follow_up is not None and not self._draining else []
+            return self._claim(self.follow_up(job, result)) if self.follow_up is not None and not self._draining else []
         except Exception:  # noqa: BLE001 - one answer's follow-ups failed to build: not sent ahead; the item
-            more = []  # that needs them asks for them itself and gets the same error as its own
+            return []  # that needs them asks for them itself and gets the same error as its own
+
+    def _record(self, job: Job, result: Result) -> None:
+        """``result`` (stored) is the job's: its waiting item gets it, and the job no longer counts as outstanding."""
         kind = _kind(job)
         self.done[kind] += 1
         self._last_done[kind] = time.perf_counter()
@@ -152,7 +162,6 @@ class Sender:
             self._results[job.key] = result
             self._changed.notify_all()
         self._outstanding -= 1
-        return more
 
     def _mark_finished(self, crash: BaseException | str | None = None) -> None:
         if crash is not None and self._crash is None:
@@ -262,11 +271,16 @@ class Sender:
         if self._outstanding == 0:
             self._ended = True
             return
-        await self.scheduler.serve(self._queue, self._on_done)
+        await self.scheduler.serve(self._queue, self._on_done, on_outcome=self._on_outcome)
 
-    def _on_done(self, job: Job, result: Result) -> None:  # on the loop
-        for follow in self._finish_job(job, result):
+    def _on_outcome(self, job: Job, outcome: Result) -> None:  # on the loop, before the outcome is stored
+        # the judges of an answer go out as soon as it is here: the worker that got it takes the first of them next
+        # (the storing happens meanwhile; the judges do not wait for it)
+        for follow in self._follow_ups(job, outcome):
             self._put(follow)
+
+    def _on_done(self, job: Job, result: Result) -> None:  # on the loop, once the result is stored
+        self._record(job, result)
         if self._outstanding == 0:
             self._ended = True
             self._put(None)

@@ -43,7 +43,8 @@ from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRec
 from pytest_medhelm.models.cache import Stored
 from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.failures import redact
-from pytest_medhelm.models.scheduler import Job, Scheduler
+from pytest_medhelm.models.jobs import Job
+from pytest_medhelm.models.scheduler import Scheduler
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec, is_llama_cpp_model
 

@@ -40,43 +40,29 @@ reservation with its actual cost; a job that fails for good (or is cancelled) re
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
 
 from pytest_medhelm.budget import Budget, Reservation
-from pytest_medhelm.models.answer_writer import AnswerWriter
 from pytest_medhelm.models.cache import AnswerCache
+from pytest_medhelm.models.answer_writer import AnswerWriter
 from pytest_medhelm.models.concurrency import Slots, Window, Windows, endpoint_of, run_coroutine
+from pytest_medhelm.models.jobs import Job
 from pytest_medhelm.models.failures import (RATE_LIMITED, STOPPED_ANSWERING, SYSTEMATIC_STATUSES, UNREACHABLE,
                                             described, is_charged, is_connection_failure, redact)
 from pytest_medhelm.models.replicas import ReplicaTable, is_replica_failure
+from pytest_medhelm.models.serving import OnDone, Sending, priority, serve as serve_jobs
 from pytest_medhelm.models.send_stats import new_stats, stats_line
 from pytest_medhelm.models.transport import OpenAIWire, RequestFailed, send_litellm, uses_openai_wire
-from pytest_medhelm.values import BudgetExhausted, ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
 
 #: how long an endpoint marked down fails its requests at once before one is tried again
 DOWN_RECHECK_S = 30.0
 
 Outcome = Completion | RequestFailed  # one try's: an answer, or a failure that may be worth another try
-OnDone = Callable[["Job", "Completion | ModelError"], None]
-
-
-@dataclass(frozen=True)
-class Job:
-    spec: ModelSpec
-    request: ChatRequest
-    #: an item waits for it now (its own question, asked while the run's answers are still being sent): it goes
-    #: before every request that only waits its turn
-    urgent: bool = False
-
-    @property
-    def key(self) -> str:
-        return self.request.cache_key()
 
 
 @dataclass
@@ -90,12 +76,6 @@ class Settings:
     retry_after_max: float = 60.0
 
 
-def _priority(job: Job) -> int:
-    """Where requests wait: what an item waits for now (-1), then jury requests (0), then answers (1): the judge of
-    an answer that came follows it."""
-    return -1 if job.urgent else 1 if job.request.purpose == "answer" else 0
-
-
 def _worth_another_try(outcome: Outcome) -> bool:
     return isinstance(outcome, RequestFailed) and outcome.retryable
 
@@ -103,26 +83,6 @@ def _worth_another_try(outcome: Outcome) -> bool:
 def _last_outcome(state: RetryCallState) -> Outcome:
     """Once the tries are spent: the last failure, returned (the caller makes it the job's error)."""
     return state.outcome.result()  # type: ignore[union-attr]  # (set once a try has ended)
-
-
-_END = 2  # the end of a serve's work: after every job
-
-
-@dataclass
-class _Sending:
-    """One :meth:`Scheduler.serve` on its own loop: what it sends through (``writer`` stores the answers, in
-    order), and its jobs ready to send, in the order of (priority, arrival); a ``None`` job is the end."""
-    wire: OpenAIWire
-    windows: Windows
-    slots: Slots
-    writer: AnswerWriter
-    loop: asyncio.AbstractEventLoop
-    ready: asyncio.PriorityQueue[tuple[int, int, Job | None]] = field(default_factory=asyncio.PriorityQueue)
-    arrivals: Iterator[int] = field(default_factory=itertools.count)
-    draining: bool = False  # drain(): nothing more is sent
-
-    def put(self, job: Job | None) -> None:
-        self.ready.put_nowait((_END if job is None else _priority(job), next(self.arrivals), job))
 
 
 @dataclass
@@ -144,13 +104,13 @@ class Scheduler:
         self._down_models: dict[str, set[str]] = {}  # endpoint -> models in .broken because it is down
         self.down: dict[str, str] = {}  # endpoint (api base or model name) -> the connection error
         self.stats = new_stats()
-        self._serving: list[_Sending] = []  # the serve() calls running (a sender's, an item's own request)
+        self._serving: list[Sending] = []  # the serve() calls running (a sender's, an item's own request)
         self._last_success: dict[str, float] = {}  # endpoint -> time of its latest answer
         self._down_since: dict[str, float] = {}
         self.replicas = ReplicaTable()  # the replicas of models served by several endpoints
 
     # ------------------------------------------------------------------------------------------ one try
-    async def _send(self, sending: _Sending, job: Job, target: ModelSpec) -> Completion:
+    async def _send(self, sending: Sending, job: Job, target: ModelSpec) -> Completion:
         """``job`` sent to ``target``: its spec, or the replica of its group chosen for this try."""
         if uses_openai_wire(target):
             return await sending.wire.send(target, job.request, self.settings.timeout)
@@ -177,7 +137,7 @@ class Scheduler:
             raise budget.refusal(job.spec)
         held.append(reservation)
 
-    async def _try_once(self, sending: _Sending, window: Window, job: Job, held: list[Reservation] | None,
+    async def _try_once(self, sending: Sending, window: Window, job: Job, held: list[Reservation] | None,
                         target: ModelSpec) -> Outcome:
         """One send of ``job`` to ``target`` within its endpoint's window: its answer, or the retryable failure (a
         systematic failure or a budget refusal raises). Checked here, after any wait for a slot: the model may have
@@ -218,7 +178,7 @@ class Scheduler:
         self.stats["answers"] += 1
         return completion
 
-    async def _through_slots(self, sending: _Sending, job: Job, held: list[Reservation] | None,
+    async def _through_slots(self, sending: Sending, job: Job, held: list[Reservation] | None,
                              target: ModelSpec) -> Outcome:
         """One try of ``job`` to ``target`` (its spec, or one replica of it), within the target's slots and window."""
         endpoint = endpoint_of(target)
@@ -228,7 +188,7 @@ class Scheduler:
             return await self._try_once(sending, window, job, held, target)
         # wait for the endpoint's slot before the window, and before the request's timeout starts: first among this
         # process's requests, then among the run's processes
-        await gate.acquire(_priority(job))
+        await gate.acquire(priority(job))
         shared: int | None = None
         try:
             shared = await sending.slots.shared.acquire(endpoint, int(target.slots or 1))
@@ -237,7 +197,7 @@ class Scheduler:
             sending.slots.shared.release(shared)
             gate.release()
 
-    async def _one_try(self, sending: _Sending, job: Job, tries: _Tries) -> Outcome:
+    async def _one_try(self, sending: Sending, job: Job, tries: _Tries) -> Outcome:
         """One try of ``job``; a model served by replicas sends it to the least busy one, and again at once to
         another when that one fails (bounded, in case the replicas keep failing in turn as their rests end)."""
         tries.attempts += 1
@@ -288,7 +248,7 @@ class Scheduler:
         self.stats["retries"] += 1
         self.stats["waited_s"] += state.upcoming_sleep
 
-    async def _tries(self, sending: _Sending, job: Job, held: list[Reservation] | None) -> Completion:
+    async def _tries(self, sending: Sending, job: Job, held: list[Reservation] | None) -> Completion:
         tries = _Tries(held)
         outcome = await self._one_try(sending, job, tries)
         if _worth_another_try(outcome) and self.settings.retries:
@@ -320,7 +280,7 @@ class Scheduler:
             return self._unreachable(job, endpoint)
         return ModelError(job.spec.name, message, last.status)
 
-    async def _with_budget(self, sending: _Sending, job: Job) -> Completion:
+    async def _with_budget(self, sending: Sending, job: Job) -> Completion:
         budget = self.budget
         if budget is None:
             return await self._tries(sending, job, None)
@@ -335,25 +295,29 @@ class Scheduler:
                       usage_known=completion.usage_known)
         return completion
 
-    async def _result_of(self, sending: _Sending, job: Job) -> Completion | ModelError:
-        """The job's answer, stored in the cache, or the error that ended it: never an exception, so that one
-        job's trouble (whatever its type) stays that job's and the other jobs go on."""
+    async def outcome(self, sending: Sending, job: Job) -> Completion | ModelError:
+        """The job's answer or the error that ended it: never an exception, so that one job's trouble (whatever its
+        type) stays that job's and the other jobs go on."""
         try:
-            completion = await self._with_budget(sending, job)
+            return await self._with_budget(sending, job)
         except ModelError as exc:
-            error = exc
+            return exc
         except Exception as exc:  # noqa: BLE001 - a bug or an odd provider: this job's failure, not the run's
-            error = self._unexpected(job, exc, "")
-        else:
-            problem = await sending.writer.store(job.key, completion, job.request.to_json())
+            return self._unexpected(job, exc, "")
+
+    async def stored(self, sending: Sending, job: Job, outcome: Completion | ModelError) -> Completion | ModelError:
+        """``outcome`` in the cache, then what the job's item gets: the answer, or an error (also the answer's
+        that could not be stored)."""
+        if not isinstance(outcome, ModelError):
+            problem = await sending.writer.store(job.key, outcome, job.request.to_json())
             if problem is None:
-                return completion
-            error = self._unexpected(job, problem, "the answer came but could not be stored in the cache: ")
-        self.stats["not_sent_budget" if isinstance(error, BudgetExhausted) else "failed"] += 1
+                return outcome
+            outcome = self._unexpected(job, problem, "the answer came but could not be stored in the cache: ")
+        self.stats["not_sent_budget" if isinstance(outcome, BudgetExhausted) else "failed"] += 1
         # kept for this run (an xdist worker reads its error there), before it is reported; if it cannot be, the
         # error still reaches the item (on_done): the cache is only a memo
-        await sending.writer.store(job.key, error)
-        return error
+        await sending.writer.store(job.key, outcome)
+        return outcome
 
     def _unexpected(self, job: Job, exc: Exception, context: str) -> ModelError:
         """An exception that is not a :class:`ModelError`, as this job's error: its type and message."""
@@ -372,73 +336,25 @@ class Scheduler:
         return ModelError(job.spec.name, message, systematic=never_answered)
 
     # ------------------------------------------------------------------------------------------ the entry point
-    async def serve(self, queue: asyncio.Queue[Job | None], on_done: OnDone, workers: int | None = None) -> None:
+    async def serve(self, queue: asyncio.Queue[Job | None], on_done: OnDone, workers: int | None = None,
+                    on_outcome: OnDone | None = None) -> None:
         """Send the jobs of ``queue`` until it yields ``None`` (more may be put while it runs); each result goes to
-        the cache as it arrives, then to ``on_done`` (called on this loop, so it may put follow-up jobs)."""
+        ``on_outcome`` as it arrives (it may put follow-up jobs, which the worker that got it then takes first),
+        then to the cache, then to ``on_done`` (both called on this loop). The loop itself: :mod:`.serving`."""
         # a window per endpoint; slots shared by the run's processes (in its cache); one thread that stores the
         # answers, so that a cache write (SQLite's lock, its disk) never holds the sending loop
-        sending = _Sending(OpenAIWire(limit=self.settings.concurrency), Windows(self.settings.concurrency, self.stats),
-                           Slots(getattr(self.cache, "directory", None)),
-                           AnswerWriter(self.cache, asyncio.get_running_loop()), asyncio.get_running_loop())
-        # every job put in ``queue`` moves at once into ``sending.ready``, where a jury request goes before the
-        # answers still waiting (then arrival order): the judge of an answer that just came is sent next, not after
-        # every answer queued before it, so the items of open-ended benchmarks finish as the run goes. What an item
-        # waits for now (``Job.urgent``) does not wait for a free worker at all: it starts at once, and only an
-        # endpoint's slot, which it gets before anything else waiting for one, can hold it back.
-        urgent: set[asyncio.Task[None]] = set()
-
-        async def send_now(job: Job) -> None:
-            on_done(job, await self._result_of(sending, job))
-
-        def move(job: Job | None) -> None:
-            if job is not None and job.urgent:
-                task = asyncio.ensure_future(send_now(job))
-                urgent.add(task)
-                task.add_done_callback(urgent.discard)
-                return
-            sending.put(job)
-
-        async def pump() -> None:  # what arrives while every worker waits
-            while True:
-                job = await queue.get()
-                move(job)
-                if job is None:
-                    return
-
-        async def worker() -> None:
-            while True:
-                while not queue.empty():  # what on_done just queued (a judge) before this worker's next job
-                    job = queue.get_nowait()
-                    if job is None:  # the end: left for the pump, which ends with it
-                        queue.put_nowait(None)
-                        break
-                    move(job)
-                _rank, _arrival, job = await sending.ready.get()
-                if job is None or sending.draining:
-                    sending.put(None)  # the end, for the other workers too
-                    return
-                on_done(job, await self._result_of(sending, job))
-
-        tasks = [asyncio.ensure_future(pump()),
-                 *(asyncio.ensure_future(worker()) for _ in range(workers or self.settings.concurrency))]
+        loop, concurrency = asyncio.get_running_loop(), self.settings.concurrency
+        sending = Sending(OpenAIWire(limit=concurrency), Windows(concurrency, self.stats),
+                          Slots(getattr(self.cache, "directory", None)), AnswerWriter(self.cache, loop), loop)
         self._serving.append(sending)
         try:
-            await asyncio.gather(*tasks)
-            if urgent:  # (the end comes once nothing is outstanding, so only a drained run leaves one in flight)
-                await asyncio.gather(*urgent)
-        finally:
-            # no worker outlives the wire: one still sending when the wire closes (another one's error ended the
-            # gather) would report the cut request as its job's failure
+            await serve_jobs(sending, queue, on_done, workers or concurrency, on_outcome, self.outcome, self.stored)
+        finally:  # (after the loop's tasks have ended, even when cancelled again while they end)
+            self._serving.remove(sending)
             try:
-                for task in (*tasks, *urgent):
-                    task.cancel()
-                await asyncio.gather(*tasks, *urgent, return_exceptions=True)
-            finally:  # (cancelled again while it waits for them: the rest still closes)
-                self._serving.remove(sending)
-                try:
-                    await sending.wire.close()
-                finally:
-                    sending.writer.close()  # (an answer being stored when the run is cancelled is kept)
+                await sending.wire.close()
+            finally:
+                sending.writer.close()  # (an answer being stored when the run is cancelled is kept)
 
     def drain(self) -> None:
         """On a serving loop: its serve() sends nothing more (what is ready is dropped, and counted as not sent by

@@ -27,7 +27,7 @@ from pytest_medhelm.run.imports_ahead import ImportsAhead
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
-    from pytest_medhelm.models.scheduler import Job
+    from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.run.context import RunContext
     from pytest_medhelm.run.plan import AnswerPlan, PlannedAnswer
 
@@ -75,7 +75,7 @@ class Delivery:
 
     def _job_or_error(self, spec: ModelSpec, request: ChatRequest) -> Job | None:
         from pytest_medhelm.values import ModelError
-        from pytest_medhelm.models.scheduler import Job
+        from pytest_medhelm.models.jobs import Job
 
         target = self.target(spec)
         if isinstance(target, ModelError):

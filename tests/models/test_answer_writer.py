@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import diskcache
 
@@ -66,3 +67,30 @@ def test_closing_stores_what_is_still_queued(tmp_path):
 
     asyncio.run(store_then_close())
     assert [cache.get(f"k{i}").text for i in range(3)] == ["a0", "a1", "a2"]
+
+
+def test_a_sending_worker_does_not_wait_for_the_cache_before_its_next_request(tmp_path):
+    """One worker, three answers, a cache that does not commit until told: all three requests go out while the
+    first answer still waits to be stored, and no answer reaches its item before it is stored."""
+    from pytest_medhelm.models.background import Sender
+    from pytest_medhelm.models.jobs import Job
+    from pytest_medhelm.models.scheduler import Scheduler, Settings
+    from pytest_medhelm.testing.server import running_server
+    from pytest_medhelm.values import ChatRequest, ModelSpec
+
+    cache = GatedCache(tmp_path / "cache", run_id="run")
+    with running_server(answer="A") as server:
+        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url)
+        jobs = [Job(spec, ChatRequest.for_prompt(spec, f"question {i}", 4)) for i in range(3)]
+        sender = Sender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)))
+        sender.start(jobs)
+        deadline = time.monotonic() + 10
+        while server.count < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sent_before_storing, seen_before_storing = server.count, [sender.has(job.key) for job in jobs]
+        cache.gate.set()
+        results = [sender.wait(job.key) for job in jobs]
+        sender.stop()
+    assert sent_before_storing == 3
+    assert seen_before_storing == [False, False, False]
+    assert [r.text for r in results] == ["A", "A", "A"]

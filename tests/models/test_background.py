@@ -19,7 +19,8 @@ from toy_benchmark import TIMED_TEST
 from pytest_medhelm.models.background import Sender, SenderCrashed
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
-from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
+from pytest_medhelm.models.jobs import Job
+from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.testing.server import last_user_text, running_server
 
 SETTINGS = Settings(concurrency=8, timeout=10.0, retries=1, backoff_base=0.01)

@@ -29,7 +29,8 @@ from pytester_runs import run
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, ModelSpec
 from pytest_medhelm.models.failures import redact
-from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
+from pytest_medhelm.models.jobs import Job
+from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.testing.server import running_server, start_subprocess_server
 
 FIGURES: Counter = Counter()

@@ -19,7 +19,8 @@ from pytest_medhelm.models import scheduler as scheduler_module
 from pytest_medhelm.models.background import Sender
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
-from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
+from pytest_medhelm.models.jobs import Job
+from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.models.transport import OpenAIWire
 from pytest_medhelm.testing.server import running_server
 

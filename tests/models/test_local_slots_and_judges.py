@@ -19,7 +19,8 @@ from pytest_medhelm.models.llama import endpoints as llama_endpoints
 from pytest_medhelm.models.background import Sender
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
-from pytest_medhelm.models.scheduler import Job, Scheduler, Settings
+from pytest_medhelm.models.jobs import Job
+from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.testing.server import running_server
 import pytester_runs
 
