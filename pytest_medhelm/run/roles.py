@@ -199,6 +199,7 @@ class Role:
             self.freeze_again()
             if not interrupted and not self.config.option.collectonly:  # (--collect-only measures nothing)
                 self.after_items(session)
+                self.freeze_again()  # (the results just built live until the end too)
         return result
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -226,15 +227,16 @@ class Role:
         return (not self.config.option.collectonly and ctx.configured and bool(ctx.run_config.models)
                 and has_medhelm_items(session.items))
 
-    def freeze_if_large(self, session: pytest.Session) -> None:
-        """Move everything collected into the garbage collector's permanent generation until the session ends.
+    def freeze_if_large(self, items: int) -> None:
+        """In a run of ``items`` items (or more), move everything alive into the garbage collector's permanent
+        generation until the session ends.
 
         Thousands of items live until the end of the session anyway, and every full collection during the run
         (and pytest's five at the end) would walk all of them again: for 10,000 items that was 2 s of a 20 s
         re-run. Frozen objects are simply not scanned; they are handed back at the session's cleanup. Only for
         large runs: ``gc.get_referrers`` does not see frozen referrers, which a library checking for leaks (as
         Hypothesis's ``register_random`` does) could notice in a small run for no gain."""
-        if len(session.items) < FREEZE_MIN_ITEMS or self._frozen:
+        if items < FREEZE_MIN_ITEMS or self._frozen:
             return
         import gc
 
@@ -243,9 +245,9 @@ class Role:
         freeze_at_exit()
 
     def freeze_again(self) -> None:
-        """Once the items have run, what they made (reports, records) also lives until the end: frozen too, the
-        last full collections (one while the results are built, pytest's at its end) skip it: 0.15 s of a 2,000
-        item run (measured with gc.callbacks)."""
+        """Once the items have run, what they made (reports, records), and then the results built from it, also
+        live until the end: frozen too, the last full collections (one while the results are built, pytest's five
+        at its end) skip them: 0.15-0.2 s of a 2,000 item run (measured with gc.callbacks)."""
         if self._frozen:
             import gc
 
@@ -260,13 +262,14 @@ class Role:
 
 
 class Central(Role):
-    """No xdist: this process does everything."""
+    """No xdist: this process does everything. (It imports nothing ahead while it collects: an import on a thread
+    then competes with the collection for the interpreter, and the first request went out later, not sooner.)"""
 
     def before_items(self, session: pytest.Session) -> None:
         run, ctx = self.run, self.ctx
         uses_models = self.uses_models(session)
         if uses_models:
-            self.freeze_if_large(session)
+            self.freeze_if_large(len(session.items))
         if ctx.configured:
             run.reporting.selected, run.reporting.planned = run.collection.selection(session.items)
         if uses_models:

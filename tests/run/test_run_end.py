@@ -52,6 +52,28 @@ def test_a_small_run_freezes_nothing(pytester, toy, server):
     assert frozen_counts(pytester, toy(10), server.url) == (0, 0)
 
 
+CONTROLLER_FREEZE_PROBE = """
+import gc
+
+
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workerinput"):  # (xdist's controller: it collected nothing itself)
+        print(f"controller frozen: {gc.get_freeze_count()}")
+"""
+
+
+@pytest.mark.e2e  # (an xdist run of 1,000 items)
+def test_the_controller_of_a_large_run_freezes_what_its_workers_sent(pytester, toy, server):
+    data = toy(1000)
+    pytester.makepyfile(controller_freeze_probe=CONTROLLER_FREEZE_PROBE)
+    run = pytester.runpytest_subprocess("-p", "controller_freeze_probe", "-p", "no:cacheprovider", "-n", "2", "-s",
+                                        "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
+                                        "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
+                                        "--rootdir", str(pytester.path), "-q")
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    assert int(run.stdout.str().split("controller frozen: ")[1].split()[0]) > 0
+
+
 NUMPY_PROBE = """
 import sys
 import time
