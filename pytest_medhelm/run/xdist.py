@@ -203,9 +203,6 @@ class Controller(Role):
         if self._started:
             return
         self._started = True
-        # the workers' reports and records of a large run live here until its end: out of the collector's way
-        # (pytest's five full collections at the end walked them: 0.23 s of a 2,000-item run, by gc.callbacks)
-        self.freeze_if_large(len(ids))
         ctx, reporting, delivery = self.ctx, self.run.reporting, self.run.delivery
         path = plans_dir(ctx.cache_dir()) / f"{ctx.run_id}-{node.gateway.id}.json"
         from pytest_medhelm.models.cache import CacheRefused
@@ -220,6 +217,10 @@ class Controller(Role):
             planned = []
             delivery.write_line(f"medhelm: the plan of worker {node.gateway.id} cannot be read ({exc}): the "
                                 "workers ask for their answers themselves", {"yellow": True})
+        if planned:  # (as a central process, only in a run of ours: never in a session of other tests)
+            # the workers' reports and records of a large run live here until its end: out of the collector's way
+            # (pytest's five full collections at the end walked them: 0.23 s of a 2,000-item run, by gc.callbacks)
+            self.freeze_if_large(len(ids))
         try:
             delivery.start(planned, keep_in_memory=False)
         except BaseException:

@@ -74,6 +74,18 @@ def test_the_controller_of_a_large_run_freezes_what_its_workers_sent(pytester, t
     assert int(run.stdout.str().split("controller frozen: ")[1].split()[0]) > 0
 
 
+@pytest.mark.e2e  # (an xdist run of 1,000 tests)
+def test_the_controller_of_a_large_session_of_other_tests_freezes_nothing(pytester):
+    # (a frozen referrer is one gc.get_referrers does not see: Hypothesis's register_random then warns)
+    pytester.makepyfile(controller_freeze_probe=CONTROLLER_FREEZE_PROBE)
+    pytester.makepyfile(test_plain="import pytest\n\n\n@pytest.mark.parametrize('i', range(1000))\n"
+                                   "def test_plain(i):\n    assert i < 1000\n")
+    run = pytester.runpytest_subprocess("-p", "controller_freeze_probe", "-p", "no:cacheprovider", "-n", "2", "-s",
+                                        "--rootdir", str(pytester.path), "-q")
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    assert "controller frozen: 0" in run.stdout.str()
+
+
 NUMPY_PROBE = """
 import sys
 import time
