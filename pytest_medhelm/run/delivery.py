@@ -256,7 +256,7 @@ class Delivery:
             if found is not None or done:
                 return found
             time.sleep(delay)
-            delay = min(delay * 1.5, 0.02)
+            delay = min(delay * 1.5, 0.1)
 
     @contextlib.contextmanager
     def _timeout_paused(self) -> Iterator[None]:

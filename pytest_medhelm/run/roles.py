@@ -16,6 +16,7 @@ ProcessRole`). No code of the run asks which role it is in.
 from __future__ import annotations
 
 import enum
+import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
@@ -33,28 +34,42 @@ FREEZE_MIN_ITEMS = 1000
 _exit_freeze_registered = False
 
 
-def freeze_at_exit() -> None:
-    """Have this process, when it exits, collect its garbage once and then freeze what is still alive.
+def freeze_at_exit(config: pytest.Config) -> None:
+    """Have this process, when it exits, collect its garbage once, flush its open files, then freeze what is
+    still alive; only when the process is pytest's own (its command line, or an xdist worker), never in a program
+    that calls ``pytest.main`` and goes on (pytester's runs in this project's tests are such).
 
-    The interpreter's finalization runs several full collections while it tears the modules down, each walking
-    every object still alive: in a 2,000-item run that was 0.25-0.35 s between the last exit handler and the
-    process's end (measured: 0.03 s with everything frozen). The one collection first keeps what Python promises:
-    garbage that exists when the process exits still has its finalizers run (an unclosed file is flushed); what
-    is alive then is freed as the modules are cleared, and nothing guarantees finalizers of objects still alive
-    at exit. Registered once per process; exit handlers registered earlier (logging's flush) still run after it."""
+    The interpreter's finalization walks every object still alive in several full collections while it tears the
+    modules down: in a 2,000-item run that was 0.25-0.45 s between the last exit handler and the process's end
+    (0.03 s with everything frozen). The one collection first keeps the finalizers of what is garbage by then; the
+    files still open are flushed, as their finalizers would have done (one kept alive by a reference cycle is
+    otherwise never finalized once frozen); the finalizers of other objects still alive at exit are not run,
+    which Python does not promise either. Exit handlers registered earlier (logging's flush) still run after it."""
     global _exit_freeze_registered
-    if _exit_freeze_registered:
+    from pytest_medhelm.options import is_xdist_worker
+
+    own_process = is_xdist_worker(config) or config.invocation_params.args == tuple(sys.argv[1:])
+    if _exit_freeze_registered or not own_process:
         return
     import atexit
 
-    atexit.register(_collect_then_freeze)
+    atexit.register(_collect_flush_freeze)
     _exit_freeze_registered = True
 
 
-def _collect_then_freeze() -> None:
+def _collect_flush_freeze() -> None:
     import gc
+    import io
 
-    gc.collect()
+    if gc.isenabled():  # (a program that turned the collector off keeps it off)
+        gc.collect()
+    for obj in gc.get_objects():
+        if isinstance(obj, io.IOBase):
+            try:
+                if not obj.closed and obj.writable():
+                    obj.flush()
+            except Exception:  # noqa: BLE001 - a file that cannot be flushed now would not have been at exit either
+                pass
     gc.freeze()
 
 
@@ -233,7 +248,8 @@ class Role:
 
         Thousands of items live until the end of the session anyway, and every full collection during the run
         (and pytest's five at the end) would walk all of them again: for 10,000 items that was 2 s of a 20 s
-        re-run. Frozen objects are simply not scanned; they are handed back at the session's cleanup. Only for
+        re-run. Frozen objects are simply not scanned; they are handed back at the session's cleanup (and the
+        process's exit is lighter too: :func:`freeze_at_exit`). Only for
         large runs: ``gc.get_referrers`` does not see frozen referrers, which a library checking for leaks (as
         Hypothesis's ``register_random`` does) could notice in a small run for no gain."""
         if items < FREEZE_MIN_ITEMS or self._frozen:
@@ -242,7 +258,7 @@ class Role:
 
         gc.freeze()
         self._frozen = True
-        freeze_at_exit()
+        freeze_at_exit(self.config)
 
     def freeze_again(self) -> None:
         """Once the items have run, what they made (reports, records), and then the results built from it, also
@@ -262,8 +278,7 @@ class Role:
 
 
 class Central(Role):
-    """No xdist: this process does everything. (It imports nothing ahead while it collects: an import on a thread
-    then competes with the collection for the interpreter, and the first request went out later, not sooner.)"""
+    """No xdist: this process does everything."""
 
     def before_items(self, session: pytest.Session) -> None:
         run, ctx = self.run, self.ctx

@@ -218,8 +218,9 @@ class Controller(Role):
             delivery.write_line(f"medhelm: the plan of worker {node.gateway.id} cannot be read ({exc}): the "
                                 "workers ask for their answers themselves", {"yellow": True})
         if planned:  # (as a central process, only in a run of ours: never in a session of other tests)
-            # the workers' reports and records of a large run live here until its end: out of the collector's way
-            # (pytest's five full collections at the end walked them: 0.23 s of a 2,000-item run, by gc.callbacks)
+            # what the workers' reports bring of a large run lives here until its end: frozen when the loop ends
+            # (freeze_again), pytest's five full collections at the end skip it (they walked it: 0.23 s of a
+            # 2,000-item run, by gc.callbacks), and the process's exit is lighter
             self.freeze_if_large(len(ids))
         try:
             delivery.start(planned, keep_in_memory=False)

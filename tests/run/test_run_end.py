@@ -1,8 +1,8 @@
 """The end of a run: a large run keeps what lives until its end out of the garbage collector's way, and gives it
-back (roles.py: ``freeze_if_large``, ``freeze_again``); its process collects its garbage once at exit, then
-freezes the rest (roles.py: ``freeze_at_exit``); the libraries the results need are imported while the items run
-(reporting.py: ``prefetch``), and xdist's controller imports the HTTP client while its workers collect
-(delivery.py: ``prefetch``)."""
+back (roles.py: ``freeze_if_large``, ``freeze_again``); its process, when it is pytest's own, collects its garbage
+once at exit, flushes its open files, then freezes the rest (roles.py: ``freeze_at_exit``); the libraries the
+results need are imported while the items run (reporting.py: ``prefetch``), and xdist's controller imports the
+HTTP client while its workers collect (delivery.py: ``prefetch``)."""
 
 from __future__ import annotations
 
@@ -142,12 +142,24 @@ def _make_garbage():
     first.other, second.other = second, first
 
 
+class Holder:
+    def __init__(self, file):
+        self.file = file
+        self.me = self  # (alive at exit, in a reference cycle: only a collection would finalize it)
+
+
+KEPT = []
+
+
 def pytest_unconfigure(config):
     atexit.register(_make_garbage)  # (registered after the plugin's exit handler: runs before it)
+    holder = Holder(open(MARKER + ".written", "w"))
+    holder.file.write("all of it")  # buffered, never flushed nor closed by its owner
+    KEPT.append(holder)
 """
 
 
-def exit_state(pytester: pytest.Pytester, data, url: str) -> tuple[int, bool]:
+def exit_state(pytester: pytest.Pytester, data, url: str) -> tuple[int, bool, str]:
     pytester.makepyfile(exit_probe=EXIT_PROBE)
     marker = pytester.path / "exit-probe"
     pytester.syspathinsert()
@@ -159,21 +171,30 @@ def exit_state(pytester: pytest.Pytester, data, url: str) -> tuple[int, bool]:
                                             "--rootdir", str(pytester.path), "-q")
     assert run.ret == 0, run.stdout.str()[-3000:]
     frozen = int((marker.parent / "exit-probe.frozen").read_text())
-    return frozen, (marker.parent / "exit-probe.finalized").exists()
+    return (frozen, (marker.parent / "exit-probe.finalized").exists(),
+            (marker.parent / "exit-probe.written").read_text())
 
 
 @pytest.mark.e2e  # (a new interpreter, and a whole run of 1,000 items)
 def test_a_large_run_exits_without_walking_what_is_alive_and_still_finalizes_its_garbage(pytester, toy, server):
-    frozen, finalized = exit_state(pytester, toy(1000), server.url)
+    frozen, finalized, written = exit_state(pytester, toy(1000), server.url)
     assert frozen > 0  # the interpreter's last collections skip what is still alive
     assert finalized  # the garbage of the exit was collected first: its finalizers ran
+    assert written == "all of it"  # a file still open was flushed first
 
 
 @pytest.mark.e2e  # (a new interpreter)
 def test_a_small_run_exits_as_python_does(pytester, toy, server):
-    frozen, finalized = exit_state(pytester, toy(10), server.url)
-    assert frozen == 0
-    assert finalized
+    assert exit_state(pytester, toy(10), server.url) == (0, True, "all of it")
+
+
+def test_a_large_run_inside_another_program_leaves_its_exit_alone(pytester, toy, server):
+    # pytest.main called by a program that goes on (here pytester's, in this process): its exit is its own
+    from pytest_medhelm.run import roles
+
+    registered = roles._exit_freeze_registered
+    frozen_counts(pytester, toy(1000), server.url)
+    assert roles._exit_freeze_registered == registered
 
 
 CONTROLLER_PROBE = """
