@@ -275,7 +275,9 @@ class Sender:
 
     def _on_outcome(self, job: Job, outcome: Result) -> None:  # on the loop, before the outcome is stored
         # the judges of an answer go out as soon as it is here: the worker that got it takes the first of them next
-        # (the storing happens meanwhile; the judges do not wait for it)
+        # (the storing happens meanwhile; the judges do not wait for it). An answer that then cannot be stored is
+        # its item's error, and its judges' verdicts go unused: that cache failure is rare, and waiting for every
+        # store would hold back every judge.
         for follow in self._follow_ups(job, outcome):
             self._put(follow)
 

@@ -47,15 +47,15 @@ from dataclasses import dataclass, field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
 
 from pytest_medhelm.budget import Budget, Reservation
-from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.models.answer_writer import AnswerWriter
+from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.models.concurrency import Slots, Window, Windows, endpoint_of, run_coroutine
-from pytest_medhelm.models.jobs import Job
 from pytest_medhelm.models.failures import (RATE_LIMITED, STOPPED_ANSWERING, SYSTEMATIC_STATUSES, UNREACHABLE,
                                             described, is_charged, is_connection_failure, redact)
+from pytest_medhelm.models.jobs import Job
 from pytest_medhelm.models.replicas import ReplicaTable, is_replica_failure
-from pytest_medhelm.models.serving import OnDone, Sending, priority, serve as serve_jobs
 from pytest_medhelm.models.send_stats import new_stats, stats_line
+from pytest_medhelm.models.serving import OnDone, OnOutcome, Sending, priority, serve as serve_jobs
 from pytest_medhelm.models.transport import OpenAIWire, RequestFailed, send_litellm, uses_openai_wire
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
 
@@ -295,7 +295,7 @@ class Scheduler:
                       usage_known=completion.usage_known)
         return completion
 
-    async def outcome(self, sending: Sending, job: Job) -> Completion | ModelError:
+    async def _outcome(self, sending: Sending, job: Job) -> Completion | ModelError:
         """The job's answer or the error that ended it: never an exception, so that one job's trouble (whatever its
         type) stays that job's and the other jobs go on."""
         try:
@@ -305,7 +305,7 @@ class Scheduler:
         except Exception as exc:  # noqa: BLE001 - a bug or an odd provider: this job's failure, not the run's
             return self._unexpected(job, exc, "")
 
-    async def stored(self, sending: Sending, job: Job, outcome: Completion | ModelError) -> Completion | ModelError:
+    async def _stored(self, sending: Sending, job: Job, outcome: Completion | ModelError) -> Completion | ModelError:
         """``outcome`` in the cache, then what the job's item gets: the answer, or an error (also the answer's
         that could not be stored)."""
         if not isinstance(outcome, ModelError):
@@ -337,7 +337,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------------------------------ the entry point
     async def serve(self, queue: asyncio.Queue[Job | None], on_done: OnDone, workers: int | None = None,
-                    on_outcome: OnDone | None = None) -> None:
+                    on_outcome: OnOutcome | None = None) -> None:
         """Send the jobs of ``queue`` until it yields ``None`` (more may be put while it runs); each result goes to
         ``on_outcome`` as it arrives (it may put follow-up jobs, which the worker that got it then takes first),
         then to the cache, then to ``on_done`` (both called on this loop). The loop itself: :mod:`.serving`."""
@@ -348,7 +348,8 @@ class Scheduler:
                           Slots(getattr(self.cache, "directory", None)), AnswerWriter(self.cache, loop), loop)
         self._serving.append(sending)
         try:
-            await serve_jobs(sending, queue, on_done, workers or concurrency, on_outcome, self.outcome, self.stored)
+            await serve_jobs(sending, queue, on_done, workers or concurrency, on_outcome, self._outcome,
+                             self._stored)
         finally:  # (after the loop's tasks have ended, even when cancelled again while they end)
             self._serving.remove(sending)
             try:

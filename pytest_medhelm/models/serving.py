@@ -23,7 +23,10 @@ from pytest_medhelm.models.transport import OpenAIWire
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import Completion, ModelError
 
+#: a job's result, once stored (what its item gets)
 OnDone = Callable[[Job, "Completion | ModelError"], None]
+#: a job's outcome as it arrives, before it is stored (what follows from it may be queued then)
+OnOutcome = Callable[[Job, "Completion | ModelError"], None]
 #: the scheduler's rules for one job: its tries until an answer or an error (never an exception) ...
 SendJob = Callable[["Sending", Job], Awaitable["Completion | ModelError"]]
 #: ... and the storing of that outcome, which gives what the job's item gets
@@ -57,7 +60,7 @@ class Sending:
 
 
 async def serve(sending: Sending, queue: asyncio.Queue[Job | None], on_done: OnDone, workers: int,
-                on_outcome: OnDone | None, send: SendJob, store: StoreOutcome) -> None:
+                on_outcome: OnOutcome | None, send: SendJob, store: StoreOutcome) -> None:
     """:meth:`Scheduler.serve <pytest_medhelm.models.scheduler.Scheduler.serve>`'s loop, with ``workers`` workers,
     through ``sending`` (which the scheduler opened and closes)."""
     # every job put in ``queue`` moves at once into ``sending.ready``, where a jury request goes before the
@@ -68,17 +71,24 @@ async def serve(sending: Sending, queue: asyncio.Queue[Job | None], on_done: OnD
     urgent: set[asyncio.Task[None]] = set()
     # A worker hands each result to the writer and takes its next job at once: its next request does not wait
     # for the cache's commit (under a busy GIL, two thread hand-offs per request). The result reaches on_done
-    # once stored, on a task of its own; a bug there ends the serve as a bug in a worker would.
+    # once stored, on a task of its own; no more results wait to be stored than twice the workers (a stalled
+    # cache holds the sending back, as it did). A bug in such a task, or in an urgent one, ends the serve as a
+    # bug in a worker does.
     storing: set[asyncio.Task[None]] = set()
-    store_failed: asyncio.Future[None] = sending.loop.create_future()
+    failed: asyncio.Future[None] = sending.loop.create_future()
+
+    def watch(task: asyncio.Task[None], tasks: set[asyncio.Task[None]]) -> None:
+        tasks.add(task)
+
+        def ended(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            if not task.cancelled() and task.exception() is not None and not failed.done():
+                failed.set_exception(task.exception())  # type: ignore[arg-type]  # (not None: checked)
+
+        task.add_done_callback(ended)
 
     async def report(job: Job, outcome: Completion | ModelError) -> None:
         on_done(job, await store(sending, job, outcome))
-
-    def reported(task: asyncio.Task[None]) -> None:
-        storing.discard(task)
-        if not task.cancelled() and task.exception() is not None and not store_failed.done():
-            store_failed.set_exception(task.exception())  # type: ignore[arg-type]  # (not None: checked)
 
     async def outcome_of(job: Job) -> Completion | ModelError:
         outcome = await send(sending, job)
@@ -91,9 +101,7 @@ async def serve(sending: Sending, queue: asyncio.Queue[Job | None], on_done: OnD
 
     def move(job: Job | None) -> None:
         if job is not None and job.urgent:
-            task = asyncio.ensure_future(send_now(job))
-            urgent.add(task)
-            task.add_done_callback(urgent.discard)
+            watch(asyncio.ensure_future(send_now(job)), urgent)
             return
         sending.put(job)
 
@@ -112,22 +120,22 @@ async def serve(sending: Sending, queue: asyncio.Queue[Job | None], on_done: OnD
                     queue.put_nowait(None)
                     break
                 move(job)
+            while len(storing) >= 2 * workers:
+                await asyncio.wait(set(storing), return_when=asyncio.FIRST_COMPLETED)
             _rank, _arrival, job = await sending.ready.get()
             if job is None or sending.draining:
                 sending.put(None)  # the end, for the other workers too
                 return
-            task = asyncio.ensure_future(report(job, await outcome_of(job)))
-            storing.add(task)
-            task.add_done_callback(reported)
+            watch(asyncio.ensure_future(report(job, await outcome_of(job))), storing)
 
     tasks = [asyncio.ensure_future(pump()),
              *(asyncio.ensure_future(worker()) for _ in range(workers))]
     workers_ended = asyncio.gather(*tasks)
     try:
-        watched: set[asyncio.Future[Any]] = {workers_ended, store_failed}
+        watched: set[asyncio.Future[Any]] = {workers_ended, failed}
         ended, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
         for future in ended:
-            future.result()  # (raises a worker's bug, or one in reporting a stored result)
+            future.result()  # (raises a worker's bug, or one in an urgent job or in reporting a stored result)
         # (the end comes once nothing is outstanding, so only a drained run leaves these unfinished)
         await asyncio.gather(*urgent, *storing)
     finally:
@@ -137,3 +145,5 @@ async def serve(sending: Sending, queue: asyncio.Queue[Job | None], on_done: OnD
         for task in (*urgent, *storing):
             task.cancel()
         await asyncio.gather(workers_ended, *tasks, *urgent, *storing, return_exceptions=True)
+        if failed.done() and not failed.cancelled():
+            failed.exception()  # (already raised by the gather above, or by the wait: read, so never reported unread)

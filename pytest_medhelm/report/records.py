@@ -4,22 +4,26 @@ The results are built from these models, written from them (:func:`dump`) and re
 (:meth:`Results.read`): a baseline, a shard to merge, a saved run. Every model allows fields it does not declare
 (the contract says fields may be added; a plugin's gate or an older file's extra field is kept, never refused).
 
-A field a record does not have is left out of the file, not written as null (``exclude_unset``: a record read back
-and written again is the same JSON); the contract's fields are set whenever a record is built.
+A field a record does not have is left out of the file rather than written as null: the models are dumped with
+``exclude_unset``, so a record read back and written again is the same JSON. The fields every record of a kind has
+(the contract's) are set whenever a record is built.
 
-The file's JSON Schema is generated from :class:`Results` and shipped beside this module (``results.schema.json``;
-``python -m pytest_medhelm.report.records --write-schema`` regenerates it; the tests check it is the generated one).
+The JSON Schema of the file is generated from :class:`Results` and shipped beside this module
+(``results.schema.json``); ``python -m pytest_medhelm.report.records --write-schema`` regenerates it, and the
+tests check that the shipped file is the generated one.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from pytest_medhelm.report.model_order import ordered_models
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -395,12 +399,6 @@ class Results(Record):
         """The models of the run in the order it gives them, then any other model a row or instance names."""
         return ordered_models(self.run.models, (row.model for rows in (self.models, self.benchmarks, self.categories,
                                                                         self.instances) for row in rows))
-
-
-def ordered_models(named: Iterable[str], seen: Iterable[str | None]) -> list[str]:
-    """The one order of a run's models in every report: those it names, in its order, then the others sorted."""
-    first = list(named)
-    return first + sorted({model for model in seen if model is not None} - set(first))
 
 
 #: the lists of the results and the record each holds

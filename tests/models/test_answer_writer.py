@@ -70,8 +70,9 @@ def test_closing_stores_what_is_still_queued(tmp_path):
 
 
 def test_a_sending_worker_does_not_wait_for_the_cache_before_its_next_request(tmp_path):
-    """One worker, three answers, a cache that does not commit until told: all three requests go out while the
-    first answer still waits to be stored, and no answer reaches its item before it is stored."""
+    """One worker, four answers, a cache that does not commit until told: the second request goes out while the
+    first answer still waits to be stored, the third waits (no more unstored answers than twice the workers), and
+    no answer reaches its item before it is stored."""
     from pytest_medhelm.models.background import Sender
     from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.models.scheduler import Scheduler, Settings
@@ -81,16 +82,80 @@ def test_a_sending_worker_does_not_wait_for_the_cache_before_its_next_request(tm
     cache = GatedCache(tmp_path / "cache", run_id="run")
     with running_server(answer="A") as server:
         spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url)
-        jobs = [Job(spec, ChatRequest.for_prompt(spec, f"question {i}", 4)) for i in range(3)]
+        jobs = [Job(spec, ChatRequest.for_prompt(spec, f"question {i}", 4)) for i in range(4)]
         sender = Sender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)))
         sender.start(jobs)
         deadline = time.monotonic() + 10
-        while server.count < 3 and time.monotonic() < deadline:
+        while server.count < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
+        time.sleep(0.3)  # (a third request, if it were sent, would be by now)
         sent_before_storing, seen_before_storing = server.count, [sender.has(job.key) for job in jobs]
         cache.gate.set()
         results = [sender.wait(job.key) for job in jobs]
         sender.stop()
-    assert sent_before_storing == 3
-    assert seen_before_storing == [False, False, False]
-    assert [r.text for r in results] == ["A", "A", "A"]
+    assert sent_before_storing == 2
+    assert seen_before_storing == [False] * 4
+    assert [r.text for r in results] == ["A"] * 4
+
+
+def test_the_judge_of_an_answer_goes_out_before_the_answer_is_stored(tmp_path):
+    """One worker, a cache that does not commit until told: the judge of answer 0 is sent right after it, before
+    answer 1, although answer 0 is not stored yet (its judges do not wait for the commit)."""
+    from pytest_medhelm.models.background import Sender
+    from pytest_medhelm.models.jobs import Job
+    from pytest_medhelm.models.scheduler import Scheduler, Settings
+    from pytest_medhelm.testing.server import last_user_text, running_server
+    from pytest_medhelm.values import ChatRequest, ModelSpec
+
+    cache = GatedCache(tmp_path / "cache", run_id="run")
+    with running_server(answer="A") as server:
+        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url)
+        answers = [Job(spec, ChatRequest.for_prompt(spec, f"answer {i}", 4)) for i in range(3)]
+        judge = Job(spec, ChatRequest.for_prompt(spec, "judge of answer 0", 4, purpose="judge:toy:1"))
+        sender = Sender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)),
+                        lambda job, result: [judge] if job is answers[0] else [])
+        sender.start(answers)
+        deadline = time.monotonic() + 10
+        while server.count < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sent_first = [last_user_text(r["json"]) for r in server.requests[:2]]
+        cache.gate.set()
+        sender.wait(judge.key)
+        sender.wait(answers[-1].key)
+        sender.stop()
+    assert sent_first == ["answer 0", "judge of answer 0"]
+
+
+def test_a_bug_in_an_urgent_request_ends_the_sending_instead_of_hanging_its_item(tmp_path):
+    from pytest_medhelm.models.background import Sender, SenderCrashed
+    from pytest_medhelm.models.jobs import Job
+    from pytest_medhelm.models.scheduler import Scheduler, Settings
+    from pytest_medhelm.testing.server import running_server
+    from pytest_medhelm.values import ChatRequest, ModelSpec
+
+    class UrgentBug(Sender):
+        def _on_done(self, job, result):
+            if job.urgent:
+                raise RuntimeError("a bug in an item's own request")
+            super()._on_done(job, result)
+
+    with running_server(answer="A", latency=0.2) as server:
+        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url)
+        planned = [Job(spec, ChatRequest.for_prompt(spec, f"planned {i}", 4)) for i in range(20)]
+        sender = UrgentBug(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"),
+                                     Settings(concurrency=2, timeout=10.0)))
+        sender.start(planned)
+        outcome: list[object] = []
+
+        def ask() -> None:
+            try:
+                outcome.append(sender.ask(Job(spec, ChatRequest.for_prompt(spec, "my own", 4), urgent=True)))
+            except SenderCrashed as exc:
+                outcome.append(exc)
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        asking.join(10)
+        sender.stop()
+    assert not asking.is_alive()
+    assert isinstance(outcome[0], SenderCrashed) and "a bug in an item's own request" in str(outcome[0])

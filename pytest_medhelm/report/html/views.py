@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_medhelm.report.formatting import fixed
 from pytest_medhelm.report.html.verdicts import MAX_TEXT, JudgeVerdict, clip, finite, jury_entries
-from pytest_medhelm.report.records import ordered_models
+from pytest_medhelm.report.model_order import ordered_models
 
 
 def results_mapping(results: Any) -> Mapping[str, Any]:
@@ -176,7 +176,7 @@ class BenchmarkInstances:
 
 # ----------------------------------------------------------------------------------------------- readers
 def model_names(results: Mapping[str, Any]) -> list[str]:
-    """The run's models as every report orders them (:func:`~pytest_medhelm.report.records.ordered_models`): the
+    """The run's models as every report orders them (:func:`~pytest_medhelm.report.model_order.ordered_models`): the
     run's list, then the others its rows and instances name."""
     seen = (row.get("model") for group in ("models", "benchmarks", "categories", "instances")
             for row in results.get(group) or [] if isinstance(row, Mapping))
