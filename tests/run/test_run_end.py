@@ -38,6 +38,16 @@ def frozen_counts(pytester: pytest.Pytester, data, url: str) -> tuple[int, int]:
     return int(during), int(after)
 
 
+def probed_run(pytester: pytest.Pytester, probe: str, source: str, data, url: str, *args: str) -> pytest.RunResult:
+    """A run of the toy benchmark in a new interpreter, with the plugin ``probe`` (``source``) loaded, that passed."""
+    pytester.makepyfile(**{probe: source})
+    run = pytester.runpytest_subprocess("-p", probe, "-p", "no:cacheprovider", *args, "--medhelm-model", "openai/x",
+                                        "--medhelm-api-base", url, "--medhelm-data-dir", str(data),
+                                        "--medhelm-cache", "off", "--rootdir", str(pytester.path))
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    return run
+
+
 @pytest.mark.e2e  # (a whole run of 1,000 items)
 def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_the_end(pytester, toy, server):
     assert gc.get_freeze_count() == 0
@@ -64,13 +74,8 @@ def pytest_sessionfinish(session):
 
 @pytest.mark.e2e  # (an xdist run of 1,000 items)
 def test_the_controller_of_a_large_run_freezes_what_its_workers_sent(pytester, toy, server):
-    data = toy(1000)
-    pytester.makepyfile(controller_freeze_probe=CONTROLLER_FREEZE_PROBE)
-    run = pytester.runpytest_subprocess("-p", "controller_freeze_probe", "-p", "no:cacheprovider", "-n", "2", "-s",
-                                        "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
-                                        "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
-                                        "--rootdir", str(pytester.path), "-q")
-    assert run.ret == 0, run.stdout.str()[-3000:]
+    run = probed_run(pytester, "controller_freeze_probe", CONTROLLER_FREEZE_PROBE, toy(1000), server.url,
+                     "-n", "2", "-s", "-q")
     assert int(run.stdout.str().split("controller frozen: ")[1].split()[0]) > 0
 
 
@@ -103,13 +108,7 @@ def pytest_runtest_logfinish(nodeid, location):
 
 @pytest.mark.e2e  # (a new interpreter: this one has numpy already)
 def test_the_libraries_the_results_need_are_imported_while_the_items_run(pytester, toy, server):
-    data = toy(6)
-    pytester.makepyfile(numpy_probe=NUMPY_PROBE)
-    run = pytester.runpytest_subprocess("-p", "numpy_probe", "-p", "no:cacheprovider", "-p", "no:xdist", "-s",
-                                        "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
-                                        "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
-                                        "--rootdir", str(pytester.path))
-    assert run.ret == 0, run.stdout.str()[-3000:]
+    run = probed_run(pytester, "numpy_probe", NUMPY_PROBE, toy(6), server.url, "-p", "no:xdist", "-s")
     assert "numpy before the results: True" in run.stdout.str()
 
 
@@ -160,16 +159,10 @@ def pytest_unconfigure(config):
 
 
 def exit_state(pytester: pytest.Pytester, data, url: str) -> tuple[int, bool, str]:
-    pytester.makepyfile(exit_probe=EXIT_PROBE)
     marker = pytester.path / "exit-probe"
-    pytester.syspathinsert()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EXIT_PROBE_MARKER", str(marker))
-        run = pytester.runpytest_subprocess("-p", "exit_probe", "-p", "no:cacheprovider", "-p", "no:xdist",
-                                            "--medhelm-model", "openai/x", "--medhelm-api-base", url,
-                                            "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
-                                            "--rootdir", str(pytester.path), "-q")
-    assert run.ret == 0, run.stdout.str()[-3000:]
+        probed_run(pytester, "exit_probe", EXIT_PROBE, data, url, "-p", "no:xdist", "-q")
     frozen = int((marker.parent / "exit-probe.frozen").read_text())
     return (frozen, (marker.parent / "exit-probe.finalized").exists(),
             (marker.parent / "exit-probe.written").read_text())
@@ -222,11 +215,5 @@ def pytest_xdist_node_collection_finished(node, ids):
 
 @pytest.mark.e2e  # (an xdist run)
 def test_the_controller_imports_the_http_client_while_its_workers_collect(pytester, toy, server):
-    data = toy(4)
-    pytester.makepyfile(controller_probe=CONTROLLER_PROBE)
-    run = pytester.runpytest_subprocess("-p", "controller_probe", "-p", "no:cacheprovider", "-n", "2",
-                                        "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
-                                        "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
-                                        "--rootdir", str(pytester.path))
-    assert run.ret == 0, run.stdout.str()[-3000:]
+    run = probed_run(pytester, "controller_probe", CONTROLLER_PROBE, toy(4), server.url, "-n", "2")
     assert "http client before the plan: True" in run.stdout.str()
