@@ -149,6 +149,10 @@ class ModelSpec:
 
 
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@?#]+@")
+#: a query parameter whose name says it carries a credential (Google's ``?key=``, an Azure SAS ``sig=``, a
+#: gateway's ``access_token=``, a Redis URL's ``password=``): its value
+_QUERY_CREDENTIAL = re.compile(r"(?P<name>[?&;][\w.-]*?(?:key|token|secret|passw(?:or)?d|pwd|sig(?:nature)?|auth"
+                               r"|credential)[\w.-]*=)[^&#\s\"'<>]+", re.IGNORECASE)
 
 
 @overload
@@ -159,11 +163,16 @@ def redact_url(text: None) -> None: ...
 
 def redact_url(text: str | None) -> str | None:
     """``text`` with the credentials of every URL in it replaced (``http://user:pass@host/v1`` becomes
-    ``http://***@host/v1``): an ``api_base`` or ``--medhelm-cache-url`` may carry them, and they must never reach
-    the results, the cache's keys, the terminal or a log."""
-    if not text or "@" not in text:
+    ``http://***@host/v1``, ``https://host/v1?key=AIza...`` becomes ``https://host/v1?key=***``): an ``api_base``,
+    ``--medhelm-cache-url`` or a provider's error message may carry them, and they must never reach the results,
+    the cache's keys, the terminal or a log."""
+    if not text:
         return text
-    return _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + "***@", text)
+    if "@" in text:
+        text = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + "***@", text)
+    if "=" in text:
+        text = _QUERY_CREDENTIAL.sub(lambda m: m.group("name") + "***", text)
+    return text
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,11 @@ from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extra
 from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
 from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
 from pytest_medhelm.models.replies import MalformedReply, reply_text, reply_usage
-from pytest_medhelm.values import Instance
+from pytest_medhelm.values import Instance, redact_url
 
 #: inputs tried per target
-EXAMPLES = {"judge": 400, "judge_helm": 300, "verdict_after_text": 300, "metric": 150, "reader": 150, "reply": 300}
+EXAMPLES = {"judge": 400, "judge_helm": 300, "verdict_after_text": 300, "metric": 150, "reader": 150, "reply": 300,
+            "redaction": 300}
 TRIED: Counter[str] = Counter()
 C3 = ("accuracy", "completeness", "clarity")
 def fuzz(examples: int) -> settings:
@@ -188,3 +189,19 @@ def test_reply_content_and_usage_are_read_or_malformed(content, usage) -> None:
         assert counts.tokens_in >= 0 and counts.tokens_out >= 0
     except MalformedReply as exc:
         assert exc.reason.startswith("malformed reply: ")
+
+
+# ------------------------------------------------------------------------------------------------- redaction
+secretish = st.text(st.sampled_from("abcXYZ0189-_.%+~"), min_size=6, max_size=40)
+
+
+@fuzz(EXAMPLES["redaction"])
+@given(st.text(max_size=200), secretish, st.sampled_from(["key", "api_key", "access_token", "sig", "password",
+                                                           "X-Goog-Api-Key", "token"]), st.text(max_size=60))
+def test_a_credential_in_a_url_never_survives_redaction(before: str, secret: str, name: str, after: str) -> None:
+    # any text (a provider's error message) around a URL carrying a credential in its user part or its query
+    TRIED["url redaction"] += 1
+    text = f"{before} https://user:{secret}@gw.example/v1?{name}={secret}&alt=json {after}"
+    redacted = redact_url(text)
+    assert f":{secret}@" not in redacted and f"{name}={secret}" not in redacted
+    assert redact_url(redacted) == redacted  # (nothing left to redact)

@@ -114,6 +114,14 @@ def test_redact_url() -> None:
     assert redact_url("redis://:pw@cache:6379/0 and https://tok@x.org/a?b=c@d") == \
         "redis://***@cache:6379/0 and https://***@x.org/a?b=c@d"
     assert redact_url("http://h/v1") == "http://h/v1" and redact_url(None) is None
+    # credentials in a query string: their values go, the other parameters stay
+    assert redact_url("https://g.example/v1beta/m:generate?key=AIzaSyA-1_x&alt=sse") == \
+        "https://g.example/v1beta/m:generate?key=***&alt=sse"
+    assert redact_url("https://a.example/o?api-version=2024-06-01&sig=Ab%2Bc&sp=r&SharedAccessSignature=xyz") == \
+        "https://a.example/o?api-version=2024-06-01&sig=***&sp=r&SharedAccessSignature=***"
+    assert redact_url("redis://cache:6379/0?password=pw1&db=2 and GET /v1?access_token=t0k 400") == \
+        "redis://cache:6379/0?password=***&db=2 and GET /v1?access_token=*** 400"
+    assert redact_url("a=b, x == y, https://h/v1?model=k") == "a=b, x == y, https://h/v1?model=k"
     spec = ModelSpec("openai/x", "openai/x", "http://u:p@h/v1")
     assert spec.cache_identity == "openai/x@http://***@h/v1"
 
