@@ -148,11 +148,15 @@ class ModelSpec:
         return replace(self, api_base=url, identity=self.cache_identity)
 
 
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@?#]+@")
-#: a query parameter whose name says it carries a credential (Google's ``?key=``, an Azure SAS ``sig=``, a
-#: gateway's ``access_token=``, a Redis URL's ``password=``): its value
-_QUERY_CREDENTIAL = re.compile(r"(?P<name>[?&;][\w.-]*?(?:key|token|secret|passw(?:or)?d|pwd|sig(?:nature)?|auth"
-                               r"|credential)[\w.-]*=)[^&#\s\"'<>]+", re.IGNORECASE)
+# (the patterns run on untrusted text, a provider's error message of any size: each is linear in it, no nested or
+# overlapping repetition that could backtrack)
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://)[^/\s@?#]+@")
+#: a parameter of a URL's query or fragment (``?name=value``; ``,`` ends a value: it separates a model's replicas)
+_URL_PARAMETER = re.compile(r"(?P<name>[?&;#](?P<key>[\w.-]{1,64})=)[^&#;\s\"'<>,]+")
+#: a parameter name that says it carries a credential (Google's ``key``, an Azure SAS ``sig``, a gateway's
+#: ``access_token``, a Redis URL's ``password``; not ``max_tokens`` nor ``author``)
+_CREDENTIAL_NAME = re.compile(r"(?:key|token|secret|passw(?:or)?d|pwd|sig(?:nature)?|auth(?:orization)?"
+                              r"|credentials?)$", re.IGNORECASE)
 
 
 @overload
@@ -171,7 +175,7 @@ def redact_url(text: str | None) -> str | None:
     if "@" in text:
         text = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + "***@", text)
     if "=" in text:
-        text = _QUERY_CREDENTIAL.sub(lambda m: m.group("name") + "***", text)
+        text = _URL_PARAMETER.sub(lambda m: m["name"] + "***" if _CREDENTIAL_NAME.search(m["key"]) else m[0], text)
     return text
 
 

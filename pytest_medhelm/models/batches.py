@@ -55,7 +55,7 @@ POLL_MAX_S = 60.0
 #: polls in a row that may fail (the connection, a 5xx) before the batch's requests are given up for this run (its
 #: record stays: the same command collects it later)
 POLL_FAILURES_MAX = 10
-#: a finished batch's results stored per transaction (the sending loop runs between two)
+#: a finished batch's results stored per transaction
 STORE_CHUNK = 500
 
 
@@ -380,7 +380,7 @@ class BatchSender(Sender):
             stored.append(Stored(job.key, error))  # (this run's only: an error is never served to a later run)
             finished.append((job, error))
         # stored before any is reported (as AnswerWriter does): an item sees only an answer that is in the cache
-        refused = await self._store_all(stored)
+        refused = await asyncio.to_thread(self._store_all, stored)
         self.scheduler.stats["answers"] += sum(one.key not in refused for one in unasked)
         for job, result in finished:
             if isinstance(result, ModelError):
@@ -431,13 +431,13 @@ class BatchSender(Sender):
         return out
 
     # ------------------------------------------------------------------ results
-    async def _store_all(self, stored: list[Stored]) -> dict[str, Exception]:
-        """A batch's answers and errors into the cache, under the keys a direct run uses, a transaction per
-        :data:`STORE_CHUNK` entries (the loop runs in between: a batch of 50,000 lines does not hold it, nor the
-        cache's lock, for its whole commit); the exception that kept each answer that could not be stored, by its
-        key. A transaction that fails is written again one entry at a time (as AnswerWriter does), so that one
-        answer that cannot be stored is that answer's error only; an error that cannot be stored still reaches its
-        item through the sender."""
+    def _store_all(self, stored: list[Stored]) -> dict[str, Exception]:
+        """A batch's answers and errors into the cache, under the keys a direct run uses (on a thread: a batch of
+        50,000 lines, or a cache whose lock is held, does not hold the loop), a transaction per
+        :data:`STORE_CHUNK` entries; the exception that kept each answer that could not be stored, by its key. A
+        transaction that fails is written again one entry at a time (as AnswerWriter does), so that one answer that
+        cannot be stored is that answer's error only; an error that cannot be stored still reaches its item
+        through the sender."""
         refused: dict[str, Exception] = {}
         for start in range(0, len(stored), STORE_CHUNK):
             chunk = stored[start:start + STORE_CHUNK]
@@ -450,7 +450,6 @@ class BatchSender(Sender):
                     except Exception as exc:  # noqa: BLE001 - e.g. the cache's lock timed out: this answer's error
                         if isinstance(one.result, Completion):
                             refused[one.key] = exc
-            await asyncio.sleep(0)
         return refused
 
     def _store_error(self, job: Job, error: ModelError) -> None:

@@ -71,10 +71,11 @@ async def serve(sending: Sending, queue: asyncio.Queue[Job | None], on_done: OnD
     urgent: set[asyncio.Task[None]] = set()
     # A worker hands each result to the writer and takes its next job at once: its next request does not wait
     # for the cache's commit (under a busy GIL, two thread hand-offs per request). The result reaches on_done
-    # once stored, on a task of its own; no more results wait to be stored than twice the workers (a stalled
-    # cache holds the sending back, as it did). A bug in such a task, or in an urgent one, ends the serve as a
-    # bug in a worker does.
+    # once stored, on a task of its own. Requests in flight and results not yet stored are at most twice the
+    # workers (``room``): a stalled cache holds the sending back, as it did. A bug in such a task, or in an urgent
+    # one, ends the serve as a bug in a worker does.
     storing: set[asyncio.Task[None]] = set()
+    room = asyncio.Semaphore(2 * workers)
     failed: asyncio.Future[None] = sending.loop.create_future()
 
     def watch(task: asyncio.Task[None], tasks: set[asyncio.Task[None]]) -> None:
@@ -120,13 +121,15 @@ async def serve(sending: Sending, queue: asyncio.Queue[Job | None], on_done: OnD
                     queue.put_nowait(None)
                     break
                 move(job)
-            while len(storing) >= 2 * workers:
-                await asyncio.wait(set(storing), return_when=asyncio.FIRST_COMPLETED)
+            await room.acquire()
             _rank, _arrival, job = await sending.ready.get()
             if job is None or sending.draining:
+                room.release()
                 sending.put(None)  # the end, for the other workers too
                 return
-            watch(asyncio.ensure_future(report(job, await outcome_of(job))), storing)
+            task = asyncio.ensure_future(report(job, await outcome_of(job)))
+            task.add_done_callback(lambda _task: room.release())
+            watch(task, storing)
 
     tasks = [asyncio.ensure_future(pump()),
              *(asyncio.ensure_future(worker()) for _ in range(workers))]

@@ -16,6 +16,7 @@ ProcessRole`). No code of the run asks which role it is in.
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -48,7 +49,12 @@ def freeze_at_exit(config: pytest.Config) -> None:
     global _exit_freeze_registered
     from pytest_medhelm.options import is_xdist_worker
 
-    own_process = is_xdist_worker(config) or config.invocation_params.args == tuple(sys.argv[1:])
+    # pytest's own command (``pytest``, ``python -m pytest``, ``coverage run -m pytest``), or an xdist worker; not a
+    # script that calls pytest.main and goes on
+    main = sys.modules.get("__main__")
+    own_process = is_xdist_worker(config) or (
+        getattr(getattr(main, "__spec__", None), "name", "") == "pytest.__main__"
+        or os.path.basename(getattr(sys, "argv", [""])[0]).lower().startswith(("pytest", "py.test")))
     if _exit_freeze_registered or not own_process:
         return
     import atexit
@@ -59,18 +65,37 @@ def freeze_at_exit(config: pytest.Config) -> None:
 
 def _collect_flush_freeze() -> None:
     import gc
-    import io
 
-    if gc.isenabled():  # (a program that turned the collector off keeps it off)
-        gc.collect()
-    for obj in gc.get_objects():
-        if isinstance(obj, io.IOBase):
-            try:
-                if not obj.closed and obj.writable():
-                    obj.flush()
-            except Exception:  # noqa: BLE001 - a file that cannot be flushed now would not have been at exit either
-                pass
+    try:
+        if gc.isenabled():  # (a program that turned the collector off keeps it off)
+            gc.collect()
+        _flush_open_files(gc.get_objects())
+    except Exception:  # noqa: BLE001 - anything odd: the process ends as Python ends it, unfrozen
+        return
     gc.freeze()
+
+
+def _flush_open_files(objects: list[Any]) -> None:
+    """Flush every file object open for writing on a regular file (a pipe or a socket is left to its own end: a
+    reader that is gone or slow must not hold the exit). Objects are told apart by their type only: ``isinstance``
+    would ask a proxy for its ``__class__`` (a dead weak proxy raises), and costs several times more per object."""
+    import io
+    import os
+    import stat
+
+    file_types = set()
+    for kind in set(map(type, objects)):
+        try:
+            if issubclass(kind, io.IOBase):
+                file_types.add(kind)
+        except Exception:  # noqa: BLE001 - an odd metaclass: not a file
+            pass
+    for obj in [obj for obj in objects if type(obj) in file_types]:
+        try:
+            if not obj.closed and obj.writable() and stat.S_ISREG(os.fstat(obj.fileno()).st_mode):
+                obj.flush()
+        except Exception:  # noqa: BLE001 - a file that cannot be flushed now would not have been at exit either
+            pass
 
 
 class StoppedEarly(enum.Enum):

@@ -7,6 +7,7 @@ HTTP client while its workers collect (delivery.py: ``prefetch``)."""
 from __future__ import annotations
 
 import gc
+import sys
 
 import pytest
 
@@ -181,13 +182,22 @@ def test_a_small_run_exits_as_python_does(pytester, toy, server):
     assert exit_state(pytester, toy(10), server.url) == (0, True, "all of it")
 
 
+@pytest.mark.e2e  # (a new interpreter, and a whole run of 1,000 items)
 def test_a_large_run_inside_another_program_leaves_its_exit_alone(pytester, toy, server):
-    # pytest.main called by a program that goes on (here pytester's, in this process): its exit is its own
-    from pytest_medhelm.run import roles
+    # a script that calls pytest.main and goes on: its exit is its own
+    data = toy(1000)
+    pytester.makepyfile(driver=f"""
+import pytest
 
-    registered = roles._exit_freeze_registered
-    frozen_counts(pytester, toy(1000), server.url)
-    assert roles._exit_freeze_registered == registered
+code = pytest.main(["-p", "no:cacheprovider", "-p", "no:xdist", "-q", "--medhelm-model", "openai/x",
+                    "--medhelm-api-base", {server.url!r}, "--medhelm-data-dir", {str(data)!r},
+                    "--medhelm-cache", "off"])
+from pytest_medhelm.run import roles
+
+print(f"ran: {{int(code)}}; exit handler: {{roles._exit_freeze_registered}}")
+""")
+    run = pytester.run(sys.executable, "driver.py")
+    assert "ran: 0; exit handler: False" in run.stdout.str(), run.stdout.str()[-3000:]
 
 
 CONTROLLER_PROBE = """

@@ -122,8 +122,25 @@ def test_redact_url() -> None:
     assert redact_url("redis://cache:6379/0?password=pw1&db=2 and GET /v1?access_token=t0k 400") == \
         "redis://cache:6379/0?password=***&db=2 and GET /v1?access_token=*** 400"
     assert redact_url("a=b, x == y, https://h/v1?model=k") == "a=b, x == y, https://h/v1?model=k"
+    assert redact_url("https://h/v1?max_tokens=512&tokenizer=llama&author=me&design=x") == \
+        "https://h/v1?max_tokens=512&tokenizer=llama&author=me&design=x"  # (names that only contain a word)
+    assert redact_url("https://a.example/v1?key=K1,https://b.example/v1") == \
+        "https://a.example/v1?key=***,https://b.example/v1"  # (a replica group keeps its other replicas)
+    assert redact_url("https://h/cb#access_token=tok&state=s") == "https://h/cb#access_token=***&state=s"
     spec = ModelSpec("openai/x", "openai/x", "http://u:p@h/v1")
     assert spec.cache_identity == "openai/x@http://***@h/v1"
+
+
+def test_redacting_a_huge_hostile_message_takes_linear_time() -> None:
+    # what a provider may send back as its error message: shapes that made earlier patterns backtrack
+    import time
+
+    from pytest_medhelm.values import redact_url
+
+    for text in ("=?" + "key" * 70_000, "@ " + "a." * 100_000, "x=1 ?" + "aZ0_-" * 40_000):
+        started = time.perf_counter()
+        redact_url(text)
+        assert time.perf_counter() - started < 2.0, text[:20]  # (quadratic: minutes; linear: milliseconds)
 
 
 @pytest.mark.parametrize("report_text", [True, False], ids=["with-texts", "without"])
