@@ -98,7 +98,7 @@ async def serve(sending: Sending, queue: asyncio.Queue[Job | None], on_done: OnD
         return outcome
 
     async def send_now(job: Job) -> None:
-        on_done(job, await store(sending, job, await outcome_of(job)))
+        await report(job, await outcome_of(job))
 
     def move(job: Job | None) -> None:
         if job is not None and job.urgent:

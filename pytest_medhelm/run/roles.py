@@ -37,8 +37,8 @@ _exit_freeze_registered = False
 
 def freeze_at_exit(config: pytest.Config) -> None:
     """Have this process, when it exits, collect its garbage once, flush its open files, then freeze what is
-    still alive; only when the process is pytest's own (its command line, or an xdist worker), never in a program
-    that calls ``pytest.main`` and goes on (pytester's runs in this project's tests are such).
+    still alive; only when the process is pytest's own (``__main__`` is pytest, or an xdist worker), never in a
+    script that calls ``pytest.main`` and goes on.
 
     The interpreter's finalization walks every object still alive in several full collections while it tears the
     modules down: in a 2,000-item run that was 0.25-0.45 s between the last exit handler and the process's end
@@ -80,7 +80,6 @@ def _flush_open_files(objects: list[Any]) -> None:
     reader that is gone or slow must not hold the exit). Objects are told apart by their type only: ``isinstance``
     would ask a proxy for its ``__class__`` (a dead weak proxy raises), and costs several times more per object."""
     import io
-    import os
     import stat
 
     file_types = set()
@@ -209,8 +208,7 @@ class Role:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
         self.run.delivery.session = session
-        rc = self.ctx.run_config if self.ctx.configured else None
-        if self.reports and rc is not None and rc.models and not rc.dry_run and not self.config.option.collectonly:
+        if self.reports and self.asks_models():
             self.run.reporting.prefetch()
         self.before_items(session)
         interrupted = True
@@ -256,10 +254,10 @@ class Role:
         run_every_step([self.run.delivery.finish, self.ctx.stop_local_servers])
 
     # ------------------------------------------------------------------------------------------ helpers
-    def will_send(self) -> bool:
-        """Whether this session may send anything (a run with models, not a dry run, not ``--collect-only``)."""
+    def asks_models(self) -> bool:
+        """Whether this session asks models anything (a run with models, not a dry run, not ``--collect-only``)."""
         ctx = self.ctx
-        return (self.sends_answers and ctx.configured and bool(ctx.run_config.models) and not ctx.run_config.dry_run
+        return (ctx.configured and bool(ctx.run_config.models) and not ctx.run_config.dry_run
                 and not self.config.option.collectonly)
 
     def uses_models(self, session: pytest.Session) -> bool:

@@ -181,7 +181,7 @@ class Controller(Role):
         return None  # Ctrl-C (here or in a worker), or a crash
 
     def while_collecting(self) -> None:
-        if self.will_send():  # (this process is idle until a worker's plan arrives: about a second)
+        if self.asks_models():  # (this process is idle until a worker's plan arrives: about a second)
             self.run.delivery.prefetch()
 
     def sender_finished(self) -> None:
