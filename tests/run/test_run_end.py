@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from dataclasses import dataclass
 
 import pytest
 
@@ -137,6 +138,9 @@ class Finalized:
 
 
 def _make_garbage():
+    # (runs just before the plugin's exit handler) what the session left frozen when it ended
+    with open(MARKER + ".frozen-before", "w") as f:
+        f.write(str(gc.get_freeze_count()))
     # garbage that exists when the plugin's exit handler runs: a cycle, which only a collection frees
     first, second = Finalized(), Finalized()
     first.other, second.other = second, first
@@ -151,35 +155,56 @@ class Holder:
 KEPT = []
 
 
+def pytest_sessionstart(session):
+    # opened before the items are collected: a large run freezes it with them
+    KEPT.append(Holder(open(MARKER + ".written-early", "w")))
+
+
 def pytest_unconfigure(config):
     atexit.register(_make_garbage)  # (registered after the plugin's exit handler: runs before it)
     holder = Holder(open(MARKER + ".written", "w"))
-    holder.file.write("all of it")  # buffered, never flushed nor closed by its owner
     KEPT.append(holder)
+    for kept in KEPT:
+        kept.file.write("all of it")  # buffered, never flushed nor closed by its owner
 """
 
 
-def exit_state(pytester: pytest.Pytester, data, url: str) -> tuple[int, bool, str]:
+@dataclass(frozen=True)
+class ExitState:
+    frozen_before_handler: int  # what the session left frozen (an exit handler that runs just before the plugin's)
+    frozen_at_end: int  # what the interpreter's last collections skip
+    finalized: bool  # garbage that existed at exit had its finalizer run
+    written: str  # a file opened at the end, never flushed nor closed by its owner
+    written_early: str  # the same, opened before the items were collected
+
+
+def exit_state(pytester: pytest.Pytester, data, url: str) -> ExitState:
     marker = pytester.path / "exit-probe"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EXIT_PROBE_MARKER", str(marker))
         probed_run(pytester, "exit_probe", EXIT_PROBE, data, url, "-p", "no:xdist", "-q")
-    frozen = int((marker.parent / "exit-probe.frozen").read_text())
-    return (frozen, (marker.parent / "exit-probe.finalized").exists(),
-            (marker.parent / "exit-probe.written").read_text())
+
+    def read(suffix: str) -> str:
+        return (marker.parent / f"exit-probe.{suffix}").read_text()
+
+    return ExitState(int(read("frozen-before")), int(read("frozen")),
+                     (marker.parent / "exit-probe.finalized").exists(), read("written"), read("written-early"))
 
 
 @pytest.mark.e2e  # (a new interpreter, and a whole run of 1,000 items)
 def test_a_large_run_exits_without_walking_what_is_alive_and_still_finalizes_its_garbage(pytester, toy, server):
-    frozen, finalized, written = exit_state(pytester, toy(1000), server.url)
-    assert frozen > 0  # the interpreter's last collections skip what is still alive
-    assert finalized  # the garbage of the exit was collected first: its finalizers ran
-    assert written == "all of it"  # a file still open was flushed first
+    state = exit_state(pytester, toy(1000), server.url)
+    # the session ends with the process: what it froze stays frozen, the exit's collection skips it
+    assert state.frozen_before_handler > 0
+    assert state.frozen_at_end > 0  # the interpreter's last collections skip what is still alive
+    assert state.finalized  # the garbage made after the items ran was collected first: its finalizers ran
+    assert state.written == "all of it"  # a file still open was flushed first
+    assert state.written_early == "all of it"  # one frozen with the items too
 
 
 @pytest.mark.e2e  # (a new interpreter)
 def test_a_small_run_exits_as_python_does(pytester, toy, server):
-    assert exit_state(pytester, toy(10), server.url) == (0, True, "all of it")
+    assert exit_state(pytester, toy(10), server.url) == ExitState(0, 0, True, "all of it", "all of it")
 
 
 @pytest.mark.e2e  # (a new interpreter, and a whole run of 1,000 items)
