@@ -373,11 +373,11 @@ class RunContext:
     def endpoint(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with a URL to send to: a local/... model's server is started here (or, in a worker, looked up
         in what the controller published). Raises ModelError when it cannot be reached."""
-        from pytest_medhelm.models.llama import endpoints as llama_endpoints
         from pytest_medhelm.values import is_llama_cpp_model
 
         if spec.api_base is not None or not is_llama_cpp_model(spec.name):
             return spec
+        from pytest_medhelm.models.llama import endpoints as llama_endpoints  # (its server's modules: 20 ms)
         from pytest_medhelm.values import ModelError
 
         if not self.role.sends_answers:

@@ -16,106 +16,17 @@ ProcessRole`). No code of the run asks which role it is in.
 from __future__ import annotations
 
 import enum
-import os
-import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
 from pytest_medhelm.run.collection import asked_pairs, has_medhelm_items
 from pytest_medhelm.run.context import Handover, run_every_step
+from pytest_medhelm.run.garbage import GarbageCollector
 from pytest_medhelm.run.session import Run
 
 if TYPE_CHECKING:  # pragma: no cover
-    from types import FrameType
-
     from pytest_medhelm.values import ModelSpec
-
-#: from this many collected items on, the collected objects are frozen out of the garbage collector's scans
-FREEZE_MIN_ITEMS = 1000
-
-_exit_freeze_registered = False
-
-
-def freeze_at_exit(config: pytest.Config) -> None:
-    """Have this process, when it exits, collect the garbage it made since its last freeze, flush its open files,
-    then freeze what is still alive; only when the process is pytest's own (``__main__`` is pytest, or an xdist
-    worker), never in a script that calls ``pytest.main`` and goes on.
-
-    The interpreter's finalization walks every object still alive in several full collections while it tears the
-    modules down: in a 2,000-item run that was 0.25-0.45 s between the last exit handler and the process's end
-    (0.03 s with everything frozen). The session of such a process keeps what it froze frozen to the end
-    (:meth:`Role._unfreeze`), so the one collection here walks only what was made after (a full one walked all
-    158,000 objects of a 2,000-item run: 0.11 s): the finalizers of that garbage still run. The files still open,
-    frozen or not, are flushed, as their finalizers would have done (one kept alive by a reference cycle is
-    otherwise never finalized once frozen); the finalizers of other objects still alive at exit, or frozen while
-    alive, are not run, which Python does not promise either. Exit handlers registered earlier (logging's flush)
-    still run after it."""
-    global _exit_freeze_registered
-    from pytest_medhelm.options import is_xdist_worker
-
-    # pytest's own command (``pytest``, ``python -m pytest``, ``coverage run -m pytest``), or an xdist worker; not a
-    # script that calls pytest.main and goes on
-    main = sys.modules.get("__main__")
-    own_process = is_xdist_worker(config) or (
-        getattr(getattr(main, "__spec__", None), "name", "") == "pytest.__main__"
-        or os.path.basename(getattr(sys, "argv", [""])[0]).lower().startswith(("pytest", "py.test")))
-    if _exit_freeze_registered or not own_process:
-        return
-    import atexit
-
-    atexit.register(_collect_flush_freeze)
-    _exit_freeze_registered = True
-
-
-def _collect_flush_freeze() -> None:
-    import gc
-
-    try:
-        if gc.isenabled():  # (a program that turned the collector off keeps it off)
-            gc.collect()  # (what is frozen is skipped)
-        gc.unfreeze()  # (two list splices) so that the frozen files are found too
-        _flush_open_files(gc.get_objects())
-    except Exception:  # noqa: BLE001 - anything odd: the process ends as Python ends it, unfrozen
-        return
-    gc.freeze()
-
-
-def nested_session() -> bool:
-    """Whether the pytest session now ending runs inside another one of this process (as pytester's in-process
-    runs do): pytest's session wrapper (``_pytest.main.wrap_session``) is on the stack more than once. When the
-    wrapper is not found at all (a pytest that renamed it), the session is taken as nested: what it froze is then
-    given back, as for a caller that goes on."""
-    frame: FrameType | None = sys._getframe(1)
-    sessions = 0
-    while frame is not None:
-        code = frame.f_code
-        sessions += code.co_name == "wrap_session" and frame.f_globals.get("__name__") == "_pytest.main"
-        frame = frame.f_back
-    return sessions != 1
-
-
-def _flush_open_files(objects: list[Any]) -> None:
-    """Flush every file object open for writing on a regular file (a pipe or a socket is left to its own end: a
-    reader that is gone or slow must not hold the exit). A file object here is an instance of a real subclass of
-    io's C base, whose finalizer is the one that flushes (a class only registered with ``io.IOBase`` has none);
-    objects are told apart by their type only, in C loops: ``isinstance`` would ask a proxy for its ``__class__``
-    (a dead weak proxy raises) and ``io.IOBase``'s ABC check costs tens of microseconds per type (40 ms of a
-    2,000-item run's exit, against 15 ms)."""
-    import _io
-    import functools
-    import itertools
-    import stat
-
-    is_file_type = functools.partial(type.__subclasscheck__, _io._IOBase)  # (never asks a metaclass)
-    file_types = {kind for kind in set(map(type, objects)) if is_file_type(kind)}
-    for obj in list(itertools.compress(objects, map(file_types.__contains__, map(type, objects)))):
-        try:
-            if not obj.closed and obj.writable() and stat.S_ISREG(os.fstat(obj.fileno()).st_mode):
-                obj.flush()
-        except Exception:  # noqa: BLE001 - a file that cannot be flushed now would not have been at exit either
-            pass
-
 
 class StoppedEarly(enum.Enum):
     """How a loop that stopped before its last item stopped by itself (not by Ctrl-C)."""
@@ -138,10 +49,10 @@ class Role:
         #: set when the loop stopped before its last item by itself (the results are then not "interrupted")
         self.stopped_early: StoppedEarly | None = None
         self._header: list[str] = []  # start-up lines: the cache, the shared cache, each model's endpoint
-        self._frozen = False
+        self.garbage = GarbageCollector(config)
         # registered now, before pytest's own plugins register theirs, so that it runs after them: the session's
         # last full garbage collections (pytest's unraisable-exception check) still skip the frozen items
-        config.add_cleanup(self._unfreeze)
+        config.add_cleanup(self.garbage.at_cleanup)
 
     def handover(self) -> Handover:
         """The run's identity: a new one (the workers get theirs from the controller)."""
@@ -222,6 +133,15 @@ class Role:
         self.check_start()
         self.while_collecting()
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self, session: pytest.Session):
+        if self.ctx.configured:  # (thousands of items may come: run.garbage)
+            self.garbage.hold_full_collections(None)
+        try:
+            return (yield)
+        finally:
+            self.garbage.release_full_collections()
+
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         return self._header
 
@@ -254,10 +174,11 @@ class Role:
             result = True
         finally:
             self.run.delivery.finish(interrupted=interrupted)
-            self.freeze_again()
+            self.garbage.release_full_collections()
+            self.garbage.freeze_again()
             if not interrupted and not self.config.option.collectonly:  # (--collect-only measures nothing)
                 self.after_items(session)
-                self.freeze_again()  # (the results just built live until the end too)
+                self.garbage.freeze_again()  # (the results just built live until the end too)
         return result
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -285,45 +206,6 @@ class Role:
         return (not self.config.option.collectonly and ctx.configured and bool(ctx.run_config.models)
                 and has_medhelm_items(session.items))
 
-    def freeze_if_large(self, items: int) -> None:
-        """In a run of ``items`` items (or more), move everything alive into the garbage collector's permanent
-        generation until the session ends.
-
-        Thousands of items live until the end of the session anyway, and every full collection during the run
-        (and pytest's five at the end) would walk all of them again: for 10,000 items that was 2 s of a 20 s
-        re-run. Frozen objects are simply not scanned; they are handed back at the session's cleanup (and the
-        process's exit is lighter too: :func:`freeze_at_exit`). Only for
-        large runs: ``gc.get_referrers`` does not see frozen referrers, which a library checking for leaks (as
-        Hypothesis's ``register_random`` does) could notice in a small run for no gain."""
-        if items < FREEZE_MIN_ITEMS or self._frozen:
-            return
-        import gc
-
-        gc.freeze()
-        self._frozen = True
-        freeze_at_exit(self.config)
-
-    def freeze_again(self) -> None:
-        """Once the items have run, what they made (reports, records), and then the results built from it, also
-        live until the end: frozen too, the last full collections (one while the results are built, pytest's five
-        at its end) skip them: 0.15-0.2 s of a 2,000 item run (measured with gc.callbacks)."""
-        if self._frozen:
-            import gc
-
-            gc.freeze()
-
-    def _unfreeze(self) -> None:
-        """At the session's cleanup, what it froze is given back to the garbage collector, unless the process ends
-        with the session: pytest's own process (:func:`freeze_at_exit`), not a session nested in another. There the
-        exit handler collects only what was made since, instead of walking everything again (0.11 s of a 2,000-item
-        run)."""
-        if self._frozen and not (_exit_freeze_registered and not nested_session()):
-            import gc
-
-            gc.unfreeze()
-            self._frozen = False
-
-
 class Central(Role):
     """No xdist: this process does everything."""
 
@@ -331,7 +213,7 @@ class Central(Role):
         run, ctx = self.run, self.ctx
         uses_models = self.uses_models(session)
         if uses_models:
-            self.freeze_if_large(len(session.items))
+            self.garbage.freeze_if_large(len(session.items))
         if ctx.configured:
             run.reporting.selected, run.reporting.planned = run.collection.selection(session.items)
         if uses_models:

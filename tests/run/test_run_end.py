@@ -1,6 +1,8 @@
-"""The end of a run: a large run keeps what lives until its end out of the garbage collector's way, and gives it
-back (roles.py: ``freeze_if_large``, ``freeze_again``); its process, when it is pytest's own, collects its garbage
-once at exit, flushes its open files, then freezes the rest (roles.py: ``freeze_at_exit``); the libraries the
+"""The garbage collector and the end of a run (garbage.py): no full collection while the items are collected; a
+large run keeps what lives until its end out of the collector's way, makes full collections rarer while its items
+run, and gives all of it back (``freeze_if_large``, ``freeze_again``, ``at_cleanup``); its process, when it is
+pytest's own, collects its garbage once at exit, flushes its open files, then freezes the rest
+(``freeze_at_exit``); the libraries the
 results need are imported while the items run (reporting.py: ``prefetch``), and xdist's controller imports the
 HTTP client while its workers collect (delivery.py: ``prefetch``)."""
 
@@ -62,6 +64,60 @@ def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_t
 def test_a_small_run_freezes_nothing(pytester, toy, server):
     # gc.get_referrers does not see frozen referrers, which a library checking for leaks may notice
     assert frozen_counts(pytester, toy(10), server.url) == (0, 0)
+
+
+THRESHOLD_PROBE = """
+import gc
+
+BEFORE = gc.get_threshold()
+seen = {}
+
+
+def pytest_collectstart(collector):
+    seen.setdefault("collecting", gc.get_threshold())
+
+
+def pytest_runtest_call(item):
+    seen.setdefault("items", gc.get_threshold())
+
+
+def pytest_sessionfinish(session):
+    full = [BEFORE[2], seen["collecting"][2], seen["items"][2], gc.get_threshold()[2]]
+    young = {BEFORE[:2], seen["collecting"][:2], seen["items"][:2], gc.get_threshold()[:2]}
+    print(f"full collections after: {full}; young: {sorted(young)}")
+"""
+
+
+def full_collection_thresholds(pytester: pytest.Pytester, data, url: str) -> list[int]:
+    """The full-collection threshold before the run, while it collects, while its items run, and at its end."""
+    pytester.makepyfile(threshold_probe=THRESHOLD_PROBE)
+    pytester.syspathinsert()
+    before = gc.get_threshold()
+    run = pytester.runpytest("-p", "threshold_probe", "-p", "no:cacheprovider", "-p", "no:xdist", "--medhelm-model",
+                             "openai/x", "--medhelm-api-base", url, "--medhelm-data-dir", str(data),
+                             "--medhelm-cache", "off", "-q", "-s")
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    assert gc.get_threshold() == before  # (a caller of pytest.main gets its collector as it was)
+    out = run.stdout.str().split("full collections after: ")[1].split("\n")[0]
+    full, young = out.split("; young: ")
+    assert young == str([before[:2]])  # the young generations are collected as before throughout
+    return [int(n) for n in full.strip("[]").split(", ")]
+
+
+@pytest.mark.e2e  # (a whole run of 1,000 items)
+def test_a_large_run_holds_full_collections_while_it_collects_and_makes_them_rarer_while_its_items_run(
+        pytester, toy, server):
+    from pytest_medhelm.run.garbage import NEVER, RARER_WHILE_ITEMS_RUN
+
+    before, collecting, items, after = full_collection_thresholds(pytester, toy(1000), server.url)
+    assert (collecting, items, after) == (NEVER, before * RARER_WHILE_ITEMS_RUN, before)
+
+
+def test_a_small_run_only_holds_full_collections_while_it_collects(pytester, toy, server):
+    from pytest_medhelm.run.garbage import NEVER
+
+    before, collecting, items, after = full_collection_thresholds(pytester, toy(10), server.url)
+    assert (collecting, items, after) == (NEVER, before, before)
 
 
 CONTROLLER_FREEZE_PROBE = """
@@ -217,9 +273,9 @@ import pytest
 code = pytest.main(["-p", "no:cacheprovider", "-p", "no:xdist", "-q", "--medhelm-model", "openai/x",
                     "--medhelm-api-base", {server.url!r}, "--medhelm-data-dir", {str(data)!r},
                     "--medhelm-cache", "off"])
-from pytest_medhelm.run import roles
+from pytest_medhelm.run import garbage
 
-print(f"ran: {{int(code)}}; exit handler: {{roles._exit_freeze_registered}}")
+print(f"ran: {{int(code)}}; exit handler: {{garbage._exit_freeze_registered}}")
 """)
     run = pytester.run(sys.executable, "driver.py")
     assert "ran: 0; exit handler: False" in run.stdout.str(), run.stdout.str()[-3000:]
