@@ -53,18 +53,27 @@ class Reporting:
         self.interrupted = False
         #: files accepted although they differ from their pins (None: this process checked them itself)
         self.data_unverified: dict[str, Any] | None = None
-        self._imports = ImportsAhead(("numpy", "tabulate"), "medhelm-report-imports")
+        self._imports = ImportsAhead(("numpy", "numpy.random", "tabulate"), "medhelm-report-imports")
+        self._prefetch_at_first_record = False
 
-    def prefetch(self) -> None:
+    def prefetch(self, at_first_record: bool = False) -> None:
         """While the items run (mostly waiting for their answers), import the libraries that building and printing
         the results needs (numpy for the confidence intervals, 0.1-0.2 s; tabulate), so that the end of the run
-        does not wait for them."""
-        self._imports.start()
+        does not wait for them. ``at_first_record``: not now but once the first item is done, in a process that
+        sends the answers itself: before that, the import would hold the interpreter while the sending thread
+        imports its HTTP client and sends its first requests (the first request went out 0.1 s later)."""
+        if at_first_record:
+            self._prefetch_at_first_record = True
+        else:
+            self._imports.start()
 
     def _prefetched(self) -> None:
         self._imports.join()
 
     def add(self, report: pytest.TestReport, record: InstanceRecord) -> None:
+        if self._prefetch_at_first_record:
+            self._prefetch_at_first_record = False
+            self._imports.start()
         self._records.pop(report.nodeid, None)  # (re-inserted: the order is that of the last attempts)
         self._records[report.nodeid] = record
         self._misses.pop(report.nodeid, None)

@@ -149,7 +149,7 @@ class Role:
     def pytest_runtestloop(self, session: pytest.Session):
         self.run.delivery.session = session
         if self.reports and self.asks_models():
-            self.run.reporting.prefetch()
+            self.run.reporting.prefetch(at_first_record=self.sends_answers and self.runs_items)
         self.before_items(session)
         interrupted = True
         try:

@@ -170,6 +170,28 @@ def test_the_libraries_the_results_need_are_imported_while_the_items_run(pyteste
     assert "numpy before the results: True" in run.stdout.str()
 
 
+FIRST_ITEM_PROBE = """
+import sys
+import threading
+
+seen = []
+
+
+def pytest_runtest_setup(item):
+    if not seen:  # the first item: the sending has started, no answer is here yet
+        importing = any(t.name == "medhelm-report-imports" for t in threading.enumerate())
+        seen.append(importing or "numpy" in sys.modules)
+        print(f"report libraries before the first answer: {seen[0]}")
+"""
+
+
+@pytest.mark.e2e  # (a new interpreter: this one has numpy already)
+def test_the_central_process_imports_the_report_libraries_only_once_its_first_item_is_done(pytester, toy, server):
+    # (before that, the import would hold the interpreter while the sending thread sends its first requests)
+    run = probed_run(pytester, "first_item_probe", FIRST_ITEM_PROBE, toy(6), server.url, "-p", "no:xdist", "-s")
+    assert "report libraries before the first answer: False" in run.stdout.str()
+
+
 EXIT_PROBE = """
 import atexit
 import gc
