@@ -17,6 +17,7 @@ import io
 import json
 import pickle
 import sqlite3
+import time
 from typing import Any
 
 import diskcache
@@ -66,6 +67,36 @@ class JSONDisk(diskcache.Disk):
             # a pickle (an old cache, or someone else's row) or a file outside the database: never opened
             raise ForeignEntry(f"a row of diskcache mode {mode} (not JSON text)")
         return from_json_text(value)
+
+
+#: keys per query of :func:`read_many` (SQLite's oldest limit on a statement's parameters is 999)
+READ_MANY_CHUNK = 500
+
+
+def read_many(db_path: str, keys: list[str], timeout: float = 60.0) -> dict[str, Any]:
+    """The JSON values stored under ``keys`` in the database ``db_path``, as :meth:`diskcache.Cache.get` with
+    :class:`JSONDisk` would read each (a plain-text key, not expired), in one query per :data:`READ_MANY_CHUNK`
+    keys instead of one per key (2,000 lookups: 15-30 ms). A missing key is absent from the result; so is a row
+    :class:`JSONDisk` refuses (:class:`ForeignEntry`: a pickle, a file, text that is not JSON)."""
+    found: dict[str, Any] = {}
+    connection = sqlite3.connect(db_path, timeout=timeout)
+    try:
+        now = time.time()
+        for start in range(0, len(keys), READ_MANY_CHUNK):
+            chunk = keys[start:start + READ_MANY_CHUNK]
+            rows = connection.execute(
+                f"SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({','.join('?' * len(chunk))})"
+                " AND (expire_time IS NULL OR expire_time > ?)", (*chunk, now))
+            for key, mode, filename, value in rows:
+                if not isinstance(key, str) or mode != MODE_RAW or filename is not None:
+                    continue  # (JSONDisk.get and fetch refuse it: a miss)
+                try:
+                    found[key] = from_json_text(value)
+                except ForeignEntry:
+                    continue
+    finally:
+        connection.close()
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -80,8 +80,6 @@ class SharedCache:
         """The JSON value stored for ``key``, or None (absent, unreadable, too large, or the tier is off)."""
         if self.failure is not None:
             return None
-        from pytest_medhelm.models.cache_disk import ForeignEntry, from_json_text
-
         try:
             # at most one byte past the cap comes over the wire: a planted 1 GB string is never read whole (a
             # missing key reads as b"")
@@ -89,7 +87,38 @@ class SharedCache:
         except Exception as exc:  # noqa: BLE001 - redis's ConnectionError, TimeoutError, ResponseError...
             self._fail(exc)
             return None
-        if not raw or len(raw) > MAX_VALUE_BYTES:
+        return self._decoded(raw)
+
+    def get_many(self, keys: list[str]) -> dict[str, Any]:
+        """The JSON values stored for ``keys``, as :meth:`get` reads each, in one round trip per
+        :data:`~pytest_medhelm.models.cache_disk.READ_MANY_CHUNK` keys (a pipeline) instead of one per key; absent
+        keys are left out. A failure switches the tier off, as in :meth:`get`: what was read before it is kept."""
+        from pytest_medhelm.models.cache_disk import READ_MANY_CHUNK
+
+        found: dict[str, Any] = {}
+        for start in range(0, len(keys), READ_MANY_CHUNK):
+            if self.failure is not None:
+                break
+            chunk = keys[start:start + READ_MANY_CHUNK]
+            try:
+                pipeline = self._connect().pipeline(transaction=False)
+                for key in chunk:
+                    pipeline.getrange(KEY_PREFIX + key, 0, MAX_VALUE_BYTES)  # (capped as in get)
+                replies = pipeline.execute()
+            except Exception as exc:  # noqa: BLE001 - redis's ConnectionError, TimeoutError, ResponseError...
+                self._fail(exc)
+                break
+            for key, raw in zip(chunk, replies):
+                value = self._decoded(raw)
+                if value is not None:
+                    found[key] = value
+        return found
+
+    def _decoded(self, raw: Any) -> Any:
+        """The JSON value of what Redis returned for one key, or None (absent, too large, not JSON text)."""
+        from pytest_medhelm.models.cache_disk import ForeignEntry, from_json_text
+
+        if not isinstance(raw, bytes) or not raw or len(raw) > MAX_VALUE_BYTES:
             return None
         try:
             value = from_json_text(raw.decode("utf-8"))

@@ -115,13 +115,13 @@ class Delivery:
         waiting_for_answer: dict[str, list[Instance]] = {}  # answer key -> the judged instances it answers
         jobs: list[Job] = []
         known: dict[str, Completion | None] = {}  # answer key -> the cached answer (None: sent now)
-        cache = self.ctx.cache
+        cached = self.ctx.cache.get_many(entry.key for entry in planned)  # (one lookup for all)
         for entry in planned:  # item order: the first items' answers come first
             key = entry.key
             if key in known:
                 answer = known[key]
             else:
-                answer = known[key] = cache.get(key)
+                answer = known[key] = cached.get(key)
                 if answer is not None:
                     if keep_in_memory:
                         self._answers[key] = answer

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_medhelm.models.cache import AnswerCache, CacheRefused, make_private_dir
+from pytest_medhelm.models.cache import AnswerCache, CacheRefused, Stored, make_private_dir
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import Completion
 from pytester_runs import run as inner
@@ -119,6 +119,28 @@ def test_a_row_that_is_not_ours_is_a_miss_not_an_exception(tmp_path):
     for key in ("text", "wrong", "deep", "extra", "negative"):
         assert cache.get(key) is None and key not in cache
     assert cache.get("good").text == "yes"
+    # read together, the same: only the answer of ours
+    found = cache.get_many(["text", "wrong", "deep", "extra", "negative", "good", "absent"])
+    assert {key: answer.text for key, answer in found.items()} == {"good": "yes"}
+
+
+def test_many_answers_are_read_as_one_by_one(tmp_path):
+    cache = AnswerCache(tmp_path / "c", run_id="earlier")
+    cache.put_many([Stored(f"k{i}", Completion(f"answer {i}", 1, 1)) for i in range(1200)])  # (three chunks)
+    cache.close()
+    for mode, expected in (("on", 1200), ("refresh", 0)):  # refresh: only this run's answers count
+        cache = AnswerCache(tmp_path / "c", mode=mode, run_id="now")
+        try:
+            keys = [f"k{i}" for i in range(1300)]
+            found = cache.get_many(keys)
+            one_by_one = {key: cache.get(key) for key in keys}
+            assert len(found) == expected
+            assert found.keys() == {key for key, answer in one_by_one.items() if answer is not None}
+            for key, answer in found.items():
+                assert (answer.text, answer.cached) == (one_by_one[key].text, one_by_one[key].cached) == \
+                       (f"answer {key[1:]}", True)
+        finally:
+            cache.close()
 
 
 # ------------------------------------------------------------------------------------------------ ownership, links
@@ -369,6 +391,8 @@ def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_pa
         db.execute("INSERT INTO Cache (key, raw, store_time, access_time, mode, value) VALUES ('k', 1, 0, 0, ?, ?)",
                    (mode, value))
         got = cache.get("k")
+        together = cache.get_many(["k"]).get("k")  # (the batched reader, on the same row)
+        assert (got is None) == (together is None) and (got is None or got.text == together.text)
         if isinstance(value, str) and mode == 1:
             try:
                 parsed = json.loads(value)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_medhelm.testing.server import running_server
+from pytest_medhelm.values import Completion
 from pytester_runs import run as inner
 
 MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
@@ -193,6 +194,61 @@ def test_a_value_over_the_size_cap_is_a_miss_and_is_not_read_whole(redis_url, re
         assert sent < 100_000, sent  # (the INFO reply itself is a few kilobytes): not the 2 MB value
         assert cache.get("small") == small and cache.get("absent") is None
         assert cache.failure is None  # a value too large is a miss, not a Redis failure
+    finally:
+        cache.close()
+
+
+def test_many_keys_are_read_as_one_by_one_in_one_round_trip_per_chunk(tmp_path, redis_url, redis_db, monkeypatch):
+    from pytest_medhelm.models import shared_cache
+    from pytest_medhelm.models.cache import AnswerCache
+
+    monkeypatch.setattr(shared_cache, "MAX_VALUE_BYTES", 1000)
+    good = {f"k{i}": {"completion": {"text": f"answer {i}"}, "run_id": "other"} for i in range(1200)}
+    for key, entry in good.items():
+        redis_db.set(shared_cache.KEY_PREFIX + key, json.dumps(entry))
+    planted = {"text": b"not json", "wrong": json.dumps({"completion": {"text": 5}}).encode(),
+               "large": json.dumps({"completion": {"text": "x" * 2000}}).encode(), "bytes": b"\xff\xfe"}
+    for key, value in planted.items():
+        redis_db.set(shared_cache.KEY_PREFIX + key, value)
+    keys = [*good, *planted, "absent", "k0"]  # (a key asked twice is read once)
+    import redis.client
+
+    round_trips = []
+    execute = redis.client.Pipeline.execute
+
+    def counted(pipeline, *args, **kwargs):
+        round_trips.append(len(pipeline.command_stack))
+        return execute(pipeline, *args, **kwargs)
+
+    cache = AnswerCache(tmp_path / "c", run_id="r", shared_url=redis_url)
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(redis.client.Pipeline, "execute", counted)
+            patched.setattr(shared_cache.SharedCache, "get", None)  # (not one by one)
+            found = cache.get_many(keys)
+        assert round_trips == [500, 500, 205]  # the 1,205 keys of ours, in chunks
+        one_by_one = {key: cache.get(key) for key in keys}
+    finally:
+        cache.close()
+    assert found.keys() == {key for key, answer in one_by_one.items() if answer is not None} == good.keys()
+    assert all(found[key].text == one_by_one[key].text == good[key]["completion"]["text"] for key in good)
+    # what Redis held is now in the local cache too: without Redis, nothing is lost
+    local = AnswerCache(tmp_path / "c", run_id="r")
+    try:
+        assert local.get_many(keys).keys() == good.keys()
+    finally:
+        local.close()
+
+
+def test_a_redis_that_cannot_be_reached_gives_no_answer_in_a_batch_and_is_switched_off(tmp_path):
+    from pytest_medhelm.models.cache import AnswerCache
+
+    port = _free_port()
+    cache = AnswerCache(tmp_path / "c", run_id="r", shared_url=f"redis://127.0.0.1:{port}/0")
+    try:
+        cache.put("here", Completion("local", 1, 1))
+        assert {key: answer.text for key, answer in cache.get_many(["here", "elsewhere"]).items()} == {"here": "local"}
+        assert cache.shared.failure is not None  # said once, as for a single read
     finally:
         cache.close()
 

@@ -150,3 +150,45 @@ def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, mode)
     assert result.ret == 0, result.stdout.str()
     assert count == 16  # every planned answer and every follow-up
     assert in_flight == 1
+
+
+LOOKUP_PROBE = """
+from pytest_medhelm.models.cache import AnswerCache
+
+calls = {"get": 0, "get_many": []}
+get, get_many = AnswerCache.get, AnswerCache.get_many
+
+
+def counted_get(self, key):
+    calls["get"] += 1
+    return get(self, key)
+
+
+def counted_get_many(self, keys):
+    keys = list(keys)
+    calls["get_many"].append(len(keys))
+    return get_many(self, keys)
+
+
+AnswerCache.get, AnswerCache.get_many = counted_get, counted_get_many
+
+
+def pytest_unconfigure(config):
+    AnswerCache.get, AnswerCache.get_many = get, get_many
+    print(f"cache lookups: one by one {calls['get']}, together {calls['get_many']}")
+"""
+
+
+def test_a_run_looks_up_its_planned_answers_in_the_cache_all_at_once(pytester, toy, server):
+    # (with a shared Redis, one round trip per 500 answers instead of one per answer)
+    data = toy(30)
+    pytester.makepyfile(lookup_probe=LOOKUP_PROBE)
+    pytester.syspathinsert()
+    args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-s", "--medhelm-model", "openai/toy-model",
+            "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
+            "--medhelm-cache-dir", str(pytester.path / "cache")]
+    assert inner(pytester, *args).ret == 0  # (fills the cache)
+    server.reset()
+    again = inner(pytester, "-p", "lookup_probe", *args)
+    assert again.ret == 0 and server.count == 0
+    again.stdout.fnmatch_lines(["cache lookups: one by one 0, together [[]30[]]"])
