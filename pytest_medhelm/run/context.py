@@ -109,6 +109,7 @@ class RunContext:
         self._cache: AnswerCache | None = None
         self._scheduler: Scheduler | None = None
         self._prices: Prices | None = None
+        self._provider_priced: dict[ModelSpec, bool] = {}  # spec -> priced at its provider's rates (per answer)
         self._budget: Budget | None = None
         self._budget_made = False
         self._specs: dict[tuple[str, str], ModelSpec] = {}
@@ -302,22 +303,28 @@ class RunContext:
     def price_of(self, spec: ModelSpec):
         """(USD per prompt token, per completion token) of ``spec``, or None. A model at an endpoint that is not
         its provider's public API is priced by the prices file only, never at the provider's rates."""
-        from pytest_medhelm.models.identity import priced_as_provider
-
-        if priced_as_provider(spec):
+        if self._priced_as_provider(spec):
             return self.prices.price_for(spec.name, spec.litellm_model)
         return self.prices.file_price_for(spec.name, spec.litellm_model)
 
     def completion_cost(self, spec: ModelSpec, tokens_in: int, tokens_out: int, reported: float | None):
         """The cost recorded for one answer of ``spec`` (see :meth:`price_of`; litellm's reported cost is the
         provider's price, so it is believed only for the provider's own API)."""
-        from pytest_medhelm.models.identity import priced_as_provider
-
-        if priced_as_provider(spec):
+        if self._priced_as_provider(spec):
             return self.prices.completion_cost(spec.name, spec.litellm_model, tokens_in, tokens_out, reported)
         from pytest_medhelm.cost import cost
 
         return cost(tokens_in, tokens_out, self.price_of(spec))
+
+    def _priced_as_provider(self, spec: ModelSpec) -> bool:
+        """:func:`~pytest_medhelm.models.identity.priced_as_provider`, once per spec of the run (it is asked for
+        every answer, and reads the environment's endpoint variables: 30 microseconds an item)."""
+        known = self._provider_priced.get(spec)
+        if known is None:
+            from pytest_medhelm.models.identity import priced_as_provider
+
+            known = self._provider_priced[spec] = priced_as_provider(spec)
+        return known
 
     @property
     def budget(self) -> Budget | None:
