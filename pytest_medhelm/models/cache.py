@@ -51,6 +51,8 @@ class Stored:
 #: what keeps git (and tools that honour .gitignore) out of the cache directory, as pytest does for .pytest_cache
 GITIGNORE_TEXT = "# Created by pytest-medhelm automatically: answers and prompts (patient text) stay out of git.\n*\n"
 DB_NAME = "cache.db"  # diskcache.core.DBNAME, without importing diskcache to know it
+#: how long a reader or writer waits for another process's lock on the database (SQLite's busy timeout)
+LOCK_TIMEOUT_S = 60.0
 
 
 class CacheRefused(Exception):
@@ -267,7 +269,7 @@ class AnswerCache:
                 self.migrated = cache_disk.migrate_pickled_rows(str(db_path))
             # eviction off: a size-limited cache would silently drop answers someone paid for
             return cache_disk.diskcache.Cache(str(self.directory), disk=cache_disk.JSONDisk, eviction_policy="none",
-                                              size_limit=2**62, disk_min_file_size=2**40, timeout=60)
+                                              size_limit=2**62, disk_min_file_size=2**40, timeout=LOCK_TIMEOUT_S)
         except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
             raise CacheRefused(f"the answer cache {db_path} cannot be read ({exc}); it is damaged or not a "
                                f"pytest-medhelm cache: move it away, or delete {self.directory} to start an "
@@ -307,8 +309,8 @@ class AnswerCache:
         from pytest_medhelm.models.cache_disk import read_many
 
         wanted = list(dict.fromkeys(keys))
-        entries = {key: entry for key, entry in read_many(str(self.directory / DB_NAME), wanted).items()
-                   if self._usable(entry)}
+        entries = {key: entry for key, entry in read_many(str(self.directory / DB_NAME), wanted, LOCK_TIMEOUT_S)
+                   .items() if self._usable(entry)}
         if self.shared is not None:
             shared = {key: entry for key, entry in self.shared.get_many([k for k in wanted if k not in entries])
                       .items() if self._usable(entry)}

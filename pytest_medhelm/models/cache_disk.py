@@ -73,12 +73,14 @@ class JSONDisk(diskcache.Disk):
 READ_MANY_CHUNK = 500
 
 
-def read_many(db_path: str, keys: list[str], timeout: float = 60.0) -> dict[str, Any]:
+def read_many(db_path: str, keys: list[str], timeout: float) -> dict[str, Any]:
     """The JSON values stored under ``keys`` in the database ``db_path``, as :meth:`diskcache.Cache.get` with
     :class:`JSONDisk` would read each (a plain-text key, not expired), in one query per :data:`READ_MANY_CHUNK`
     keys instead of one per key (2,000 lookups: 15-30 ms). A missing key is absent from the result; so is a row
     :class:`JSONDisk` refuses (:class:`ForeignEntry`: a pickle, a file, text that is not JSON)."""
     found: dict[str, Any] = {}
+    if not keys:
+        return found
     connection = sqlite3.connect(db_path, timeout=timeout)
     try:
         now = time.time()

@@ -92,7 +92,8 @@ class SharedCache:
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         """The JSON values stored for ``keys``, as :meth:`get` reads each, in one round trip per
         :data:`~pytest_medhelm.models.cache_disk.READ_MANY_CHUNK` keys (a pipeline) instead of one per key; absent
-        keys are left out. A failure switches the tier off, as in :meth:`get`: what was read before it is kept."""
+        keys are left out. A failure switches the tier off, as in :meth:`get`: what was read before it is kept (an
+        error reply for one key, the others of its chunk too)."""
         from pytest_medhelm.models.cache_disk import READ_MANY_CHUNK
 
         found: dict[str, Any] = {}
@@ -104,14 +105,18 @@ class SharedCache:
                 pipeline = self._connect().pipeline(transaction=False)
                 for key in chunk:
                     pipeline.getrange(KEY_PREFIX + key, 0, MAX_VALUE_BYTES)  # (capped as in get)
-                replies = pipeline.execute()
-            except Exception as exc:  # noqa: BLE001 - redis's ConnectionError, TimeoutError, ResponseError...
+                # an error reply (a key holding a list, say) comes back in its place: the others are still read
+                replies = pipeline.execute(raise_on_error=False)
+            except Exception as exc:  # noqa: BLE001 - redis's ConnectionError, TimeoutError...
                 self._fail(exc)
                 break
             for key, raw in zip(chunk, replies):
                 value = self._decoded(raw)
                 if value is not None:
                     found[key] = value
+            refused = next((reply for reply in replies if isinstance(reply, Exception)), None)
+            if refused is not None:  # the tier goes off, as after such a reply to get()
+                self._fail(refused)
         return found
 
     def _decoded(self, raw: Any) -> Any:

@@ -22,7 +22,7 @@ import pytest
 
 from pytest_medhelm.run.collection import asked_pairs, has_medhelm_items
 from pytest_medhelm.run.context import Handover, run_every_step
-from pytest_medhelm.run.garbage import GarbageCollector
+from pytest_medhelm.run.garbage import CollectorPolicy
 from pytest_medhelm.run.session import Run
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,10 +49,10 @@ class Role:
         #: set when the loop stopped before its last item by itself (the results are then not "interrupted")
         self.stopped_early: StoppedEarly | None = None
         self._header: list[str] = []  # start-up lines: the cache, the shared cache, each model's endpoint
-        self.garbage = GarbageCollector(config)
+        self.collector = CollectorPolicy(config)
         # registered now, before pytest's own plugins register theirs, so that it runs after them: the session's
         # last full garbage collections (pytest's unraisable-exception check) still skip the frozen items
-        config.add_cleanup(self.garbage.at_cleanup)
+        config.add_cleanup(self.collector.at_cleanup)
 
     def handover(self) -> Handover:
         """The run's identity: a new one (the workers get theirs from the controller)."""
@@ -135,12 +135,12 @@ class Role:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection(self, session: pytest.Session):
-        if self.ctx.configured:  # (thousands of items may come: run.garbage)
-            self.garbage.hold_full_collections(None)
+        if self.ctx.configured:  # (thousands of items may come: run/garbage.py)
+            self.collector.hold_full_collections(None)
         try:
             return (yield)
         finally:
-            self.garbage.release_full_collections()
+            self.collector.release_full_collections()
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         return self._header
@@ -149,7 +149,10 @@ class Role:
     def pytest_runtestloop(self, session: pytest.Session):
         self.run.delivery.session = session
         if self.reports and self.asks_models():
-            self.run.reporting.prefetch(at_first_record=self.sends_answers and self.runs_items)
+            if self.sends_answers and self.runs_items:  # (the items' answers are sent from here too)
+                self.run.reporting.prefetch_at_first_record()
+            else:
+                self.run.reporting.prefetch()
         self.before_items(session)
         interrupted = True
         try:
@@ -174,11 +177,11 @@ class Role:
             result = True
         finally:
             self.run.delivery.finish(interrupted=interrupted)
-            self.garbage.release_full_collections()
-            self.garbage.freeze_again()
+            self.collector.release_full_collections()
+            self.collector.freeze_again()
             if not interrupted and not self.config.option.collectonly:  # (--collect-only measures nothing)
                 self.after_items(session)
-                self.garbage.freeze_again()  # (the results just built live until the end too)
+                self.collector.freeze_again()  # (the results just built live until the end too)
         return result
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -213,7 +216,7 @@ class Central(Role):
         run, ctx = self.run, self.ctx
         uses_models = self.uses_models(session)
         if uses_models:
-            self.garbage.freeze_if_large(len(session.items))
+            self.collector.freeze_if_large(len(session.items))
         if ctx.configured:
             run.reporting.selected, run.reporting.planned = run.collection.selection(session.items)
         if uses_models:

@@ -122,7 +122,7 @@ class Worker(Role):
 
     def before_items(self, session: pytest.Session) -> None:
         if self.uses_models(session):
-            self.garbage.freeze_if_large(len(session.items))
+            self.collector.freeze_if_large(len(session.items))
 
     def after_items(self, session: pytest.Session) -> None:
         pass  # (the controller aggregates the records its workers' reports carry)
@@ -221,7 +221,7 @@ class Controller(Role):
             # what the workers' reports bring of a large run lives here until its end: frozen when the loop ends
             # (freeze_again), pytest's five full collections at the end skip it (they walked it: 0.23 s of a
             # 2,000-item run, by gc.callbacks), and the process's exit is lighter
-            self.garbage.freeze_if_large(len(ids))
+            self.collector.freeze_if_large(len(ids))
         try:
             delivery.start(planned, keep_in_memory=False)
         except BaseException:

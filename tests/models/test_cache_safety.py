@@ -124,15 +124,29 @@ def test_a_row_that_is_not_ours_is_a_miss_not_an_exception(tmp_path):
     assert {key: answer.text for key, answer in found.items()} == {"good": "yes"}
 
 
-def test_many_answers_are_read_as_one_by_one(tmp_path):
+def test_many_answers_are_read_as_one_by_one_in_one_query_per_chunk(tmp_path, monkeypatch):
+    from pytest_medhelm.models import cache_disk
+
     cache = AnswerCache(tmp_path / "c", run_id="earlier")
-    cache.put_many([Stored(f"k{i}", Completion(f"answer {i}", 1, 1)) for i in range(1200)])  # (three chunks)
+    cache.put_many([Stored(f"k{i}", Completion(f"answer {i}", 1, 1)) for i in range(1200)])
     cache.close()
+    queries: list[int] = []
+    connect = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(lambda sql: queries.append(sql.count("'k")) if "SELECT" in sql else None)
+        return connection
+
     for mode, expected in (("on", 1200), ("refresh", 0)):  # refresh: only this run's answers count
         cache = AnswerCache(tmp_path / "c", mode=mode, run_id="now")
         try:
             keys = [f"k{i}" for i in range(1300)]
-            found = cache.get_many(keys)
+            queries.clear()
+            with monkeypatch.context() as patched:
+                patched.setattr(cache_disk.sqlite3, "connect", traced)
+                found = cache.get_many(keys)
+            assert queries == [500, 500, 300]  # the keys of each query (with their values bound in the trace)
             one_by_one = {key: cache.get(key) for key in keys}
             assert len(found) == expected
             assert found.keys() == {key for key, answer in one_by_one.items() if answer is not None}

@@ -243,12 +243,31 @@ def test_many_keys_are_read_as_one_by_one_in_one_round_trip_per_chunk(tmp_path, 
 def test_a_redis_that_cannot_be_reached_gives_no_answer_in_a_batch_and_is_switched_off(tmp_path):
     from pytest_medhelm.models.cache import AnswerCache
 
-    port = _free_port()
-    cache = AnswerCache(tmp_path / "c", run_id="r", shared_url=f"redis://127.0.0.1:{port}/0")
+    local = AnswerCache(tmp_path / "c", run_id="r")  # (written without Redis: the batch is the first to ask it)
+    local.put("here", Completion("local", 1, 1))
+    local.close()
+    cache = AnswerCache(tmp_path / "c", run_id="r", shared_url=f"redis://127.0.0.1:{_free_port()}/0")
     try:
-        cache.put("here", Completion("local", 1, 1))
+        assert cache.shared.failure is None
         assert {key: answer.text for key, answer in cache.get_many(["here", "elsewhere"]).items()} == {"here": "local"}
         assert cache.shared.failure is not None  # said once, as for a single read
+    finally:
+        cache.close()
+
+
+def test_a_key_redis_refuses_to_read_costs_only_itself_in_a_batch(tmp_path, redis_url, redis_db):
+    from pytest_medhelm.models import shared_cache
+    from pytest_medhelm.models.cache import AnswerCache
+
+    for i in range(5):
+        redis_db.set(shared_cache.KEY_PREFIX + f"k{i}", json.dumps({"completion": {"text": f"answer {i}"}}))
+    redis_db.delete(shared_cache.KEY_PREFIX + "k2")
+    redis_db.rpush(shared_cache.KEY_PREFIX + "k2", "a list")  # (GETRANGE on it is an error reply)
+    cache = AnswerCache(tmp_path / "c", run_id="r", shared_url=redis_url)
+    try:
+        found = cache.get_many([f"k{i}" for i in range(5)])
+        assert sorted(found) == ["k0", "k1", "k3", "k4"]  # the others of its chunk are kept
+        assert "WRONGTYPE" in (cache.shared.failure or "")  # and the tier goes off, as after get()
     finally:
         cache.close()
 

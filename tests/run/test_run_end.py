@@ -1,10 +1,10 @@
-"""The garbage collector and the end of a run (garbage.py): no full collection while the items are collected; a
-large run keeps what lives until its end out of the collector's way, makes full collections rarer while its items
-run, and gives all of it back (``freeze_if_large``, ``freeze_again``, ``at_cleanup``); its process, when it is
-pytest's own, collects its garbage once at exit, flushes its open files, then freezes the rest
-(``freeze_at_exit``); the libraries the
-results need are imported while the items run (reporting.py: ``prefetch``), and xdist's controller imports the
-HTTP client while its workers collect (delivery.py: ``prefetch``)."""
+"""The garbage collector and the end of a run (run/garbage.py): no full collection while the items are collected; a
+large run keeps what lives until its end out of the collector's way and makes full collections rarer while its items
+run (``freeze_if_large``, ``freeze_again``); at the session's end it gives all of it back when the session is nested
+in another, and otherwise keeps it frozen to the exit, where its process collects what was made since, flushes its
+open files and freezes the rest (``ends_with_process``, ``freeze_at_exit``). The libraries the results need are
+imported while the items run (reporting.py: ``prefetch``), and xdist's controller imports the HTTP client while its
+workers collect (delivery.py: ``prefetch``)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,11 @@ def full_collection_thresholds(pytester: pytest.Pytester, data, url: str) -> lis
     return [int(n) for n in full.strip("[]").split(", ")]
 
 
+#: the collector's thresholds as CPython's generational collector has them (3.14's incremental one has no third)
+GENERATIONAL = pytest.mark.skipif(gc.get_threshold()[2] == 0, reason="no threshold for full collections here")
+
+
+@GENERATIONAL
 @pytest.mark.e2e  # (a whole run of 1,000 items)
 def test_a_large_run_holds_full_collections_while_it_collects_and_makes_them_rarer_while_its_items_run(
         pytester, toy, server):
@@ -113,11 +118,32 @@ def test_a_large_run_holds_full_collections_while_it_collects_and_makes_them_rar
     assert (collecting, items, after) == (NEVER, before * RARER_WHILE_ITEMS_RUN, before)
 
 
+@GENERATIONAL
 def test_a_small_run_only_holds_full_collections_while_it_collects(pytester, toy, server):
     from pytest_medhelm.run.garbage import NEVER
 
     before, collecting, items, after = full_collection_thresholds(pytester, toy(10), server.url)
     assert (collecting, items, after) == (NEVER, before, before)
+
+
+TUNER_PROBE = """
+import gc
+
+
+def pytest_collection_modifyitems(items):
+    gc.set_threshold(500, 5, 5)  # (a conftest or a test tuning the collector its own way)
+
+
+def pytest_unconfigure(config):
+    print(f"thresholds at the end: {gc.get_threshold()}")
+"""
+
+
+@GENERATIONAL
+@pytest.mark.e2e  # (a new interpreter: the collector's settings are the process's)
+def test_thresholds_someone_else_set_while_they_were_held_are_theirs_at_the_end(pytester, toy, server):
+    run = probed_run(pytester, "tuner_probe", TUNER_PROBE, toy(10), server.url, "-p", "no:xdist", "-s")
+    assert "thresholds at the end: (500, 5, 5)" in run.stdout.str()
 
 
 CONTROLLER_FREEZE_PROBE = """
