@@ -156,7 +156,8 @@ class BatchSender(Sender):
             self._route(job)
         self._pending_ready = True
         ready.set()
-        direct = asyncio.ensure_future(self.scheduler.serve(self._queue, self._on_done))
+        direct = asyncio.ensure_future(self.scheduler.serve(self._queue, self._on_done,
+                                                            on_outcome=self._on_direct_outcome))
         self._end_if_done()
         try:
             while not self._draining:
@@ -188,13 +189,22 @@ class BatchSender(Sender):
             self._direct.add(job.key)
             self._put(job)
 
-    def _on_done(self, job: Job, result: Result) -> None:  # on the loop: a request sent directly
-        self._direct.discard(job.key)
-        self._finished_one(job, result, from_batch=False)
+    def _on_direct_outcome(self, job: Job, outcome: Result) -> None:  # on the loop, before the outcome is stored
+        # as the background sender does: the judges of a direct answer are routed as it arrives, not once stored
+        for follow in self._follow_ups(job, outcome):
+            self._route(follow, from_batch=False)
+        self._wake.set()
 
-    def _finished_one(self, job: Job, result: Result, from_batch: bool) -> None:
+    def _on_done(self, job: Job, result: Result) -> None:  # on the loop: a request sent directly, once stored
+        self._direct.discard(job.key)
+        self._record(job, result)
+        self._wake.set()
+        self._end_if_done()
+
+    def _finished_in_batch(self, job: Job, result: Result) -> None:
+        """A result a batch brought (stored): the jobs that follow from it go into the next batch."""
         for follow in self._finish_job(job, result):
-            self._route(follow, from_batch=from_batch)
+            self._route(follow)
         self._wake.set()
         self._end_if_done()
 
@@ -391,7 +401,7 @@ class BatchSender(Sender):
                                                                  f"cache: {type(cause).__name__}: {cause}"))
             else:
                 self.scheduler.stats["answers"] += 1
-                self._finished_one(job, result, from_batch=True)
+                self._finished_in_batch(job, result)
         self.records.remove(record.batch_id)
 
     async def _read_results(self, state: BatchState, expected: set[str], limits: dict[str, int], spec: ModelSpec,
@@ -463,7 +473,7 @@ class BatchSender(Sender):
         """``error`` (already stored, or not storable) to its item."""
         if not isinstance(error, BudgetExhausted):
             self.scheduler.stats["failed"] += 1
-        self._finished_one(job, error, from_batch=True)
+        self._finished_in_batch(job, error)
 
     def _fail_all(self, mine: dict[str, Job], message: str, status: int | None) -> None:
         for job in mine.values():
