@@ -198,16 +198,19 @@ class Role:
         run_every_step([self.run.delivery.finish, self.ctx.stop_local_servers])
 
     # ------------------------------------------------------------------------------------------ helpers
-    def asks_models(self) -> bool:
-        """Whether this session asks models anything (a run with models, not a dry run, not ``--collect-only``)."""
+    def plans_answers(self) -> bool:
+        """Whether this session plans what to ask models (a run with models, not ``--collect-only``); a dry run
+        does, and stops there."""
         ctx = self.ctx
-        return (ctx.configured and bool(ctx.run_config.models) and not ctx.run_config.dry_run
-                and not self.config.option.collectonly)
+        return ctx.configured and bool(ctx.run_config.models) and not self.config.option.collectonly
+
+    def asks_models(self) -> bool:
+        """Whether this session asks models anything: it plans answers and is not a dry run."""
+        return self.plans_answers() and not self.ctx.run_config.dry_run
 
     def uses_models(self, session: pytest.Session) -> bool:
-        ctx = self.ctx
-        return (not self.config.option.collectonly and ctx.configured and bool(ctx.run_config.models)
-                and has_medhelm_items(session.items))
+        """Whether this session plans answers for items of its own (collected here; a dry run included)."""
+        return self.plans_answers() and has_medhelm_items(session.items)
 
 class Central(Role):
     """No xdist: this process does everything."""
