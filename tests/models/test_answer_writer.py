@@ -98,38 +98,9 @@ def test_a_sending_worker_does_not_wait_for_the_cache_before_its_next_request(tm
     assert [r.text for r in results] == ["A"] * 4
 
 
-def test_the_judge_of_an_answer_goes_out_before_the_answer_is_stored(tmp_path):
-    """One worker, a cache that does not commit until told: the judge of answer 0 is sent right after it, before
-    answer 1, although answer 0 is not stored yet (its judges do not wait for the commit)."""
-    from pytest_medhelm.models.background import Sender
-    from pytest_medhelm.models.jobs import Job
-    from pytest_medhelm.models.scheduler import Scheduler, Settings
-    from pytest_medhelm.testing.server import last_user_text, running_server
-    from pytest_medhelm.values import ChatRequest, ModelSpec
-
-    cache = GatedCache(tmp_path / "cache", run_id="run")
-    with running_server(answer="A") as server:
-        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url)
-        answers = [Job(spec, ChatRequest.for_prompt(spec, f"answer {i}", 4)) for i in range(3)]
-        judge = Job(spec, ChatRequest.for_prompt(spec, "judge of answer 0", 4, purpose="judge:toy:1"))
-        sender = Sender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)),
-                        lambda job, result: [judge] if job is answers[0] else [])
-        sender.start(answers)
-        deadline = time.monotonic() + 10
-        while server.count < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        sent_first = [last_user_text(r["json"]) for r in server.requests[:2]]
-        cache.gate.set()
-        sender.wait(judge.key)
-        sender.wait(answers[-1].key)
-        sender.stop()
-    assert sent_first == ["answer 0", "judge of answer 0"]
-
-
-def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_before_it_is_stored(tmp_path):
-    """The same order through ``--medhelm-batch``'s sender, for requests it sends directly (a replica group has no
-    Batch API): the judge of answer 0 follows it before answer 1, while answer 0 still waits to be stored."""
-    from pytest_medhelm.models.batches import BatchSender, batchable
+def first_two_sent(tmp_path, replicas: bool, make_sender) -> list[str]:
+    """One worker, a cache that does not commit until told, three answers of which the first has a judge: what
+    the server was asked first and second (``replicas``: the model is a group of two replicas of the server)."""
     from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.models.scheduler import Scheduler, Settings
     from pytest_medhelm.testing.server import last_user_text, running_server
@@ -137,12 +108,13 @@ def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_befo
 
     cache = GatedCache(tmp_path / "cache", run_id="run")
     with running_server(answer="A") as server:
-        replicas = REPLICA_SEPARATOR.join([server.url, server.url.replace("127.0.0.1", "localhost")])
-        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=replicas)
-        assert not batchable(spec)
+        url = server.url
+        if replicas:
+            url = REPLICA_SEPARATOR.join([url, url.replace("127.0.0.1", "localhost")])
+        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=url)
         answers = [Job(spec, ChatRequest.for_prompt(spec, f"answer {i}", 4)) for i in range(3)]
         judge = Job(spec, ChatRequest.for_prompt(spec, "judge of answer 0", 4, purpose="judge:toy:1"))
-        sender = BatchSender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)), tmp_path / "batches",
+        sender = make_sender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)),
                              lambda job, result: [judge] if job is answers[0] else [])
         sender.start(answers)
         deadline = time.monotonic() + 10
@@ -153,7 +125,26 @@ def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_befo
         assert sender.wait(judge.key).text == "A"
         assert all(sender.wait(job.key).text == "A" for job in answers)
         sender.stop()
-    assert sent_first == ["answer 0", "judge of answer 0"]
+    return sent_first
+
+
+def test_the_judge_of_an_answer_goes_out_before_the_answer_is_stored(tmp_path):
+    """The judge of answer 0 is sent right after it, before answer 1, although answer 0 is not stored yet (its
+    judges do not wait for the commit)."""
+    from pytest_medhelm.models.background import Sender
+
+    assert first_two_sent(tmp_path, False, Sender) == ["answer 0", "judge of answer 0"]
+
+
+def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_before_it_is_stored(tmp_path):
+    """The same order through ``--medhelm-batch``'s sender, for the requests it sends directly (a replica group has
+    no Batch API)."""
+    from pytest_medhelm.models.batches import BatchSender
+
+    def batch_sender(scheduler, follow_up):
+        return BatchSender(scheduler, tmp_path / "batches", follow_up)
+
+    assert first_two_sent(tmp_path, True, batch_sender) == ["answer 0", "judge of answer 0"]
 
 
 def test_a_bug_in_an_urgent_request_ends_the_sending_instead_of_hanging_its_item(tmp_path):
