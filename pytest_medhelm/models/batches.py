@@ -158,9 +158,10 @@ class BatchSender(Sender):
         ready.set()
         direct = asyncio.ensure_future(self.scheduler.serve(self._queue, self._on_done,
                                                             on_outcome=self._on_direct_outcome))
+        direct.add_done_callback(lambda _direct: self._wake.set())  # (a bug there ends this loop too, below)
         self._end_if_done()
         try:
-            while not self._draining:
+            while not self._draining and not direct.done():
                 if self._pending and (self._pending_ready or not self._direct):
                     round_jobs, self._pending, self._pending_ready = self._pending, [], False
                     await self._round(round_jobs)
@@ -190,10 +191,11 @@ class BatchSender(Sender):
             self._put(job)
 
     def _on_direct_outcome(self, job: Job, outcome: Result) -> None:  # on the loop, before the outcome is stored
-        # as the background sender does: the judges of a direct answer are routed as it arrives, not once stored
+        # as the background sender does: the judges of a direct answer are routed as it arrives, not once stored (an
+        # answer that then cannot be stored is its item's error, and its judges' verdicts, in a batch or not, go
+        # unused: a rare cache failure, against every judge waiting for every store)
         for follow in self._follow_ups(job, outcome):
             self._route(follow, from_batch=False)
-        self._wake.set()
 
     def _on_done(self, job: Job, result: Result) -> None:  # on the loop: a request sent directly, once stored
         self._direct.discard(job.key)

@@ -9,6 +9,7 @@ import threading
 import time
 
 import diskcache
+import pytest
 
 from pytest_medhelm.models.answer_writer import AnswerWriter
 from pytest_medhelm.models.cache import AnswerCache
@@ -101,6 +102,7 @@ def test_a_sending_worker_does_not_wait_for_the_cache_before_its_next_request(tm
 def first_two_sent(tmp_path, replicas: bool, make_sender) -> list[str]:
     """One worker, a cache that does not commit until told, three answers of which the first has a judge: what
     the server was asked first and second (``replicas``: the model is a group of two replicas of the server)."""
+    from pytest_medhelm.models.batches import batchable
     from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.models.scheduler import Scheduler, Settings
     from pytest_medhelm.testing.server import last_user_text, running_server
@@ -112,6 +114,7 @@ def first_two_sent(tmp_path, replicas: bool, make_sender) -> list[str]:
         if replicas:
             url = REPLICA_SEPARATOR.join([url, url.replace("127.0.0.1", "localhost")])
         spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=url)
+        assert not replicas or not batchable(spec)  # (so that the batch sender sends it directly)
         answers = [Job(spec, ChatRequest.for_prompt(spec, f"answer {i}", 4)) for i in range(3)]
         judge = Job(spec, ChatRequest.for_prompt(spec, "judge of answer 0", 4, purpose="judge:toy:1"))
         sender = make_sender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)),
@@ -147,24 +150,30 @@ def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_befo
     assert first_two_sent(tmp_path, True, batch_sender) == ["answer 0", "judge of answer 0"]
 
 
-def test_a_bug_in_an_urgent_request_ends_the_sending_instead_of_hanging_its_item(tmp_path):
+@pytest.mark.parametrize("kind", ["background", "batch"])
+def test_a_bug_in_an_urgent_request_ends_the_sending_instead_of_hanging_its_item(tmp_path, kind):
     from pytest_medhelm.models.background import Sender, SenderCrashed
+    from pytest_medhelm.models.batches import BatchSender, batchable
     from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.models.scheduler import Scheduler, Settings
     from pytest_medhelm.testing.server import running_server
-    from pytest_medhelm.values import ChatRequest, ModelSpec
+    from pytest_medhelm.values import REPLICA_SEPARATOR, ChatRequest, ModelSpec
 
-    class UrgentBug(Sender):
+    class UrgentBug(Sender if kind == "background" else BatchSender):  # type: ignore[misc]
         def _on_done(self, job, result):
             if job.urgent:
                 raise RuntimeError("a bug in an item's own request")
             super()._on_done(job, result)
 
     with running_server(answer="A", latency=0.2) as server:
-        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url)
+        url = server.url
+        if kind == "batch":  # (a replica group has no Batch API: the batch sender sends everything directly)
+            url = REPLICA_SEPARATOR.join([url, url.replace("127.0.0.1", "localhost")])
+        spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=url)
+        assert kind == "background" or not batchable(spec)
         planned = [Job(spec, ChatRequest.for_prompt(spec, f"planned {i}", 4)) for i in range(20)]
-        sender = UrgentBug(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"),
-                                     Settings(concurrency=2, timeout=10.0)))
+        scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), Settings(concurrency=2, timeout=10.0))
+        sender = UrgentBug(scheduler) if kind == "background" else UrgentBug(scheduler, tmp_path / "batches")
         sender.start(planned)
         outcome: list[object] = []
 
