@@ -159,7 +159,7 @@ def test_a_bug_in_an_urgent_request_ends_the_sending_instead_of_hanging_its_item
     from pytest_medhelm.testing.server import running_server
     from pytest_medhelm.values import REPLICA_SEPARATOR, ChatRequest, ModelSpec
 
-    class UrgentBug(Sender if kind == "background" else BatchSender):  # type: ignore[misc]
+    class UrgentBug(Sender if kind == "background" else BatchSender):  # (the sender under test)
         def _on_done(self, job, result):
             if job.urgent:
                 raise RuntimeError("a bug in an item's own request")
