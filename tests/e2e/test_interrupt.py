@@ -6,8 +6,10 @@ the cache is intact (SQLite integrity check, every entry readable), and the resu
 uninterrupted run. The same under xdist (``-n 2``) with a shared cache.
 
 The pytest runs are real subprocesses (``python -m pytest``) in a new session, so that the signal reaches them
-(and their xdist workers) as it would from a terminal; the test server runs in this process and counts requests
-across both runs. ``FIGURES`` holds what the tests measured (each counts, then asserts); the module prints it after
+(and their xdist workers) as it would from a terminal; the test server runs in this process and logs requests
+across both runs. Each run sends a key of its own, by which the log tells its requests apart: a killed run's
+request can still be in the kernel's buffers when the process dies, and the server then reads it after the next
+run has begun. ``FIGURES`` holds what the tests measured (each counts, then asserts); the module prints it after
 its last test.
 """
 
@@ -29,6 +31,7 @@ import pytest
 
 from conftest import TOY_CONFTEST, report_line, toy_rows
 from pytest_medhelm.testing.server import running_server
+from pytest_medhelm.testing.server.protocol import key_fingerprint
 
 FIGURES: Counter = Counter()
 N = 40  # instances of the answers-ahead scenarios
@@ -93,26 +96,39 @@ def server():
 SLOW = {"follow_up": 0.0}
 
 
-def _env(follow_up: bool) -> dict[str, str]:
+#: the variable holding a run's key (``--medhelm-api-key-env``): the key names the run in the server's log
+RUN_KEY_ENV = "MEDHELM_INTERRUPT_RUN_KEY"
+
+
+def _env(follow_up: bool, run_key: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT_TEST"))}
     env.pop("PYTEST_ADDOPTS", None)
+    env[RUN_KEY_ENV] = run_key
     if follow_up:
         env["FOLLOW_UP"] = "1"
     return env
+
+
+def prompts_of(server, run_key: str) -> list[str]:
+    """The prompts of the requests that came with ``run_key``, in arrival order."""
+    mark = key_fingerprint(run_key)
+    return [r["json"]["messages"][0]["content"] for r in server.requests if r["auth_fingerprint"] == mark]
 
 
 def command(server, project: Path, cache: str, out: str, data: str = "data", xdist: bool = False) -> list[str]:
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
            "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
            "--medhelm-data-dir", str(project / data), "--medhelm-cache-dir", str(project / cache),
-           "--medhelm-concurrency", str(CONCURRENCY), "--medhelm-json", str(project / out)]
+           "--medhelm-concurrency", str(CONCURRENCY), "--medhelm-json", str(project / out),
+           "--medhelm-api-key-env", RUN_KEY_ENV]
     return cmd + (["-n", str(WORKERS)] if xdist else ["-p", "no:xdist"])
 
 
 class Run:
-    def __init__(self, cmd: list[str], cwd: Path, follow_up: bool) -> None:
+    def __init__(self, cmd: list[str], cwd: Path, follow_up: bool, run_key: str) -> None:
         self.log = open(cwd / f"run-{time.monotonic_ns()}.log", "w+")
-        self.proc = subprocess.Popen(cmd, cwd=cwd, env=_env(follow_up), stdout=self.log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=_env(follow_up, run_key), stdout=self.log,
+                                     stderr=subprocess.STDOUT,
                                      start_new_session=True)  # its own process group: the signal reaches only it
 
     def signal(self, sig: int) -> None:
@@ -131,8 +147,8 @@ class Run:
         return self.log.read()
 
 
-def run_to_end(cmd, cwd, follow_up=False) -> tuple[int, str]:
-    run = Run(cmd, cwd, follow_up)
+def run_to_end(cmd, cwd, follow_up: bool, run_key: str) -> tuple[int, str]:
+    run = Run(cmd, cwd, follow_up, run_key)
     code = run.wait()
     FIGURES["runs completed"] += 1
     return code, run.output()
@@ -177,7 +193,7 @@ def reference(server, project: Path, follow_up: bool) -> tuple[list, dict]:
     if key not in _REFERENCE:
         data = "data_items" if follow_up else "data"
         cmd = command(server, project, f"ref-cache-{int(follow_up)}", f"ref-{int(follow_up)}.json", data)
-        code, output = run_to_end(cmd, project, follow_up)
+        code, output = run_to_end(cmd, project, follow_up, f"reference-{int(follow_up)}")
         assert code == 0, output
         _REFERENCE[key] = results(project / f"ref-{int(follow_up)}.json")
     return _REFERENCE[key]
@@ -193,7 +209,8 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     cache_dir = project / f"cache-{name}"
     cmd = command(server, project, cache_dir.name, f"{name}.json", "data_items" if follow_up else "data", xdist)
 
-    run = Run(cmd, project, follow_up)
+    first_key, second_key, third_key = (f"{name}-{run}" for run in ("first", "second", "third"))
+    run = Run(cmd, project, follow_up, first_key)
     # answers ahead: interrupt a third of the way through; items: once three follow-up questions went out
     server.wait_for_requests(n // 3 if not follow_up else n + 3, timeout=120)
     in_flight = server.stats()["in_flight"]
@@ -201,7 +218,6 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     code = run.wait()
     FIGURES["interruptions injected"] += 1
     first = server.stats()
-    first_prompts = [r["json"]["messages"][0]["content"] for r in server.requests]
     output = run.output()
     assert "INTERNALERROR" not in output, output
     if sig == signal.SIGINT:
@@ -213,10 +229,13 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     stored = cache_answers(cache_dir)  # intact, readable
     server.configure(latency=0.0)
     SLOW["follow_up"] = 0.0
-    server.reset()
-    code, output = run_to_end(cmd, project, follow_up)
+    # (no reset: a request the killed run had written may reach the server only now; the keys tell the runs apart)
+    code, output = run_to_end(cmd, project, follow_up, second_key)
     assert code == 0, output
-    second_prompts = [r["json"]["messages"][0]["content"] for r in server.requests]
+    first_prompts = prompts_of(server, first_key)
+    second_prompts = prompts_of(server, second_key)
+    assert len(first_prompts) + len(second_prompts) == server.count, "a request came with neither run's key"
+    FIGURES["requests of a killed run read after it ended"] += len(first_prompts) - first["count"]
 
     # nothing the first run stored is asked again: "answers lost" counts such requests
     lost = [p for p in second_prompts if p in set(stored.values())]
@@ -238,9 +257,8 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     if xdist:
         return  # (slow here: the third run is checked without xdist)
     # and a third run asks nothing at all
-    server.reset()
-    code, output = run_to_end(cmd, project, follow_up)
-    assert code == 0 and server.count == 0, output
+    code, output = run_to_end(cmd, project, follow_up, third_key)
+    assert code == 0 and prompts_of(server, third_key) == [], output
 
 
 @pytest.mark.parametrize("sig, phase", [
