@@ -63,6 +63,20 @@ def _import_before_inner_sessions() -> None:
     except ImportError:  # without the [bertscore] extra nothing loads torch
         pass
 
+    # and every module of the plugin: one first imported inside an inner session is dropped at its end, but its
+    # package keeps the attribute naming it, so a test's later ``from pytest_medhelm.models import shared_cache``
+    # got the dropped module while the plugin imported a new one, and the test patched a module nobody used (a test
+    # failed so, depending on which tests ran before it in its worker); and each in-process run imported again what
+    # the run imports lazily.
+    import importlib
+    import pkgutil
+
+    import pytest_medhelm
+
+    for module in pkgutil.walk_packages(pytest_medhelm.__path__, "pytest_medhelm."):
+        if not module.name.endswith(".__main__"):  # (a command: importing it runs it)
+            importlib.import_module(module.name)
+
     # and Hypothesis (a test extra): its pytest plugin imports it in every session's terminal summary, which in an
     # inner in-process session meant importing it again each time (it is dropped at the session's end), and with it
     # every installed package's "hypothesis" entry point (trio's, when installed): 0.3 s idle, seconds on a loaded

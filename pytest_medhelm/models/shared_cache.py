@@ -76,24 +76,11 @@ class SharedCache:
         self.failure = f"{type(exc).__name__}: {exc}"
         self.close()
 
-    def get(self, key: str) -> Any:
-        """The JSON value stored for ``key``, or None (absent, unreadable, too large, or the tier is off)."""
-        if self.failure is not None:
-            return None
-        try:
-            # at most one byte past the cap comes over the wire: a planted 1 GB string is never read whole (a
-            # missing key reads as b"")
-            raw = self._connect().getrange(KEY_PREFIX + key, 0, MAX_VALUE_BYTES)
-        except Exception as exc:  # noqa: BLE001 - redis's ConnectionError, TimeoutError, ResponseError...
-            self._fail(exc)
-            return None
-        return self._decoded(raw)
-
     def get_many(self, keys: list[str]) -> dict[str, Any]:
-        """The JSON values stored for ``keys``, as :meth:`get` reads each, in one round trip per
-        :data:`~pytest_medhelm.models.cache_disk.READ_MANY_CHUNK` keys (a pipeline) instead of one per key; absent
-        keys are left out. A failure switches the tier off, as in :meth:`get`: what was read before it is kept (an
-        error reply for one key, the others of its chunk too)."""
+        """The JSON values stored for ``keys``, in one round trip per
+        :data:`~pytest_medhelm.models.cache_disk.READ_MANY_CHUNK` keys (a pipeline); absent keys are left out, and
+        so are values that are too large or not JSON text. A failure switches the tier off: what was read before it
+        is kept (an error reply for one key, the others of its chunk too). With the tier off, nothing is read."""
         from pytest_medhelm.models.cache_disk import READ_MANY_CHUNK
 
         found: dict[str, Any] = {}
@@ -104,7 +91,9 @@ class SharedCache:
             try:
                 pipeline = self._connect().pipeline(transaction=False)
                 for key in chunk:
-                    pipeline.getrange(KEY_PREFIX + key, 0, MAX_VALUE_BYTES)  # (capped as in get)
+                    # at most one byte past the cap comes over the wire: a planted 1 GB string is never read whole
+                    # (a missing key reads as b"")
+                    pipeline.getrange(KEY_PREFIX + key, 0, MAX_VALUE_BYTES)
                 # an error reply (a key holding a list, say) comes back in its place: the others are still read
                 replies = pipeline.execute(raise_on_error=False)
             except Exception as exc:  # noqa: BLE001 - redis's ConnectionError, TimeoutError...
@@ -115,7 +104,7 @@ class SharedCache:
                 if value is not None:
                     found[key] = value
             refused = next((reply for reply in replies if isinstance(reply, Exception)), None)
-            if refused is not None:  # the tier goes off, as after such a reply to get()
+            if refused is not None:  # the tier goes off, as after a failed round trip
                 self._fail(refused)
         return found
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
     from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.run.context import RunContext
-    from pytest_medhelm.run.plan import AnswerPlan, PlannedAnswer
+    from pytest_medhelm.run.plan import AnswerPlan, JudgeRequest, PlannedAnswer
 
 Line = tuple[str, dict[str, bool]]
 #: why a run stopped early: every model under test fails every request (a wrong key, an unreachable endpoint)
@@ -83,13 +83,26 @@ class Delivery:
             return None
         return Job(target, request)
 
-    def _judge_jobs(self, instance: Instance, answer_text: str) -> list[Job]:
+    def _jobs(self, slots: list[Job | JudgeRequest], keep_in_memory: bool) -> list[Job]:
+        """``slots`` as jobs, in their order: a judge's request becomes one unless the cache holds its verdict (all
+        of them looked up at once: a resumed run's jury, or HealthBench's graders, ask thousands; kept in memory for
+        the items that read them, with ``keep_in_memory``)."""
+        from pytest_medhelm.run.plan import JudgeRequest
+
+        judged = [slot for slot in slots if isinstance(slot, JudgeRequest)]
+        held = self.ctx.cache.get_many(slot.request.cache_key() for slot in judged) if judged else {}
+        if keep_in_memory:
+            self._answers.update(held)
         jobs = []
-        for judged in self.plan.judge_requests(instance, answer_text):
-            if judged.request.cache_key() not in self.ctx.cache:
-                job = self._job_or_error(judged.spec, judged.request)
-                if job is not None:
-                    jobs.append(job)
+        for slot in slots:
+            if isinstance(slot, JudgeRequest):
+                if slot.request.cache_key() in held:
+                    continue
+                job = self._job_or_error(slot.spec, slot.request)
+                if job is None:
+                    continue
+                slot = job
+            jobs.append(slot)
         return jobs
 
     def prefetch(self) -> None:
@@ -113,7 +126,7 @@ class Delivery:
             for spec in self.plan.judging_specs(p.instance.benchmark for p in planned):
                 self.target(spec)  # a judge's (or grader's) server starts now, not on the sending loop
         waiting_for_answer: dict[str, list[Instance]] = {}  # answer key -> the judged instances it answers
-        jobs: list[Job] = []
+        slots: list[Job | JudgeRequest] = []
         known: dict[str, Completion | None] = {}  # answer key -> the cached answer (None: sent now)
         cached = self.ctx.cache.get_many(entry.key for entry in planned)  # (one lookup for all)
         for entry in planned:  # item order: the first items' answers come first
@@ -128,10 +141,10 @@ class Delivery:
                 else:
                     job = self._job_or_error(self.ctx.model_spec(entry.model), entry.request)
                     if job is not None:
-                        jobs.append(job)
+                        slots.append(job)
             if self.plan.is_judged(entry.instance.benchmark):
                 if answer is not None:
-                    jobs.extend(self._judge_jobs(entry.instance, answer.text))
+                    slots.extend(self.plan.judge_requests(entry.instance, answer.text))
                 else:
                     waiting_for_answer.setdefault(key, []).append(entry.instance)
 
@@ -141,8 +154,10 @@ class Delivery:
 
             if isinstance(result, ModelError):
                 return []
-            return [j for inst in waiting_for_answer.get(job.key, ()) for j in self._judge_jobs(inst, result.text)]
+            return self._jobs([judged for instance in waiting_for_answer.get(job.key, ())
+                               for judged in self.plan.judge_requests(instance, result.text)], keep_in_memory)
 
+        jobs = self._jobs(slots, keep_in_memory)
         if not jobs:
             self._sender_finished()
             return

@@ -104,7 +104,11 @@ def test_an_earlier_versions_pickled_cache_is_converted_once_and_keeps_its_answe
     assert "was converted from pickles" not in again.stdout.str() and server.count == 0  # once
 
 
-def test_a_row_that_is_not_ours_is_a_miss_not_an_exception(tmp_path):
+@pytest.mark.parametrize("few_keys", [16, 0], ids=["one-by-one", "one-query"])
+def test_a_row_that_is_not_ours_is_a_miss_not_an_exception(tmp_path, monkeypatch, few_keys):
+    from pytest_medhelm.models import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "FEW_KEYS", few_keys)  # (get_many reads a few keys one by one)
     cache = AnswerCache(tmp_path / "c", run_id="r")
     cache.put("good", Completion("yes", 1, 1))
     cache.close()
@@ -119,7 +123,7 @@ def test_a_row_that_is_not_ours_is_a_miss_not_an_exception(tmp_path):
     for key in ("text", "wrong", "deep", "extra", "negative"):
         assert cache.get(key) is None and key not in cache
     assert cache.get("good").text == "yes"
-    # read together, the same: only the answer of ours
+    # read together, the same: only the answer of ours (both ways get_many reads)
     found = cache.get_many(["text", "wrong", "deep", "extra", "negative", "good", "absent"])
     assert {key: answer.text for key, answer in found.items()} == {"good": "yes"}
 
@@ -147,6 +151,9 @@ def test_many_answers_are_read_as_one_by_one_in_one_query_per_chunk(tmp_path, mo
                 patched.setattr(cache_disk.sqlite3, "connect", traced)
                 found = cache.get_many(keys)
             assert queries == [500, 500, 300]  # the keys of each query (with their values bound in the trace)
+            with monkeypatch.context() as patched:  # a few keys: read on the cache's open connection, no new one
+                patched.setattr(cache_disk.sqlite3, "connect", None)
+                assert cache.get_many(keys[:16]).keys() == ({f"k{i}" for i in range(16)} if expected else set())
             one_by_one = {key: cache.get(key) for key in keys}
             assert len(found) == expected
             assert found.keys() == {key for key, answer in one_by_one.items() if answer is not None}
@@ -377,12 +384,15 @@ def test_the_identity_is_one_function_of_the_endpoint_actually_used():
 FUZZED = {"inputs": 0}
 
 
-def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_path):
+def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_path, monkeypatch):
     """Hypothesis: whatever a row of ``cache.db`` holds (any JSON value, any text, any bytes, any diskcache mode),
     reading it gives a valid Completion or None; nothing raises, and a well-formed entry is never lost."""
     from hypothesis import HealthCheck, given, settings, strategies as st
 
+    from pytest_medhelm.models import cache as cache_module
     from pytest_medhelm.models.cache import valid_entry
+
+    monkeypatch.setattr(cache_module, "FEW_KEYS", 0)  # get_many: the batched reader even for one key
 
     cache = AnswerCache(tmp_path / "c", run_id="r")
     db = sqlite3.connect(tmp_path / "c" / "cache.db", isolation_level=None)

@@ -192,3 +192,24 @@ def test_a_run_looks_up_its_planned_answers_in_the_cache_all_at_once(pytester, t
     again = inner(pytester, "-p", "lookup_probe", *args)
     assert again.ret == 0 and server.count == 0
     again.stdout.fnmatch_lines(["cache lookups: one by one 0, together [[]30[]]"])
+
+
+def test_a_resumed_judged_run_looks_up_its_judges_verdicts_all_at_once(pytester, shared_data):
+    """A jury's verdicts for the cached answers are looked up together, as the answers are (HealthBench's graders
+    ask one verdict per rubric criterion: with a shared Redis, one round trip instead of thousands)."""
+    from conftest import suite_args
+
+    verdict = json.dumps({axis: {"score": 3, "explanation": "fine"} for axis in ("accuracy", "completeness",
+                                                                                 "clarity")})
+    pytester.makepyfile(lookup_probe=LOOKUP_PROBE)
+    pytester.syspathinsert()
+    with running_server(answer="x") as server:
+        server.set_answer(lambda body: verdict if body["model"].startswith("judge") else "a note")
+        args = ["-p", "no:xdist", "-s", "--medhelm-cache-dir", str(pytester.path / "cache"),
+                *suite_args(server.url, shared_data, "aci_bench", 5, judges=("openai/judge-a", "openai/judge-b"))]
+        assert inner(pytester, *args).ret == 0  # (fills the cache: 5 answers, 10 verdicts)
+        assert server.count == 15
+        server.reset()
+        again = inner(pytester, "-p", "lookup_probe", *args)
+        assert again.ret == 0 and server.count == 0
+    again.stdout.fnmatch_lines(["cache lookups: one by one 0, together [[]5, 10[]]"])
