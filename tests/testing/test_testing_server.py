@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -525,6 +526,24 @@ def test_stop_drops_in_flight_requests_and_refuses_new_ones():
     assert_refused(url)
     assert server.count == 3  # observations survive the stop
     server.stop()  # idempotent
+
+
+def test_handlers_of_requests_the_client_dropped_end_with_the_server():
+    """Clients that hang up while their requests are being served, then the stop at once (a test ending right
+    after its run): each handler ends, none is left pending with the loop (one warning per task at exit)."""
+    server = ChatServer(latency=30).start()
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    clients = []
+    for _ in range(2):
+        client = socket.create_connection(("127.0.0.1", server.port))
+        client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        clients.append(client)
+    server.wait_for_requests(2)
+    for client in clients:
+        client.close()
+    server.stop()
+    assert server.stats()["in_flight"] == 0
 
 
 def test_stop_after_goes_down_like_a_crash():

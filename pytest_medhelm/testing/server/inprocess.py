@@ -58,6 +58,13 @@ class ChatServer(LoopbackURLs):
                 ready.set()
             loop.run_until_complete(self._core.wait_stopped())
         finally:
+            # handlers still waiting (a script's held request) end here, cancelled as asyncio.run ends its tasks,
+            # rather than being destroyed pending with the loop (a warning per task at the interpreter's exit)
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
