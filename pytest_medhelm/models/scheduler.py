@@ -61,6 +61,11 @@ from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, Model
 
 #: how long an endpoint marked down fails its requests at once before one is tried again
 DOWN_RECHECK_S = 30.0
+#: connections beyond the workers' (one each) for what an item waits for now (``Job.urgent``: one question at a
+#: time per item), which never waits for a worker: nor then for a connection that a worker takes again at once
+#: (aiohttp wakes the waiters of several endpoints in no fixed order: with requests going to two replicas, or to
+#: two models' servers, such a question waited for the whole sending)
+URGENT_CONNECTIONS = 4
 
 Outcome = Completion | RequestFailed  # one try's: an answer, or a failure that may be worth another try
 
@@ -344,7 +349,7 @@ class Scheduler:
         # a window per endpoint; slots shared by the run's processes (in its cache); one thread that stores the
         # answers, so that a cache write (SQLite's lock, its disk) never holds the sending loop
         loop, concurrency = asyncio.get_running_loop(), self.settings.concurrency
-        sending = Sending(OpenAIWire(limit=concurrency), Windows(concurrency, self.stats),
+        sending = Sending(OpenAIWire(limit=concurrency + URGENT_CONNECTIONS), Windows(concurrency, self.stats),
                           Slots(getattr(self.cache, "directory", None)), AnswerWriter(self.cache, loop), loop)
         self._serving.append(sending)
         try:

@@ -110,6 +110,34 @@ def test_a_question_asked_while_the_sender_runs_keeps_to_the_slots_and_goes_firs
             sender.stop()
 
 
+def test_a_question_asked_while_the_sender_runs_goes_first_when_the_answers_go_to_several_endpoints(tmp_path):
+    """The same with the answers going to two endpoints (a model's two replicas here; two models' servers alike): the
+    workers hold every connection of the run's concurrency and take each one again as they finish, alternating
+    between the endpoints; the question must not wait for a connection behind them (it once waited for the whole
+    sending)."""
+    from pytest_medhelm.values import REPLICA_SEPARATOR
+
+    settings = Settings(concurrency=2, timeout=30, retries=0)
+    with running_server(answer="A", latency=0.1) as server:
+        group = REPLICA_SEPARATOR.join([server.url, server.url.replace("127.0.0.1", "localhost")])
+        jobs = _jobs(group, 20, None)
+        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
+        try:
+            sender.start(jobs)
+            sender.wait(jobs[0].key)
+            spec = jobs[0].spec
+            received_before = server.count
+            answer = sender.ask(Job(spec, ChatRequest.for_prompt(spec, "my own question", 4), urgent=True))
+            assert isinstance(answer, Completion)
+            order = [r["json"]["messages"][0]["content"] for r in server.requests]
+            # sent at once: only what the two workers were starting as it was asked goes before it (a slow machine's
+            # margin of two rounds), not the answers still waiting
+            assert order.index("my own question") <= received_before + 4, order
+            assert all(isinstance(sender.wait(job.key), Completion) for job in jobs)
+        finally:
+            sender.stop()
+
+
 def test_a_started_local_server_gives_its_spec_the_url_and_one_slot():
     spec = ModelSpec(name="local/smollm2", litellm_model="openai/smollm2", identity="local/x.gguf:1")
     entry = {"url": "http://127.0.0.1:5/v1", "model": "smollm2", "slots": str(llama_endpoints.SERVER_SLOTS)}
