@@ -276,6 +276,23 @@ def test_a_provider_echoing_the_key_is_redacted(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------------------------------------------
 # whole runs: recoverable faults (every instance scored, exit 0)
 
+@pytest.fixture
+def quick_backoff(monkeypatch):
+    """For the whole runs whose subject is where a fault ends (a score, or the item's error with the provider's
+    message), not the wait between tries: the in-process run's backoff 25x shorter (the backoff itself is
+    test_retries_are_bounded_with_exponential_backoff_and_jitter's subject); 0.5-1.5 s less per run."""
+    from pytest_medhelm.run.context import RunContext
+
+    settings = RunContext.settings
+
+    def quick(self):
+        chosen = settings(self)
+        chosen.backoff_base /= 25
+        return chosen
+
+    monkeypatch.setattr(RunContext, "settings", quick)
+
+
 RECOVERABLE = {
     "429-retry-after": ([("status", 429, {"Retry-After": "0.2"})] * 4, []),
     "500s": ([("status", 500), ("status", 502), ("status", 503), ("status", 504)], []),
@@ -288,7 +305,7 @@ RECOVERABLE = {
 
 
 @pytest.mark.parametrize("case", list(RECOVERABLE))
-def test_recoverable_faults_score_every_instance(pytester, toy, case):
+def test_recoverable_faults_score_every_instance(pytester, toy, case, quick_backoff):
     faults, extra = RECOVERABLE[case]
     data = toy(10)
     out = pytester.path / "r.json"
@@ -360,7 +377,7 @@ UNRECOVERABLE = {
 
 
 @pytest.mark.parametrize("case", list(UNRECOVERABLE))
-def test_unrecoverable_faults_are_errors_with_the_providers_message(pytester, toy, case):
+def test_unrecoverable_faults_are_errors_with_the_providers_message(pytester, toy, case, quick_backoff):
     fault, extra, message = UNRECOVERABLE[case]
     data = toy(6)
     out = pytester.path / "r.json"

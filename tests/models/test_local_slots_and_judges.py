@@ -40,10 +40,10 @@ def _jobs(url: str, n: int, slots: int | None) -> list[Job]:
 
 @pytest.mark.parametrize("slots", [1, 2])
 def test_never_more_in_flight_than_the_endpoint_has_slots(tmp_path, slots):
-    with running_server(answer="A", latency=0.15) as server:
+    with running_server(answer="A", latency=0.1) as server:
         scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), Settings(concurrency=16, timeout=30))
-        failures = scheduler.send_all(_jobs(server.url, 12, slots))
-        assert failures == {} and server.count == 12
+        failures = scheduler.send_all(_jobs(server.url, 8, slots))
+        assert failures == {} and server.count == 8
         assert server.max_in_flight == slots  # 16 allowed by the run, the endpoint's slots by the scheduler
 
 
@@ -56,14 +56,14 @@ def test_without_slots_the_run_concurrency_applies(tmp_path):
 
 
 def test_a_request_waiting_for_a_slot_does_not_spend_its_timeout(tmp_path):
-    """8 requests of 0.4 s each through one slot take 3.2 s; each has 1.5 s, counted from when it is sent. Were the
+    """6 requests of 0.3 s each through one slot take 1.8 s; each has 1.2 s, counted from when it is sent. Were the
     queueing counted (as when a single-slot server queues them itself), the later ones would time out and be re-sent."""
-    with running_server(answer="A", latency=0.4) as server:
+    with running_server(answer="A", latency=0.3) as server:
         scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="r"),
-                              Settings(concurrency=16, timeout=1.5, retries=0))
-        failures = scheduler.send_all(_jobs(server.url, 8, 1))
+                              Settings(concurrency=16, timeout=1.2, retries=0))
+        failures = scheduler.send_all(_jobs(server.url, 6, 1))
         assert failures == {}
-        assert server.count == 8 and server.max_in_flight == 1
+        assert server.count == 6 and server.max_in_flight == 1
     assert scheduler.stats["retries"] == 0 and scheduler.stats["connection_errors"] == 0
 
 
