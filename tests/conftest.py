@@ -67,7 +67,9 @@ def _import_before_inner_sessions() -> None:
     # package keeps the attribute naming it, so a test's later ``from pytest_medhelm.models import shared_cache``
     # got the dropped module while the plugin imported a new one, and the test patched a module nobody used (a test
     # failed so, depending on which tests ran before it in its worker); and each in-process run imported again what
-    # the run imports lazily.
+    # the run imports lazily. (So a module of the package must import an optional extra lazily, as they all do:
+    # at its top, it would stop every session here; and state a module keeps, a "said once" flag, now outlives an
+    # inner session: the tests that read such state reset it.)
     import importlib
     import pkgutil
 

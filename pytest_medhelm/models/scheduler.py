@@ -61,10 +61,12 @@ from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, Model
 
 #: how long an endpoint marked down fails its requests at once before one is tried again
 DOWN_RECHECK_S = 30.0
-#: connections beyond the workers' (one each) for what an item waits for now (``Job.urgent``: one question at a
-#: time per item), which never waits for a worker: nor then for a connection that a worker takes again at once
+#: connections beyond the workers' (one each, ``--medhelm-concurrency`` of them) for what an item waits for now
+#: (``Job.urgent``), which never waits for a worker: nor then for a connection that a worker takes again at once
 #: (aiohttp wakes the waiters of several endpoints in no fixed order: with requests going to two replicas, or to
-#: two models' servers, such a question waited for the whole sending)
+#: two models' servers, such a question waited for the whole sending). So up to concurrency + this many requests
+#: are in flight; the items ask one question at a time (one item runs at a time in a process), and the rest is
+#: room for a test body that asks from threads of its own. Each endpoint's window still holds for them all.
 URGENT_CONNECTIONS = 4
 
 Outcome = Completion | RequestFailed  # one try's: an answer, or a failure that may be worth another try

@@ -44,7 +44,10 @@ class Delivery:
         self.plan = plan
         self.write_line = write_line  # the terminal, for what must be said at once
         self._on_sender_finished = on_sender_finished
-        self._answers: dict[str, Completion] = {}  # central: answers of this run, in memory
+        #: central: this run's answers and the judges' verdicts on them, in memory, by request key (the sender's
+        #: thread adds verdicts as answers arrive: single updates and lookups, never iterated; a completion may be
+        #: handed to two items, as a planned answer shared by two instances is)
+        self._answers: dict[str, Completion] = {}
         self._sender: Any = None
         self._targets: dict[str, Any] = {}  # model name -> its endpoint spec, or the ModelError that stops it
         self._broken_models: set[str] = set()

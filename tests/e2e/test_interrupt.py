@@ -1,7 +1,8 @@
 """Interruptions: Ctrl-C (SIGINT to the process group, as a terminal sends it) during the answers-ahead phase and
 during the item run, and SIGKILL; then the same command again.
 
-For each: answers already received are not requested again (only those in flight at the interrupt are re-sent),
+For each: answers already received are not requested again (only those in flight at the interrupt are re-sent,
+and after a SIGKILL those the cache's writer had not committed yet),
 the cache is intact (SQLite integrity check, every entry readable), and the results equal those of an
 uninterrupted run. The same under xdist (``-n 2``) with a shared cache.
 
@@ -235,7 +236,7 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     first_prompts = prompts_of(server, first_key)
     second_prompts = prompts_of(server, second_key)
     assert len(first_prompts) + len(second_prompts) == server.count, "a request came with neither run's key"
-    FIGURES["requests of a killed run read after it ended"] += len(first_prompts) - first["count"]
+    FIGURES["first runs' requests read after they ended"] += len(first_prompts) - first["count"]
 
     # nothing the first run stored is asked again: "answers lost" counts such requests
     lost = [p for p in second_prompts if p in set(stored.values())]
@@ -247,7 +248,10 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     # re-sent: requests of the first run whose answer never reached the cache (they were in flight)
     resent = len(first_prompts) - len(stored)
     FIGURES["requests re-sent after interruption"] += resent
-    assert resent <= CONCURRENCY * (WORKERS if xdist else 1) + 1, (resent, in_flight)
+    # Ctrl-C: those in flight; a SIGKILL also loses the answers received but not yet committed by the cache's
+    # writer (each sending process holds at most twice its workers between sending and storing: serving's room)
+    held = 1 if sig == signal.SIGINT else 2
+    assert resent <= held * CONCURRENCY * (WORKERS if xdist else 1) + 1, (resent, in_flight)
     # every question was asked, none more than twice (once more only when it was in flight at the interrupt)
     asked = Counter(first_prompts + second_prompts)
     assert len(asked) == total_questions and max(asked.values()) <= 2

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_medhelm.models.cache import AnswerCache, CacheRefused, Stored, make_private_dir
+from pytest_medhelm.models.cache import FEW_KEYS, AnswerCache, CacheRefused, Stored, make_private_dir
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import Completion
 from pytester_runs import run as inner
@@ -153,7 +153,8 @@ def test_many_answers_are_read_as_one_by_one_in_one_query_per_chunk(tmp_path, mo
             assert queries == [500, 500, 300]  # the keys of each query (with their values bound in the trace)
             with monkeypatch.context() as patched:  # a few keys: read on the cache's open connection, no new one
                 patched.setattr(cache_disk.sqlite3, "connect", None)
-                assert cache.get_many(keys[:16]).keys() == ({f"k{i}" for i in range(16)} if expected else set())
+                assert cache.get_many(keys[:FEW_KEYS]).keys() == ({f"k{i}" for i in range(FEW_KEYS)} if expected
+                                                                  else set())
             one_by_one = {key: cache.get(key) for key in keys}
             assert len(found) == expected
             assert found.keys() == {key for key, answer in one_by_one.items() if answer is not None}

@@ -249,7 +249,7 @@ def test_a_redis_that_cannot_be_reached_gives_no_answer_in_a_batch_and_is_switch
     try:
         assert cache.shared.failure is None
         assert {key: answer.text for key, answer in cache.get_many(["here", "elsewhere"]).items()} == {"here": "local"}
-        assert cache.shared.failure is not None  # said once, as for a single read
+        assert cache.shared.failure is not None  # the tier goes off, said once
     finally:
         cache.close()
 
@@ -266,7 +266,7 @@ def test_a_key_redis_refuses_to_read_costs_only_itself_in_a_batch(tmp_path, redi
     try:
         found = cache.get_many([f"k{i}" for i in range(5)])
         assert sorted(found) == ["k0", "k1", "k3", "k4"]  # the others of its chunk are kept
-        assert "WRONGTYPE" in (cache.shared.failure or "")  # and the tier goes off, as after get()
+        assert "WRONGTYPE" in (cache.shared.failure or "")  # and the tier goes off, as after a failed round trip
     finally:
         cache.close()
 

@@ -156,12 +156,17 @@ LOOKUP_PROBE = """
 from pytest_medhelm.models.cache import AnswerCache
 
 calls = {"get": 0, "get_many": []}
-get, get_many = AnswerCache.get, AnswerCache.get_many
+get, get_many, contains = AnswerCache.get, AnswerCache.get_many, AnswerCache.__contains__
 
 
 def counted_get(self, key):
     calls["get"] += 1
     return get(self, key)
+
+
+def counted_contains(self, key):
+    calls["get"] += 1
+    return contains(self, key)
 
 
 def counted_get_many(self, keys):
@@ -170,11 +175,11 @@ def counted_get_many(self, keys):
     return get_many(self, keys)
 
 
-AnswerCache.get, AnswerCache.get_many = counted_get, counted_get_many
+AnswerCache.get, AnswerCache.get_many, AnswerCache.__contains__ = counted_get, counted_get_many, counted_contains
 
 
 def pytest_unconfigure(config):
-    AnswerCache.get, AnswerCache.get_many = get, get_many
+    AnswerCache.get, AnswerCache.get_many, AnswerCache.__contains__ = get, get_many, contains
     print(f"cache lookups: one by one {calls['get']}, together {calls['get_many']}")
 """
 
@@ -205,11 +210,14 @@ def test_a_resumed_judged_run_looks_up_its_judges_verdicts_all_at_once(pytester,
     pytester.syspathinsert()
     with running_server(answer="x") as server:
         server.set_answer(lambda body: verdict if body["model"].startswith("judge") else "a note")
-        args = ["-p", "no:xdist", "-s", "--medhelm-cache-dir", str(pytester.path / "cache"),
+        args = ["-p", "no:xdist", "-s", "-p", "lookup_probe", "--medhelm-cache-dir", str(pytester.path / "cache"),
                 *suite_args(server.url, shared_data, "aci_bench", 5, judges=("openai/judge-a", "openai/judge-b"))]
-        assert inner(pytester, *args).ret == 0  # (fills the cache: 5 answers, 10 verdicts)
-        assert server.count == 15
+        first = inner(pytester, *args)  # (fills the cache: 5 answers, 10 verdicts)
+        assert first.ret == 0 and server.count == 15
         server.reset()
-        again = inner(pytester, "-p", "lookup_probe", *args)
+        again = inner(pytester, *args)
         assert again.ret == 0 and server.count == 0
+    # the first run: the answers at the start, then each answer's two verdicts as it arrives
+    first.stdout.fnmatch_lines(["cache lookups: one by one 0, together [[]5, 2, 2, 2, 2, 2[]]"])
+    # the resumed run: the answers, then the verdicts on all of them
     again.stdout.fnmatch_lines(["cache lookups: one by one 0, together [[]5, 10[]]"])
