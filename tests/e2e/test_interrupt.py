@@ -210,7 +210,7 @@ def interrupted_then_resumed(server, project: Path, name: str, sig: int, phase: 
     cache_dir = project / f"cache-{name}"
     cmd = command(server, project, cache_dir.name, f"{name}.json", "data_items" if follow_up else "data", xdist)
 
-    first_key, second_key, third_key = (f"{name}-{run}" for run in ("first", "second", "third"))
+    first_key, second_key, third_key = (f"{name}-{which}" for which in ("first", "second", "third"))
     run = Run(cmd, project, follow_up, first_key)
     # answers ahead: interrupt a third of the way through; items: once three follow-up questions went out
     server.wait_for_requests(n // 3 if not follow_up else n + 3, timeout=120)
