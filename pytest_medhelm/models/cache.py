@@ -290,14 +290,11 @@ class AnswerCache:
             return False
         return self.mode != "refresh" or entry.get("run_id") == self.run_id
 
-    def _entry(self, key: str) -> dict[str, Any] | None:
-        entry = self._read(key)
-        if self._usable(entry):
-            return entry
-        return self._from_shared([key]).get(key)
-
     def get(self, key: str) -> Completion | None:
-        entry = self._entry(key)
+        """The answer held for ``key``: here, else in the shared cache (copied here); None without one."""
+        entry = self._read(key)
+        if not self._usable(entry):
+            entry = self._from_shared([key]).get(key)
         return None if entry is None else self._completion(entry)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
@@ -332,9 +329,6 @@ class AnswerCache:
         # "cached" means: not asked in this run (an answer the answers-ahead phase just fetched is fresh)
         completion.cached = entry.get("run_id") != self.run_id
         return completion
-
-    def __contains__(self, key: str) -> bool:
-        return self._entry(key) is not None
 
     # --------------------------------------------------------------------------------------------- writing
     def put(self, key: str, completion: Completion, request_json: dict[str, Any] | None = None) -> None:

@@ -212,6 +212,7 @@ class Role:
         """Whether this session plans answers for items of its own (collected here; a dry run included)."""
         return self.plans_answers() and has_medhelm_items(session.items)
 
+
 class Central(Role):
     """No xdist: this process does everything."""
 
