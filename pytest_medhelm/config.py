@@ -44,6 +44,9 @@ class RunConfig(BaseModel):
     max_instances: int | None = Field(default=None, ge=1)
     #: --medhelm-max-tokens: every benchmark's max_tokens capped at this (a departure from MedHELM's settings)
     max_tokens: int | None = Field(default=None, ge=1)
+    #: --medhelm-reasoning-budget / --medhelm-reasoning-effort (pytest_medhelm.models.reasoning); None: not given
+    reasoning_budget: int | None = Field(default=None, ge=0)
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     data_dir: Path | None = None
     cache_dir: Path
     cache: Literal["on", "off", "refresh"] = "on"
@@ -221,6 +224,8 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
             benchmarks=tuple(values["medhelm_benchmark"] or ()),
             max_instances=values["medhelm_max_instances"],
             max_tokens=values["medhelm_max_tokens"],
+            reasoning_budget=values["medhelm_reasoning_budget"],
+            reasoning_effort=values["medhelm_reasoning_effort"],
             data_dir=data_dir,
             cache_dir=cache_dir,
             cache=values["medhelm_cache"],

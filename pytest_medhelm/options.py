@@ -202,6 +202,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-tokens", "cap every benchmark's answer at N tokens: a departure from MedHELM's generation settings "
            "(said in the header, the summary and every report; recorded as run.generation_cap), for demonstrations "
            "on small machines", parse=_positive_int("--medhelm-max-tokens"), metavar="N"),
+    Option("reasoning-budget", "reasoning tokens a reasoning model may spend on top of each request's answer limit "
+           "(OpenAI o-series and gpt-5: max_completion_tokens = N + limit; Claude: thinking budget_tokens = N; a "
+           "served reasoner: max_tokens = N + limit); default 4096 for the models known to think, none under "
+           "--medhelm-compat helm/medhelm; given, it also applies to every model sent to a URL; 0: none",
+           parse=_non_negative_int("--medhelm-reasoning-budget"), metavar="N"),
+    Option("reasoning-effort", "reasoning_effort sent to reasoning models (minimal is the gpt-5 family's); given, "
+           "it also turns Claude's extended thinking on",
+           parse=_choice("--medhelm-reasoning-effort", ("minimal", "low", "medium", "high")),
+           metavar="minimal|low|medium|high"),
     Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR",
            path=True),
     Option("data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "

@@ -109,6 +109,32 @@ def replica_group(urls: Iterable[str]) -> str:
     return REPLICA_SEPARATOR.join(sorted({url.strip().rstrip("/") for url in urls}))
 
 
+#: the families of reasoning models, each sent its own parameters (:mod:`pytest_medhelm.models.reasoning`)
+REASONING_FAMILIES = ("openai", "anthropic", "gemini", "served")
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """A model the run treats as a reasoning model, and the room it gets to think.
+
+    ``family`` says what its requests carry (OpenAI's ``max_completion_tokens``, Anthropic's ``thinking``, a
+    served reasoner's larger ``max_tokens``, Gemini's thinking budget); ``budget`` is the reasoning tokens allowed
+    on top of each request's answer limit (0: none, the references' request); ``effort`` the ``reasoning_effort``
+    asked ("" for none); ``source`` where the budget came from: ``"option"`` (``--medhelm-reasoning-budget``),
+    ``"default"`` (the stated default) or ``"none"``."""
+
+    family: str
+    budget: int = 0
+    effort: str = ""
+    source: str = "none"
+
+    def __post_init__(self) -> None:
+        if self.family not in REASONING_FAMILIES:
+            raise ValueError(f"reasoning family must be one of {REASONING_FAMILIES}, got {self.family!r}")
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0:
+            raise ValueError(f"a reasoning budget is a whole number >= 0, got {self.budget!r}")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A model under test (or a judge) as the user named it, and how to reach it."""
@@ -128,6 +154,9 @@ class ModelSpec:
     #: how many requests the endpoint serves at once (a llama.cpp server we started: its slots); the scheduler
     #: never has more in flight to it. None: no limit of its own (the run's concurrency applies)
     slots: int | None = None
+    #: how the run treats the model as a reasoning model (what its requests carry, :mod:`pytest_medhelm.models.
+    #: reasoning`); None: a plain model
+    reasoning: Reasoning | None = None
 
     @property
     def cache_identity(self) -> str:
@@ -193,12 +222,34 @@ class ChatRequest:
     #: the OpenAI ``response_format`` object sent with the request, as canonical JSON ("" = none, HELM's plain
     #: request); it constrains the reply (a local judge's JSON schema), so it is part of the cache key
     response_format: str = ""
+    #: reasoning tokens allowed on top of ``max_tokens`` (the answer's limit); 0: none (a plain model, or a
+    #: reasoning model sent the references' request). What is sent for it depends on the model's family
+    #: (:func:`pytest_medhelm.models.reasoning.generation_parameters`)
+    reasoning_budget: int = 0
+    #: the ``reasoning_effort`` asked ("" = none)
+    reasoning_effort: str = ""
 
     @classmethod
     def for_prompt(cls, model: ModelSpec, prompt: str, max_tokens: int, stop=(), **kw: Any) -> ChatRequest:
         # HELM sends the whole prompt as one user message, no system prompt
-        return cls(model=model.cache_identity, messages=(("user", prompt),), max_tokens=max_tokens,
-                   stop=tuple(stop), **kw)
+        return cls.for_messages(model, (("user", prompt),), max_tokens, stop, **kw)
+
+    @classmethod
+    def for_messages(cls, model: ModelSpec, messages: Iterable[tuple[str, str]], max_tokens: int, stop=(),
+                     **kw: Any) -> ChatRequest:
+        """A request to ``model``: its cache identity, and the room it gets to think when it is a reasoning model
+        (every request of a run is made here, so that an answer's and a judge's alike carry it)."""
+        reasoning = model.reasoning
+        if reasoning is not None:
+            kw.setdefault("reasoning_budget", reasoning.budget)
+            kw.setdefault("reasoning_effort", reasoning.effort)
+        return cls(model=model.cache_identity, messages=tuple(messages), max_tokens=max_tokens, stop=tuple(stop),
+                   **kw)
+
+    @property
+    def max_output_tokens(self) -> int:
+        """The most tokens a reply may hold, thinking included: what a budget reserves, what bounds a reply."""
+        return self.max_tokens + self.reasoning_budget
 
     @property
     def prompt_text(self) -> str:
@@ -219,6 +270,10 @@ class ChatRequest:
                 "purpose": self.purpose}
         if self.response_format:  # only when set: the keys of unconstrained requests stay what they were
             data["response_format"] = self.response_format
+        if self.reasoning_budget:  # (likewise: a plain model's keys stay what they were)
+            data["reasoning_budget"] = self.reasoning_budget
+        if self.reasoning_effort:
+            data["reasoning_effort"] = self.reasoning_effort
         return data
 
     @classmethod
@@ -226,7 +281,8 @@ class ChatRequest:
         return cls(model=data["model"], messages=tuple((role, content) for role, content in data["messages"]),
                    max_tokens=data["max_tokens"], temperature=data["temperature"], stop=tuple(data["stop"]),
                    sample=data["sample"], purpose=data["purpose"],
-                   response_format=data.get("response_format", ""))
+                   response_format=data.get("response_format", ""),
+                   reasoning_budget=data.get("reasoning_budget", 0), reasoning_effort=data.get("reasoning_effort", ""))
 
 
 @dataclass
@@ -245,11 +301,29 @@ class Completion:
     #: such a request at its reserved upper bound (pytest_medhelm/models/replies.py). Not cached: only the
     #: request that was sent is accounted.
     usage_known: bool = True
+    #: of ``tokens_out``, the tokens spent thinking (``usage.completion_tokens_details.reasoning_tokens``; they
+    #: are output tokens, billed as such); None: the server did not say
+    reasoning_tokens: int | None = None
+    #: the model's thinking, kept apart from the answer: a ``reasoning_content`` (or ``reasoning``) field,
+    #: Anthropic's thinking blocks, a leading ``<think>`` block removed from the content ("" for none)
+    thinking: str = ""
 
     def to_cache(self) -> dict[str, Any]:
-        return {"text": self.text, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+        data = {"text": self.text, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
                 "latency_s": self.latency_s, "cost_usd": self.cost_usd, "finish_reason": self.finish_reason,
                 "extra": self.extra}
+        if self.reasoning_tokens is not None:  # (only when there: a plain model's entries stay what they were)
+            data["reasoning_tokens"] = self.reasoning_tokens
+        if self.thinking:
+            data["thinking"] = self.thinking
+        return data
+
+    @property
+    def ran_out(self) -> bool:
+        """The token limit was used up before any answer was written (an empty answer, cut by the length): for a
+        reasoning model, its thinking took the whole budget. A measurement (a miss with its reason), never a
+        pass."""
+        return self.finish_reason == "length" and not self.text.strip()
 
     @classmethod
     def from_cache(cls, data: dict[str, Any]) -> Completion:

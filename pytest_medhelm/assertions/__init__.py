@@ -83,15 +83,38 @@ def assert_metric(answer: Completion | str, instance: Instance, metric: Metric |
     if score.not_scored:
         _record_not_scored(score, instance, metric)
     mark = pass_mark if pass_mark is not None else (1.0 if metric.binary else metric.pass_mark)
-    missed = score.value < mark
     record: dict[str, Any] = record_for() if CURRENT_ITEM.get() is not None else {}
+    # an answer the token limit cut before it began (a reasoning model's thinking took it all) is never a pass,
+    # whatever the metric makes of an empty answer: it is scored as one, and missed with the reason
+    ran_out = record.get("ran_out") or (_ran_out(answer) if not isinstance(answer, str) else None)
+    missed = score.value < mark or ran_out is not None
+    detail = score.detail
+    if ran_out is not None:
+        detail = f"{ran_out_reason(ran_out)}; {score.detail or f'expected {instance.expected!r}'}"
     record.update(score=score.value, raw_score=score.raw_value, metric=metric.name, missed=missed,
-                  expected=instance.expected, detail=score.detail)
+                  expected=instance.expected, detail=detail)
     if score.extra:
         record.setdefault("metrics", {}).update(score.extra)
     if missed:
-        raise Missed(score.detail or f"expected {instance.expected!r}, got {_text(answer)!r}")
+        raise Missed(detail or f"expected {instance.expected!r}, got {_text(answer)!r}")
     return score
+
+
+def _ran_out(answer: Completion) -> dict[str, Any] | None:
+    if not answer.ran_out:
+        return None
+    return {"max_output_tokens": None, "reasoning_budget": None, "reasoning_tokens": answer.reasoning_tokens}
+
+
+def ran_out_reason(ran_out: dict[str, Any]) -> str:
+    """Why an answer is empty: the token limit used up before any answer was written, with what the limit was."""
+    spent, budget, limit = ran_out.get("reasoning_tokens"), ran_out.get("reasoning_budget"), ran_out.get(
+        "max_output_tokens")
+    said = f"{spent:,} reasoning tokens spent" if isinstance(spent, int) else "the thinking"
+    room = (f" of a limit of {limit:,} tokens ({budget:,} reasoning budget + the answer's)"
+            if isinstance(limit, int) and isinstance(budget, int) and budget
+            else f" of a limit of {limit:,} tokens (no reasoning budget)" if isinstance(limit, int) else "")
+    return (f"the token limit ran out before any answer: {said}{room}; raise --medhelm-reasoning-budget")
 
 
 def _record_not_scored(score: Score, instance: Instance, metric: Metric) -> None:

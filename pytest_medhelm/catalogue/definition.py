@@ -141,8 +141,7 @@ class Benchmark:
         messages = getattr(self.prompt, "messages", None)
         if messages is None:
             return ChatRequest.for_prompt(model, self.render_prompt(instance, compat), limit, self.stop)
-        return ChatRequest(model=model.cache_identity, messages=tuple(messages(instance)), max_tokens=limit,
-                           stop=tuple(self.stop))
+        return ChatRequest.for_messages(model, messages(instance), limit, self.stop)
 
     def prompt_text(self, request: ChatRequest) -> str:
         """The text whose sha256 is the answer's ``prompt_sha256``: the one user message, or a chat benchmark's

@@ -270,8 +270,8 @@ def grading_calls(slug: str, instance: Instance, answer: str, graders: Sequence[
         local = llama_judges.constrained(grader.name)
         for kind, index, text in texts:
             messages = (("user", text),) if fork else (("system", REFERENCE_SYSTEM_MESSAGE), ("user", text))
-            request = ChatRequest(
-                model=grader.cache_identity, messages=messages,
+            request = ChatRequest.for_messages(
+                grader, messages,
                 max_tokens=LOCAL_MAX_TOKENS if local else FORK_MAX_TOKENS if fork else REFERENCE_MAX_TOKENS,
                 temperature=0.0, purpose=purpose, response_format=local_response_format(kind) if local else "")
             calls.append(GraderCall(grader.name, kind, index, request))

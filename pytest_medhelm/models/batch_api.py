@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
-from pytest_medhelm.models.replies import max_reply_bytes, reply_text, reply_usage
+from pytest_medhelm.models.reasoning import answer_of
+from pytest_medhelm.models.replies import (max_reply_bytes, reply_reasoning_tokens, reply_text, reply_thinking,
+                                           reply_usage)
 from pytest_medhelm.models.transport import RequestFailed, _error_message, _retry_after, _retryable_status
 from pytest_medhelm.values import Completion
 
@@ -120,13 +122,17 @@ def parse_result_line(raw: bytes | str, expected: Iterable[str] | set[str]) -> t
         return key, LineError(str(message or body or f"HTTP {status}")[:2000], status)
     try:  # the checks of a direct reply (pytest_medhelm.models.replies): a batch's answer is no less untrusted
         choice = _choice(body)
-        text = reply_text(choice["message"].get("content"))
-        usage = reply_usage(body.get("usage") if isinstance(body, dict) else None)
+        message = choice["message"]
+        usage = body.get("usage") if isinstance(body, dict) else None
+        answer, thinking = answer_of(reply_text(message.get("content")), reply_thinking(message))
+        counts = reply_usage(usage)
+        reasoning_tokens = reply_reasoning_tokens(usage)
     except ValueError as exc:  # (MalformedReply is one)
         raise BadLine(f"the result line's response is not a chat completion: {exc}", key) from None
     finish = choice.get("finish_reason")
-    return key, Completion(text=text, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cost_usd=None,
-                           finish_reason=finish if isinstance(finish, str) else None, usage_known=usage.known)
+    return key, Completion(text=answer, tokens_in=counts.tokens_in, tokens_out=counts.tokens_out, cost_usd=None,
+                           finish_reason=finish if isinstance(finish, str) else None, usage_known=counts.known,
+                           reasoning_tokens=reasoning_tokens, thinking=thinking)
 
 
 def _timestamp(value: Any) -> float | None:

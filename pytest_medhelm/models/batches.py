@@ -45,6 +45,7 @@ from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.failures import redact
 from pytest_medhelm.models.jobs import Job
 from pytest_medhelm.models.scheduler import Scheduler
+from pytest_medhelm.models.reasoning import cut_at_stops, stops_after
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec, is_llama_cpp_model
 
@@ -354,7 +355,7 @@ class BatchSender(Sender):
         self.batches.pop(record.batch_id, None)
         # from the submission (or from when this run began to collect it) to its end, or the server's count if longer
         took = max(state.took_s or 0.0, time.monotonic() - started)
-        limits = {k: line_limit(job.request.max_tokens) for k, job in mine.items()}
+        limits = {k: line_limit(job.request.max_output_tokens) for k, job in mine.items()}
         results = await self._read_results(state, set(record.keys), limits, spec, base, key)
         unasked = [Stored(k, result) for k, result in results.items()  # lines of an earlier run's batch that no
                    if k not in mine and isinstance(result, Completion)]  # item of this run asks for
@@ -369,6 +370,8 @@ class BatchSender(Sender):
             # (a reservation was made only with a budget)
             held = (reservations or {}).get(k) if self.budget is not None else None
             if isinstance(outcome, Completion):
+                # (the stop sequences a model was not sent, as a direct reply's: pytest_medhelm.models.reasoning)
+                outcome.text = cut_at_stops(outcome.text, stops_after(job.spec, job.request))
                 outcome.latency_s = took
                 outcome.extra = {**outcome.extra, "batch_id": state.id}
                 if held is not None and self.budget is not None:

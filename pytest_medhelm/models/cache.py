@@ -218,7 +218,9 @@ def valid_completion(data: Any) -> bool:
             and _number(data.get("latency_s", 0.0))
             and (data.get("cost_usd") is None or _number(data["cost_usd"]))
             and (data.get("finish_reason") is None or isinstance(data["finish_reason"], str))
-            and isinstance(data.get("extra", {}), dict))
+            and isinstance(data.get("extra", {}), dict)
+            and (data.get("reasoning_tokens") is None or _count(data["reasoning_tokens"]))
+            and isinstance(data.get("thinking", ""), str))
 
 
 def valid_entry(entry: Any) -> bool:

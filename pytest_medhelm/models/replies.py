@@ -17,6 +17,12 @@ have charged for it):
   fractional, boolean or textual count, or a ``usage`` that is not an object, is malformed. Absent usage (or an
   absent count) is allowed but unknown: ``Completion.usage_known`` is False, its counts are 0, and a budget then
   counts the request at its reserved upper bound (never at $0).
+* **Thinking.** A reasoning model's ``reasoning_content`` or ``reasoning`` field (vLLM, SGLang, llama.cpp,
+  DeepSeek's API) is a string or null, Anthropic's thinking blocks (through litellm) are objects with a string
+  ``thinking``; ``usage.completion_tokens_details.reasoning_tokens`` is an integer >= 0 when present. Anything else
+  is malformed. The size bound above counts the request's reasoning budget as tokens asked for
+  (:attr:`~pytest_medhelm.values.ChatRequest.max_output_tokens`): a reply of a model given room to think may be as
+  long as that room.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["MAX_BYTES_PER_TOKEN", "REPLY_OVERHEAD_BYTES", "MalformedReply", "Usage", "max_reply_bytes",
-           "reply_text", "reply_usage"]
+           "reply_reasoning_tokens", "reply_text", "reply_thinking", "reply_usage"]
 
 #: bytes of reply body allowed per token of ``max_tokens`` (see the module's docstring for why 32)
 MAX_BYTES_PER_TOKEN = 32
@@ -107,6 +113,60 @@ def reply_usage(usage: Any) -> Usage:
         prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
     tokens_in, tokens_out = _count(prompt, "prompt_tokens"), _count(completion, "completion_tokens")
     return Usage(tokens_in or 0, tokens_out or 0, known=tokens_in is not None and tokens_out is not None)
+
+
+#: the fields of a message that carry a served reasoner's thinking (vLLM >= 0.11 says ``reasoning``; vLLM before,
+#: SGLang, llama.cpp and DeepSeek's API ``reasoning_content``)
+THINKING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _field(message: Any, name: str) -> Any:
+    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
+
+
+def reply_thinking(message: Any) -> list[str]:
+    """The thinking a reply's message carries apart from its content: each reasoning field's text, else the text
+    of Anthropic's thinking blocks (as litellm hands them over); ``message`` a dict or litellm's Message."""
+    texts: list[str] = []
+    for name in THINKING_FIELDS:
+        value = _field(message, name)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise MalformedReply(f"malformed reply: message.{name} is {_short(value)}; expected a string")
+        if value not in texts:  # (litellm may give one text under both names)
+            texts.append(value)
+    if texts:
+        return texts
+    blocks = _field(message, "thinking_blocks")
+    if blocks is None:
+        return texts
+    if not isinstance(blocks, list):
+        raise MalformedReply(f"malformed reply: thinking_blocks is {_short(blocks)}; expected a list")
+    for index, block in enumerate(blocks):
+        text = _field(block, "thinking")
+        kind = _field(block, "type")
+        if kind == "redacted_thinking":
+            continue  # (encrypted: nothing to read, and its tokens are counted by the usage)
+        if not isinstance(text, str):
+            raise MalformedReply(f"malformed reply: thinking block {index} is {_short(block)}; expected an "
+                                 "object with a string 'thinking'")
+        texts.append(text)
+    return texts
+
+
+def reply_reasoning_tokens(usage: Any) -> int | None:
+    """``usage.completion_tokens_details.reasoning_tokens``: an integer >= 0, or None when the server did not
+    say."""
+    if usage is None:
+        return None
+    details = _field(usage, "completion_tokens_details")
+    if details is None:
+        return None
+    if isinstance(details, (str, bytes, int, float, list, tuple)):
+        raise MalformedReply(f"malformed reply: usage.completion_tokens_details is {_short(details)}; expected an "
+                             "object")
+    return _count(_field(details, "reasoning_tokens"), "completion_tokens_details.reasoning_tokens")
 
 
 def _short(value: Any) -> str:

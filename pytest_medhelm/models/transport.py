@@ -18,7 +18,9 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from pytest_medhelm.models.replies import MalformedReply, max_reply_bytes, reply_text, reply_usage, too_large
+from pytest_medhelm.models.reasoning import answer_of, generation_parameters, stops_after
+from pytest_medhelm.models.replies import (MalformedReply, max_reply_bytes, reply_reasoning_tokens, reply_text,
+                                           reply_thinking, reply_usage, too_large)
 from pytest_medhelm.values import LLAMA_CPP_PREFIX, ChatRequest, Completion, ModelSpec
 
 if TYPE_CHECKING:
@@ -94,13 +96,20 @@ def uses_openai_wire(spec: ModelSpec) -> bool:
 
 def chat_body(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:
     """The JSON body of ``request`` to an OpenAI-compatible endpoint (sent as is, or as a line of a batch)."""
-    body: dict[str, Any] = {"model": spec.litellm_model.split("/", 1)[1], "messages": _messages(request),
-                            "temperature": request.temperature, "max_tokens": request.max_tokens}
-    if request.stop:
-        body["stop"] = list(request.stop)
-    if request.response_format:
-        body["response_format"] = json.loads(request.response_format)
-    return body
+    return {"model": spec.litellm_model.split("/", 1)[1], "messages": _messages(request),
+            **generation_parameters(spec, request)}
+
+
+def completion_of(spec: ModelSpec, request: ChatRequest, content: Any, message: Any, usage: Any,
+                  finish_reason: Any, latency_s: float, cost_usd: float | None) -> Completion:
+    """A reply's :class:`Completion`: its answer (the thinking split off, the stop sequences the model was not sent
+    applied), its thinking and its accounting; raises MalformedReply for a reply that cannot be one. The one
+    reading of a reply's message, for the direct wire, litellm and a batch's lines."""
+    answer, thinking = answer_of(reply_text(content), reply_thinking(message), stops_after(spec, request))
+    counts = reply_usage(usage)
+    return Completion(text=answer, tokens_in=counts.tokens_in, tokens_out=counts.tokens_out, latency_s=latency_s,
+                      cost_usd=cost_usd, finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+                      usage_known=counts.known, reasoning_tokens=reply_reasoning_tokens(usage), thinking=thinking)
 
 
 class OpenAIWire:
@@ -128,11 +137,11 @@ class OpenAIWire:
             headers["Authorization"] = f"Bearer {key}"
         url = _one_url(spec) + "/chat/completions"
         started = time.perf_counter()
-        bound = max_reply_bytes(request.max_tokens)
+        bound = max_reply_bytes(request.max_output_tokens)
         try:
             async with session.post(url, json=body, headers=headers,
                                     timeout=aiohttp.ClientTimeout(total=timeout)) as response:
-                raw = await _read_bounded(response, bound, request.max_tokens)
+                raw = await _read_bounded(response, bound, request.max_output_tokens)
                 if response.status >= 400:
                     raise RequestFailed(_error_message(raw, response.status), response.status,
                                         _retry_after(response.headers), _retryable_status(response.status))
@@ -144,18 +153,14 @@ class OpenAIWire:
                 except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
                     raise RequestFailed(f"malformed response body: {raw[:200]!r}", response.status) from None
                 try:
-                    text = reply_text(content)
-                    usage = reply_usage(data.get("usage"))
+                    return completion_of(spec, request, content, message, data.get("usage"), finish_reason,
+                                         time.perf_counter() - started, None)
                 except MalformedReply as exc:
                     raise RequestFailed(exc.reason, response.status, retryable=False) from None
         except TimeoutError:  # before OSError: TimeoutError is one, and its message is empty
             raise RequestFailed(f"no answer within {timeout:g} s (--medhelm-timeout)") from None
         except (aiohttp.ClientError, OSError) as exc:
             raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
-        return Completion(text=text, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out,
-                          latency_s=time.perf_counter() - started, cost_usd=None,
-                          finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-                          usage_known=usage.known)
 
     async def close(self) -> None:
         if self._session is not None:
@@ -207,12 +212,7 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
 
     litellm = import_litellm()
     kwargs: dict[str, Any] = {"model": spec.litellm_model, "messages": _messages(request),
-                              "temperature": request.temperature, "max_tokens": request.max_tokens,
-                              "timeout": timeout, "num_retries": 0}
-    if request.stop:
-        kwargs["stop"] = list(request.stop)
-    if request.response_format:
-        kwargs["response_format"] = json.loads(request.response_format)
+                              **generation_parameters(spec, request), "timeout": timeout, "num_retries": 0}
     if spec.api_base:
         kwargs["api_base"] = _one_url(spec)
     key = api_key_for(spec)
@@ -231,15 +231,16 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
     latency = time.perf_counter() - started
     try:
         choice = response.choices[0]
-        text = reply_text(choice.message.content)
-        usage = reply_usage(getattr(response, "usage", None))
+        completion = completion_of(spec, request, choice.message.content, choice.message,
+                                   getattr(response, "usage", None), getattr(choice, "finish_reason", None),
+                                   latency, None)
     except MalformedReply as exc:
         raise RequestFailed(exc.reason, 200, retryable=False) from None
     except (AttributeError, IndexError, TypeError) as exc:
         raise RequestFailed(f"malformed reply: {type(exc).__name__}: {exc}", 200) from None
-    size = len(text.encode("utf-8", "replace"))
-    if size > max_reply_bytes(request.max_tokens):
-        raise RequestFailed(too_large(size, request.max_tokens).reason, 200, retryable=False)
+    size = len(completion.text.encode("utf-8", "replace")) + len(completion.thinking.encode("utf-8", "replace"))
+    if size > max_reply_bytes(request.max_output_tokens):
+        raise RequestFailed(too_large(size, request.max_output_tokens).reason, 200, retryable=False)
     cost = None
     try:
         cost = float(litellm.completion_cost(completion_response=response))
@@ -247,6 +248,5 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
         cost = None
     if cost is not None and not (math.isfinite(cost) and cost >= 0):
         cost = None  # a price computed from counts a server invented is no price
-    return Completion(text=text, tokens_in=usage.tokens_in, tokens_out=usage.tokens_out,
-                      latency_s=latency, cost_usd=cost, finish_reason=getattr(choice, "finish_reason", None),
-                      usage_known=usage.known)
+    completion.cost_usd = cost
+    return completion

@@ -370,9 +370,25 @@ class RunContext:
     def _spec(self, name: str, role: str, api_base: str | None) -> ModelSpec:
         spec = self._specs.get((role, name))
         if spec is None:
-            spec = self._specs[(role, name)] = self.config.hook.pytest_medhelm_model_spec(
-                name=name, api_base=api_base, config=self.config, role=role)
+            spec = self.config.hook.pytest_medhelm_model_spec(name=name, api_base=api_base, config=self.config,
+                                                              role=role)
+            spec = self._specs[(role, name)] = self._with_reasoning(spec)
         return spec
+
+    def _with_reasoning(self, spec: ModelSpec) -> ModelSpec:
+        """``spec`` as the run treats it: a reasoning model gets its family and the room it may think in
+        (:mod:`pytest_medhelm.models.reasoning`), a judge as a model under test."""
+        import dataclasses
+
+        from pytest_medhelm.compat import reproduces_helm
+        from pytest_medhelm.models.reasoning import reasoning_for
+
+        if spec.reasoning is not None:  # (a hook implementation that said it itself)
+            return spec
+        rc = self.run_config
+        reasoning = reasoning_for(spec, budget=rc.reasoning_budget, effort=rc.reasoning_effort,
+                                  reproduce=reproduces_helm(rc.compat))
+        return spec if reasoning is None else dataclasses.replace(spec, reasoning=reasoning)
 
     def _local_publish_path(self) -> Path:
         return self.cache_dir() / "local" / f"{self.run_id}.json"

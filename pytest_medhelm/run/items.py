@@ -101,6 +101,8 @@ class ItemHooks:
         excinfo = call.excinfo
         error = excinfo.value if excinfo is not None else None
         written = item.stash.get(RECORD, None) or {}
+        if "thinking" in written and not self.ctx.run_config.report_text:  # opt-in, as the question: it may quote
+            written = {key: value for key, value in written.items() if key != "thinking"}  # patient data
         outcome: dict[str, Any] = {"benchmark": case.benchmark, "model": case.model,
                                    "instance_id": case.instance.id if case.instance else None,
                                    "subset": case.instance.subset if case.instance else ""}
