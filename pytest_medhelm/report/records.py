@@ -125,14 +125,10 @@ class InstanceRecord(Record):
     not_scored: str | None = about("why the metric cannot score the instance: counted neither for nor against")
     score_nan: bool | None = about("the metric returned NaN or an infinity: counted as an error")
     nan_fields: list[str] | None = about("where a value that is not a finite number was written as null")
-    reasoning_tokens: int | None = about("of tokens_out, the tokens the model spent thinking (usage.completion_tokens_"
-                                         "details.reasoning_tokens, over every call of the item); absent: the "
-                                         "server did not say")
-    thinking_chars: int | None = about("characters of the answer's thinking kept apart from it (a reasoning field, "
-                                       "thinking blocks, a removed <think> block)")
+    reasoning_tokens: int | None = about("of tokens_out, the tokens spent thinking (null: the server did not say)")
+    thinking_chars: int | None = about("characters of the answer's thinking, kept apart from the answer")
     thinking: str | None = about("--medhelm-report-text only: the answer's thinking")
-    ran_out: dict[str, Any] | None = about("the token limit was used up before any answer was written (a miss): "
-                                           "max_output_tokens, reasoning_budget, reasoning_tokens")
+    ran_out: dict[str, Any] | None = about("the token limit was used up before any answer (a miss): its limits")
     question: str | None = about("--medhelm-report-text only: the input with its lettered options")
     reference: str | None = about("--medhelm-report-text only: the gold answer as text")
 
