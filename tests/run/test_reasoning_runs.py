@@ -1,0 +1,165 @@
+"""Reasoning models end to end (README "Reasoning models", docs/reasoning.md): whole runs against our test server
+validating as OpenAI validates reasoning models (400 for max_tokens, temperature, stop...), spending reasoning
+tokens out of the limit, sending the thinking as a field or inline, and speaking Anthropic's Messages API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytester_runs import run as inner
+
+XDIST = pytest.mark.parametrize("xdist", [pytest.param(("-p", "no:xdist"), id="serial"),
+                                          pytest.param(("-n", "2"), id="xdist-2", marks=pytest.mark.e2e)])
+#: what an OpenAI reasoning model refuses (docs/reasoning.md)
+REFUSED = ("max_tokens", "temperature", "top_p", "stop", "presence_penalty", "frequency_penalty")
+
+
+def args(server, data: Path, model: str, *extra: str) -> list[str]:
+    return ["--medhelm-model", model, "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
+            "--medhelm-cache-dir", str(data.parent / "cache"), *extra]
+
+
+def results(pytester, name: str = "r.json") -> dict:
+    return json.loads((pytester.path / name).read_text())
+
+
+def scores(report: dict) -> dict[str, float]:
+    return {rec["instance_id"]: rec["score"] for rec in report["instances"]}
+
+
+def chat_bodies(server) -> list[dict]:
+    return [r["json"] for r in server.requests if r["path"].endswith("/chat/completions")]
+
+
+@XDIST
+@pytest.mark.parametrize("batch", [pytest.param((), id="direct"), pytest.param(("--medhelm-batch",), id="batch")])
+def test_o3_mini_is_sent_nothing_it_refuses_and_scores_as_a_plain_model(pytester, toy, server, xdist, batch):
+    from pytest_medhelm.testing.server import batch_stats
+
+    data = toy(8)
+    plain = inner(pytester, *args(server, data, "openai/plain-model", "--medhelm-json", "plain.json", *xdist))
+    assert plain.ret == 0, plain.stdout.str()[-3000:]
+    server.reset()
+    server.configure(reasoning_tokens=50)
+    result = inner(pytester, *args(server, data, "openai/o3-mini", "--medhelm-reasoning-budget", "200",
+                                   "--medhelm-json", "r.json", *batch, *xdist))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = results(pytester)
+    assert scores(report) == scores(results(pytester, "plain.json")) and len(scores(report)) == 8
+    assert {rec["reasoning_tokens"] for rec in report["instances"]} == {50}
+    bodies = [line["body"] for line in batch_stats(server.url)["lines"]] if batch else chat_bodies(server)
+    assert len(bodies) == 8
+    for body in bodies:
+        assert body["max_completion_tokens"] == 201 and not set(REFUSED) & set(body), body
+    assert all(r["status"] == 200 for r in server.requests if r["path"].endswith("/chat/completions"))
+
+
+@XDIST
+def test_a_used_up_budget_is_each_items_miss_with_its_reason_never_a_pass(pytester, toy, server, xdist):
+    data = toy(6)
+    server.configure(reasoning_tokens=300)
+    result = inner(pytester, *args(server, data, "openai/o3-mini", "--medhelm-reasoning-budget", "200",
+                                   "--medhelm-json", "r.json", "-rA", *xdist))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines(["*MISSED: the token limit ran out before any answer: 201 reasoning tokens spent of "
+                                 "a limit of 201 tokens (200 reasoning budget + the answer's)*"])
+    report = results(pytester)
+    assert all(rec["missed"] and rec["answer"] == "" for rec in report["instances"])
+    assert {json.dumps(rec["ran_out"], sort_keys=True) for rec in report["instances"]} == {json.dumps(
+        {"max_output_tokens": 201, "reasoning_budget": 200, "reasoning_tokens": 201}, sort_keys=True)}
+    result.assert_outcomes(passed=0)
+
+
+def test_under_helm_compat_the_request_is_helms_and_its_empty_answers_are_said(pytester, toy, server):
+    data = toy(4)
+    server.configure(reasoning_tokens=50)
+    result = inner(pytester, *args(server, data, "openai/o3-mini", "--medhelm-compat", "helm", "--medhelm-json",
+                                   "r.json", "-p", "no:xdist"))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    assert {body["max_completion_tokens"] for body in chat_bodies(server)} == {1}  # HELM's request: no budget
+    report = results(pytester)
+    assert set(scores(report).values()) == {0.0}  # HELM's 0.0, each a miss that says why
+    assert all(rec["ran_out"]["reasoning_budget"] == 0 for rec in report["instances"])
+
+
+@pytest.mark.parametrize("shape", ["inline", "reasoning_content", "reasoning"])
+def test_a_served_reasoners_thinking_is_kept_apart_and_its_answer_scored(pytester, toy, server, shape):
+    data = toy(6)
+    plain = inner(pytester, *args(server, data, "hosted_vllm/plain", "--medhelm-json", "plain.json",
+                                  "-p", "no:xdist"))
+    assert plain.ret == 0, plain.stdout.str()[-3000:]
+    server.reset()
+    server.configure(reasoning_tokens=20, reasoning_shape=shape, thinking_text="The abstract supports it.")
+    result = inner(pytester, *args(server, data, "hosted_vllm/deepseek-ai/DeepSeek-R1", "--medhelm-reasoning-budget",
+                                   "100", "--medhelm-json", "r.json", "--medhelm-report-text", "-p", "no:xdist"))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = results(pytester)
+    assert scores(report) == scores(results(pytester, "plain.json"))
+    assert {body["max_tokens"] for body in chat_bodies(server)} == {101}
+    for rec in report["instances"]:
+        assert rec["answer"] in ("A", "B") and rec["thinking"].startswith("The abstract supports it.")
+        assert rec["thinking_chars"] == len(rec["thinking"])
+
+
+def test_an_unclosed_think_block_is_an_empty_answer(pytester, toy, server):
+    data = toy(3)
+    server.configure(reasoning_tokens=500, reasoning_shape="inline")
+    result = inner(pytester, *args(server, data, "hosted_vllm/Qwen/Qwen3-8B", "--medhelm-reasoning-budget", "64",
+                                   "--medhelm-json", "r.json", "-p", "no:xdist"))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = results(pytester)
+    assert {rec["answer"] for rec in report["instances"]} == {""}
+    assert all(rec["missed"] and rec["ran_out"] for rec in report["instances"])
+
+
+def test_the_thinking_text_stays_out_of_the_results_unless_asked(pytester, toy, server):
+    data = toy(2)
+    server.configure(reasoning_tokens=5, reasoning_shape="reasoning_content", thinking_text="patient Jane Doe")
+    result = inner(pytester, *args(server, data, "hosted_vllm/deepseek-r1", "--medhelm-json", "r.json",
+                                   "-p", "no:xdist"))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    text = (pytester.path / "r.json").read_text()
+    assert "Jane Doe" not in text and all(rec["thinking_chars"] > 0 for rec in results(pytester)["instances"])
+
+
+@XDIST
+def test_claude_thinks_through_litellm_at_an_api_base(pytester, toy, server, xdist, monkeypatch):
+    data = toy(4)
+    monkeypatch.setenv("CLAUDE_GATEWAY_KEY", "sk-test-claude")
+    server.configure(reasoning_tokens=30, thinking_text="Weighing the options.", api_key="sk-test-claude")
+    result = inner(pytester, *args(server, data, "anthropic/claude-sonnet-4-5", "--medhelm-reasoning-budget", "1500",
+                                   "--medhelm-api-key-env", "CLAUDE_GATEWAY_KEY", "--medhelm-json", "r.json",
+                                   *xdist))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    messages = [r for r in server.requests if r["path"].endswith("/messages")]
+    assert len(messages) == 4 and all(r["status"] == 200 for r in messages)
+    for r in messages:
+        assert r["json"]["thinking"] == {"type": "enabled", "budget_tokens": 1500}
+        assert r["json"]["max_tokens"] == 1501 and "temperature" not in r["json"]
+    report = results(pytester)
+    assert all(rec["answer"] == "A" and rec["thinking_chars"] > 0 for rec in report["instances"])
+
+
+@pytest.mark.e2e
+def test_a_gpt5_judge_is_sent_what_gpt5_accepts(pytester, server, shared_data):
+    from conftest import suite_args
+
+    verdict = json.dumps({c: {"score": 4, "explanation": "ok"} for c in ("accuracy", "completeness", "clarity")})
+
+    def answer_or_judge(body):
+        return verdict if body["model"] == "gpt-5" else "HISTORY OF PRESENT ILLNESS: cough. ASSESSMENT AND PLAN: rest."
+
+    server.set_answer(answer_or_judge)
+    server.configure(reasoning_tokens=40)
+    result = inner(pytester, *suite_args(server.url, shared_data, "aci_bench", 2, "--medhelm-cache-dir",
+                                         str(pytester.path / "cache"), "--medhelm-json", str(pytester.path / "r.json"),
+                                         "--medhelm-reasoning-budget", "300", judges=("openai/gpt-5",)))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    judged = [r for r in server.requests if r["json"]["model"] == "gpt-5"]
+    assert len(judged) == 2 and all(r["status"] == 200 for r in judged)
+    assert all(r["json"]["max_completion_tokens"] == 4096 + 300 and not set(REFUSED) & set(r["json"])
+               for r in judged)
+    assert {rec["score"] for rec in results(pytester)["instances"]} == {0.75}
