@@ -87,12 +87,17 @@ def family_of(spec: ModelSpec, *, thinking_asked: bool, budget_given: bool) -> s
     return None
 
 
-def reasoning_for(spec: ModelSpec, *, budget: int | None, effort: str | None, reproduce: bool) -> Reasoning | None:
+def reasoning_for(spec: ModelSpec, *, budget: int | None, effort: str | None, reproduce: bool,
+                  judge: bool = False) -> Reasoning | None:
     """How the run treats ``spec``: its family, and the budget and effort its requests carry.
 
     ``budget`` and ``effort``: the run's options (None: not given); ``reproduce``: a compat mode, whose requests
-    are the references' (no budget unless one is given)."""
-    family = family_of(spec, thinking_asked=budget is not None or bool(effort), budget_given=budget is not None)
+    are the references' (no budget unless one is given); ``judge``: a judge or the rubric grader, which is sent what
+    its family accepts (a gpt-5 judge), but whose mode the options do not change: they turn no Claude judge's
+    thinking on (MedHELM's jury has Claude 3.7 Sonnet, thinking off) and make no plain judge at a URL a served
+    reasoner."""
+    asked = not judge and (budget is not None or bool(effort))
+    family = family_of(spec, thinking_asked=asked, budget_given=not judge and budget is not None)
     if family is None:
         return None
     if budget is not None:

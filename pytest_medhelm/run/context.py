@@ -372,12 +372,12 @@ class RunContext:
         if spec is None:
             spec = self.config.hook.pytest_medhelm_model_spec(name=name, api_base=api_base, config=self.config,
                                                               role=role)
-            spec = self._specs[(role, name)] = self._with_reasoning(spec)
+            spec = self._specs[(role, name)] = self._with_reasoning(spec, judge=role != "model")
         return spec
 
-    def _with_reasoning(self, spec: ModelSpec) -> ModelSpec:
+    def _with_reasoning(self, spec: ModelSpec, judge: bool) -> ModelSpec:
         """``spec`` as the run treats it: a reasoning model gets its family and the room it may think in
-        (:mod:`pytest_medhelm.models.reasoning`), a judge as a model under test."""
+        (:mod:`pytest_medhelm.models.reasoning`); a judge is sent what its family accepts, in its own mode."""
         import dataclasses
 
         from pytest_medhelm.compat import reproduces_helm
@@ -387,7 +387,7 @@ class RunContext:
             return spec
         rc = self.run_config
         reasoning = reasoning_for(spec, budget=rc.reasoning_budget, effort=rc.reasoning_effort,
-                                  reproduce=reproduces_helm(rc.compat))
+                                  reproduce=reproduces_helm(rc.compat), judge=judge)
         return spec if reasoning is None else dataclasses.replace(spec, reasoning=reasoning)
 
     def _local_publish_path(self) -> Path:

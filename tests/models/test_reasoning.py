@@ -59,6 +59,18 @@ def test_claude_thinks_only_when_asked_and_never_below_anthropics_minimum():
     assert (by_effort.budget, by_effort.source) == (2048, "effort")
 
 
+def test_the_options_change_no_judges_mode_but_a_reasoning_judge_gets_its_room():
+    def judge(name: str, api_base: str | None = None, **options) -> object:
+        return reasoning_for(ModelSpec(name, name, api_base=api_base), reproduce=False, judge=True,
+                             **{"budget": None, "effort": None, **options})
+
+    assert judge("anthropic/claude-3-7-sonnet-20250219", budget=2000, effort="high") is None  # MedHELM's jury
+    assert judge("hosted_vllm/llama-3.3-70b", "http://127.0.0.1:8000/v1", budget=2000) is None
+    gpt5 = judge("openai/gpt-5", budget=300, effort="low")
+    assert (gpt5.family, gpt5.budget, gpt5.effort) == ("openai", 300, "low")
+    assert judge("openai/gpt-5").budget == DEFAULT_BUDGET
+
+
 def test_gemini_25_thinks_by_default():
     assert spec("gemini/gemini-2.5-pro").reasoning.family == "gemini"
     assert spec("gemini/gemini-2.0-flash").reasoning is None
