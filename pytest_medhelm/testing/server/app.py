@@ -20,9 +20,10 @@ from typing import Any
 from aiohttp import web
 
 from pytest_medhelm.testing.server.batches import BatchService
-from pytest_medhelm.testing.server.behaviour import TRUNCATED_COMPLETION, reply_for
-from pytest_medhelm.testing.server.protocol import (bearer, chat_request_problem, error_response, key_fingerprint,
-                                                    last_user_text, loggable_headers, refused)
+from pytest_medhelm.testing.server.behaviour import TRUNCATED_COMPLETION
+from pytest_medhelm.testing.server.protocol import (error_response, key_fingerprint, last_user_text,
+                                                    loggable_headers, refused)
+from pytest_medhelm.testing.server.wire import ANTHROPIC, OPENAI, Wire
 from pytest_medhelm.testing.server.state import ServerState
 
 HOST = "127.0.0.1"
@@ -66,6 +67,8 @@ class ServerCore:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
+        app.router.add_post("/v1/messages", self._messages)  # Anthropic's Messages API (.wire)
+        app.router.add_post("/messages", self._messages)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/models", self._models)
         app.router.add_get("/health", self._health)
@@ -114,13 +117,19 @@ class ServerCore:
     # -- handlers ----------------------------------------------------------------------------------------------
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, OPENAI)
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, ANTHROPIC)
+
+    async def _serve(self, request: web.Request, wire: Wire) -> web.StreamResponse:
         self.state.enter()
         try:
-            return await self._chat_inner(request)
+            return await self._serve_inner(request, wire)
         finally:
             self.state.leave()
 
-    async def _chat_inner(self, request: web.Request) -> web.StreamResponse:
+    async def _serve_inner(self, request: web.Request, wire: Wire) -> web.StreamResponse:
         state = self.state
         raw = await request.read()
         try:
@@ -135,7 +144,8 @@ class ServerCore:
             "json": body,
             "headers": headers,
             "had_auth": had_auth,
-            "auth_fingerprint": key_fingerprint(bearer(request)),
+            "auth_fingerprint": key_fingerprint(wire.key(request)),
+            "api": wire.name,
             "received_at": time.time(),
             "status": None,
             "fault": None,
@@ -151,18 +161,18 @@ class ServerCore:
             # refused. The stop cancels this handler, hence the shield.
             await asyncio.shield(self.request_shutdown())
             return web.Response(status=204)  # not reached: the stop cancels this handler
-        if refused(request, cfg.api_key):
-            return self._error(record, 401)
-        problem = chat_request_problem(body)
+        if wire.refused(request, cfg.api_key):
+            return self._error(record, wire, 401)
+        problem = wire.problem(body)
         if problem is not None:
-            return self._error(record, 400, problem)
+            return self._error(record, wire, 400, problem.message, param=problem.param, code=problem.code)
         assert isinstance(body, dict)  # (chat_request_problem checked it)
 
         text = last_user_text(body)
         delay = cfg.latency
         fault = state.take_fault(record, text)
         if fault is not None and fault.kind == "status":
-            return self._error(record, fault.status, fault.message, dict(fault.headers))
+            return self._error(record, wire, fault.status, fault.message, dict(fault.headers))
         if fault is not None and fault.kind == "disconnect":
             return self._disconnect(request, record)
         if fault is not None and fault.kind == "malformed":
@@ -175,10 +185,10 @@ class ServerCore:
             delay = fault.seconds
 
         try:
-            reply = await reply_for(cfg, body, text)
+            reply = await wire.reply(cfg, body, text)
         except Exception as exc:  # noqa: BLE001  # a broken script: shown to the test author, not a generic 500
             traceback.print_exc()
-            return self._error(record, 500, f"test server script raised {type(exc).__name__}: {exc}")
+            return self._error(record, wire, 500, f"test server script raised {type(exc).__name__}: {exc}")
         if delay:
             await asyncio.sleep(delay)
             if request.transport is None or request.transport.is_closing():
@@ -188,10 +198,11 @@ class ServerCore:
         state.finish(record, 200, answered=True)
         return web.json_response(reply)
 
-    def _error(self, record: dict, status: int, message: str | None = None,
-               headers: Mapping[str, str] | None = None) -> web.Response:
+    def _error(self, record: dict, wire: Wire, status: int, message: str | None = None,
+               headers: Mapping[str, str] | None = None, param: str | None = None,
+               code: str | None = None) -> web.Response:
         self.state.finish(record, status)
-        return error_response(status, message, headers)
+        return wire.error(status, message, headers, param, code)
 
     def _disconnect(self, request: web.Request, record: dict) -> web.Response:
         self.state.finish(record, None)

@@ -180,7 +180,8 @@ class BatchService:
                 errors.append({"code": "invalid_url", "message": f"method must be POST and url {CHAT_URL}",
                                "line": number, "param": "url"})
             elif (problem := chat_request_problem(body)) is not None:  # what a direct request would get a 400 for
-                errors.append({"code": "invalid_request", "message": problem, "line": number, "param": "body"})
+                errors.append({"code": problem.code or "invalid_request", "message": problem.message,
+                               "line": number, "param": problem.param or "body"})
             else:
                 seen.add(custom_id)
                 lines.append(line)

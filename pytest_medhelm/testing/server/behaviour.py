@@ -39,7 +39,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_medhelm.testing.server.protocol import REPLY_SHAPES, completion_body, shaped
+from pytest_medhelm.testing.server.protocol import REPLY_SHAPES, completion_body, count_tokens, shaped
+from pytest_medhelm.testing.server.reasoning import Thinking, think, thinking_config
 
 DEFAULT_ANSWER = "A"
 DEFAULT_MODELS = ("test-model",)
@@ -49,7 +50,7 @@ AnswerSpec = str | Mapping[str, str] | Script
 
 CONFIG_KEYS = frozenset(
     {"answer", "rules", "script", "latency", "faults", "add_faults", "fail_matching", "api_key", "models",
-     "stop_after", "log_requests", "reply_shape"}
+     "stop_after", "log_requests", "reply_shape", "reasoning_tokens", "reasoning_shape", "thinking_text"}
 )
 
 TRUNCATED_COMPLETION = '{"id": "chatcmpl-malformed", "object": "chat.completion", "choices": [{"index": 0, "mess'
@@ -141,6 +142,8 @@ class Answering:
     api_key: str | None
     stop_after: int | None
     reply_shape: str = "standard"
+    #: how a reply thinks before it answers (:mod:`.reasoning`)
+    thinking: Thinking = Thinking()
 
 
 def load_script(path: str) -> Script:
@@ -208,6 +211,8 @@ def validate(config: Mapping[str, Any]) -> dict[str, Any]:
                 raise ValueError(f"stop_after must be an integer >= 0 or None, got {value!r}")
         elif key == "log_requests":
             value = bool(value)
+        elif key in ("reasoning_tokens", "reasoning_shape", "thinking_text"):
+            value = thinking_config(key, value)
         elif key == "reply_shape":
             if value not in REPLY_SHAPES:
                 raise ValueError(f"reply_shape must be one of {', '.join(REPLY_SHAPES)}, got {value!r}")
@@ -234,4 +239,9 @@ async def answer_for(cfg: Answering, body: dict, text: str) -> str:
 async def reply_for(cfg: Answering, body: dict, text: str) -> dict:
     """The ``chat.completion`` answering a valid request ``body``: a direct one or a batch's line."""
     answer = await answer_for(cfg, body, text)
-    return shaped(completion_body(body["model"], answer, body["messages"]), cfg.reply_shape)
+    thought = None
+    if cfg.thinking.tokens or cfg.thinking.shape != "hidden":
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        thought = think(cfg.thinking, answer, limit, count_tokens)
+    return shaped(completion_body(body["model"], answer, body["messages"], thought, cfg.thinking.shape),
+                  cfg.reply_shape)

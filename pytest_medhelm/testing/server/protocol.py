@@ -20,6 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
+from pytest_medhelm.testing.server.reasoning import Problem, Thought, reasoning_problem, shape_message
+
 #: the values of ``reply_shape`` (see the module's docstring)
 REPLY_SHAPES = ("standard", "content_parts", "no_usage", "negative_usage", "content_object")
 #: what OpenAI's chat completions are posted to, and what a batch's lines name
@@ -71,8 +73,21 @@ def shaped(body: dict, shape: str) -> dict:
     return body
 
 
-def completion_body(model: str, answer: str, messages: Sequence[Any] = ()) -> dict:
-    """An OpenAI ``chat.completion`` object answering ``messages`` with ``answer``."""
+def completion_body(model: str, answer: str, messages: Sequence[Any] = (), thought: Thought | None = None,
+                    reasoning_shape: str = "hidden") -> dict:
+    """An OpenAI ``chat.completion`` object answering ``messages`` with ``answer``, or with ``thought`` (a reply
+    that thought first: :mod:`.reasoning`) in ``reasoning_shape``."""
+    if thought is not None:
+        body = completion_body(model, thought.answer, messages)
+        choice = body["choices"][0]
+        shape_message(choice["message"], thought, reasoning_shape)
+        if thought.ran_out:
+            choice["finish_reason"] = "length"
+        usage = body["usage"]
+        usage["completion_tokens"] = thought.reasoning_tokens + thought.answer_tokens
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage["completion_tokens_details"] = {"reasoning_tokens": thought.reasoning_tokens}
+        return body
     prompt_tokens = sum(count_tokens(message_text(m.get("content"))) for m in messages if isinstance(m, dict))
     completion_tokens = count_tokens(answer)
     return {
@@ -108,15 +123,17 @@ _ERRORS: dict[int, tuple[str, str | None, str]] = {
 }
 
 
-def error_body(status: int, message: str | None = None) -> dict:
-    """OpenAI's error object for an HTTP ``status``; ``message`` overrides the default text."""
+def error_body(status: int, message: str | None = None, param: str | None = None, code: str | None = None) -> dict:
+    """OpenAI's error object for an HTTP ``status``; ``message`` (and ``param``, ``code``) override the defaults."""
     default_type = "server_error" if status >= 500 else "invalid_request_error"
-    err_type, code, default_message = _ERRORS.get(status, (default_type, None, f"HTTP {status}."))
-    return {"error": {"message": message or default_message, "type": err_type, "param": None, "code": code}}
+    err_type, default_code, default_message = _ERRORS.get(status, (default_type, None, f"HTTP {status}."))
+    return {"error": {"message": message or default_message, "type": err_type, "param": param,
+                      "code": code or default_code}}
 
 
-def error_response(status: int, message: str | None = None, headers: Mapping[str, str] | None = None):
-    return web.json_response(error_body(status, message), status=status, headers=dict(headers or {}))
+def error_response(status: int, message: str | None = None, headers: Mapping[str, str] | None = None,
+                   param: str | None = None, code: str | None = None):
+    return web.json_response(error_body(status, message, param, code), status=status, headers=dict(headers or {}))
 
 
 def loggable_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], bool]:
@@ -148,16 +165,16 @@ def refused(request: web.Request, api_key: str | None) -> bool:
     return api_key is not None and bearer(request) != api_key
 
 
-def chat_request_problem(body: Any) -> str | None:
-    """Why ``body`` is not a chat-completions request this server answers (OpenAI's 400 message), None when it is.
-    The one check of a direct request and of a batch's line."""
+def chat_request_problem(body: Any) -> Problem | None:
+    """Why ``body`` is not a chat-completions request this server answers (OpenAI's 400), None when it is. The one
+    check of a direct request and of a batch's line; a reasoning model's as OpenAI checks it (:mod:`.reasoning`)."""
     if not isinstance(body, dict):
-        return "We could not parse the JSON body of your request."
+        return Problem("We could not parse the JSON body of your request.")
     model, messages = body.get("model"), body.get("messages")
     if not isinstance(model, str) or not model:
-        return "you must provide a model parameter"
+        return Problem("you must provide a model parameter", "model", "missing_required_parameter")
     if not isinstance(messages, list) or not messages:
-        return "'messages' must be a non-empty array"
+        return Problem("'messages' must be a non-empty array", "messages")
     if body.get("stream"):
-        return "stream=true is not supported by the pytest-medhelm test server"
-    return None
+        return Problem("stream=true is not supported by the pytest-medhelm test server", "stream")
+    return reasoning_problem(body)

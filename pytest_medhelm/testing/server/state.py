@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_medhelm.testing.server.behaviour import (DEFAULT_ANSWER, DEFAULT_MODELS, AnswerSpec, Answering, Fault,
                                                      Script, validate)
+from pytest_medhelm.testing.server.reasoning import Thinking
 
 
 class ServerState:
@@ -33,6 +34,9 @@ class ServerState:
         self._stop_after: int | None = None
         self._log_requests = True
         self._reply_shape = "standard"
+        self._reasoning_tokens = 0
+        self._reasoning_shape = "hidden"
+        self._thinking_text = ""
         self.stopping = False
         self._reset_counters()
         self.configure(**config)
@@ -85,6 +89,9 @@ class ServerState:
                 "stop_after": self._stop_after,
                 "log_requests": self._log_requests,
                 "reply_shape": self._reply_shape,
+                "reasoning_tokens": self._reasoning_tokens,
+                "reasoning_shape": self._reasoning_shape,
+                "thinking_text": self._thinking_text,
             }
 
     @property
@@ -116,17 +123,17 @@ class ServerState:
             if self._log_requests:
                 self._log.append(record)
             self._arrived.notify_all()
-            return self._count, Answering(
-                self._answer, self._rules, self._script, self._latency, self._api_key, self._stop_after,
-                self._reply_shape,
-            )
+            return self._count, self._answering()
 
     def answering(self) -> Answering:
         """The answer policy now, without counting a chat request (the batch endpoints answer their lines so)."""
         with self._lock:
-            return Answering(
-                self._answer, self._rules, self._script, self._latency, self._api_key, self._stop_after
-            )
+            return self._answering()
+
+    def _answering(self) -> Answering:  # (under the lock)
+        return Answering(self._answer, self._rules, self._script, self._latency, self._api_key, self._stop_after,
+                         self._reply_shape, Thinking(self._reasoning_tokens, self._reasoning_shape,
+                                                     self._thinking_text))
 
     def take_fault(self, record: dict, text: str) -> Fault | None:
         """The fault for this request, if any, noted in its record at once (a held request shows it)."""
