@@ -8,6 +8,8 @@ Endpoints
 ---------
 ``POST /v1/chat/completions`` and ``POST /chat/completions``
     OpenAI ``chat.completion`` responses (:mod:`.protocol`). ``stream=true`` is refused with a 400.
+``POST /v1/messages`` and ``POST /messages``
+    Anthropic's Messages API (:mod:`.wire`), with extended thinking; the same answers, faults and counters.
 ``GET /v1/models`` and ``GET /models``
     The configured model ids (``models=``). The model of a chat request is echoed, never checked.
 ``GET /health``
@@ -24,6 +26,8 @@ With ``api_key`` set, a chat or models request whose ``Authorization: Bearer`` t
 The modules, by concern
 -----------------------
 * :mod:`.protocol`: OpenAI's wire format (bodies, errors, token counts, ``reply_shape``, the bearer token);
+* :mod:`.reasoning`: reasoning models (OpenAI's checks of their requests, reasoning tokens, the thinking's shapes);
+* :mod:`.wire`: the two chat protocols (OpenAI's, Anthropic's) behind the one request handler;
 * :mod:`.behaviour`: the answer policy (``answer``, ``rules``, ``script``) and the planned faults;
 * :mod:`.state`: configuration, counters and the request log, shared between threads;
 * :mod:`.app`: the HTTP handling and how the server goes down (``stop_after``, ``/_stop``);
