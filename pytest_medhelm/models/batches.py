@@ -19,11 +19,11 @@ xdist, from the shared cache (the controller submits; workers never do).
 * **Resuming.** A batch's id is written to the cache directory (:class:`~.batch_api.BatchRecords`) as soon as it
   exists and removed once its results are stored: a run stopped by Ctrl-C or a timeout leaves it there, and the
   same command collects that batch (its requests are not submitted again) instead of paying twice.
-* **Polling** every :data:`POLL_FIRST_S` s, growing to :data:`POLL_MAX_S` (``MEDHELM_BATCH_POLL_S`` fixes the
-  interval), as long as the batch takes (24 h at most, the completion window); each change of a batch's status or
-  counts is shown (the waiting item's status line; a line of its own in xdist's controller).
-* **Budget.** ``--medhelm-budget`` reserves each request's upper bound (at the batch price) before its batch is
-  submitted; a request it refuses is not in the batch. A batch collected from an earlier run was paid then.
+* **Polling** every :data:`POLL_FIRST_S` s, growing to :data:`POLL_MAX_S` (``MEDHELM_BATCH_POLL_S`` fixes it), as
+  long as the batch takes (24 h at most); each change of its status or counts is shown (the waiting item's status
+  line; a line of its own in xdist's controller).
+* **Budget.** ``--medhelm-budget`` reserves each request's upper bound (at the batch price) before its batch goes;
+  a request it refuses is not in the batch; a batch collected from an earlier run was paid then.
 """
 
 from __future__ import annotations
@@ -53,8 +53,7 @@ OPENAI_PUBLIC = "https://api.openai.com/v1"
 POLL_ENV = "MEDHELM_BATCH_POLL_S"
 POLL_FIRST_S = 5.0
 POLL_MAX_S = 60.0
-#: polls in a row that may fail (the connection, a 5xx) before the batch's requests are given up for this run (its
-#: record stays: the same command collects it later)
+#: polls in a row that may fail (a connection, a 5xx) before the batch is given up for this run (its record stays)
 POLL_FAILURES_MAX = 10
 #: a finished batch's results stored per transaction
 STORE_CHUNK = 500
@@ -370,8 +369,7 @@ class BatchSender(Sender):
             # (a reservation was made only with a budget)
             held = (reservations or {}).get(k) if self.budget is not None else None
             if isinstance(outcome, Completion):
-                # (the stop sequences a model was not sent, as a direct reply's: pytest_medhelm.models.reasoning)
-                outcome.text = cut_at_stops(outcome.text, stops_after(job.spec, job.request))
+                outcome.text = cut_at_stops(outcome.text, stops_after(job.spec, job.request))  # (as a direct reply)
                 outcome.latency_s = took
                 outcome.extra = {**outcome.extra, "batch_id": state.id}
                 if held is not None and self.budget is not None:

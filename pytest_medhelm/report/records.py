@@ -19,11 +19,12 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from pytest_medhelm.report.model_order import ordered_models
+from pytest_medhelm.report.record_base import Record, Text, about, many
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -36,50 +37,6 @@ JURY_ACCOUNTING = ("jury_tokens_in", "jury_tokens_out", "jury_cost_usd")
 JURY_PROMPTS = ("judge_prompt_sha256", "jury_instrument")
 
 
-def _schema_extra(schema: dict[str, Any], cls: type) -> None:
-    """The fields a file written by this version always holds are required in the schema (reading is lenient)."""
-    always = getattr(cls, "ALWAYS", None)
-    properties = schema.get("properties", {})
-    names = list(properties) if always is None else list(always)
-    schema["required"] = [name for name in names if name in properties]
-    if cls is Results:
-        schema["$id"] = SCHEMA_ID
-        schema["title"] = "pytest-medhelm results"
-
-
-class Record(BaseModel):
-    """A record of the results JSON: its declared fields, and any other field it comes with, kept as is.
-
-    ``ALWAYS``: the fields every record of the kind has (None: all declared ones). A record built or read without
-    one gets its default, and is written with it; the schema requires them. Reading accepts records without them
-    (older files, a hand-made baseline): only the identifying fields have no default."""
-
-    model_config = ConfigDict(extra="allow", json_schema_extra=_schema_extra)
-    ALWAYS: ClassVar[tuple[str, ...] | None] = None
-
-    def model_post_init(self, context: Any, /) -> None:
-        # the fields every record of the kind has count as set (written) even when built or read without them
-        always = type(self).ALWAYS
-        self.__pydantic_fields_set__.update(type(self).model_fields if always is None else always)
-
-
-def about(text: str, default: Any = None) -> Any:
-    """A field's default and its description (in the schema and in docs/contract.md's field tables)."""
-    return Field(default, description=text)
-
-
-def many(text: str, factory: Any) -> Any:
-    """A field whose default is a new empty ``factory()``, and its description."""
-    return Field(default_factory=factory, description=text)
-
-
-def _as_text(value: Any) -> Any:
-    """A value written as its text: an instance id (a benchmark's float, UUID or int id alike), a metric's detail."""
-    return None if value is None else str(value)
-
-
-#: a str field that takes any value as its text (ids from a data file, a custom metric's detail)
-Text = Annotated[str | None, BeforeValidator(_as_text)]
 #: where a record's values its fields refuse are kept (in ``metrics``), with what was expected
 INVALID_FIELDS = "invalid_fields"
 #: the error_kind of an item whose score (or whole record) was refused: nothing measured
@@ -380,6 +337,7 @@ class SavedInfo(Record):
 class Results(Record):
     """The results JSON (``--medhelm-json``, a saved run, a merged run)."""
 
+    SCHEMA_IDENTITY: ClassVar[tuple[str, str]] = (SCHEMA_ID, "pytest-medhelm results")
     ALWAYS = ("schema_version", "run", "benchmarks", "categories", "models", "gates", "jury_agreement", "instances")
 
     schema_version: Literal[1] = about("1 (names change only with a new version)", SCHEMA_VERSION)

@@ -118,7 +118,7 @@ class AnthropicMessages:
         answer = await answer_for(cfg, body, text)
         thinking = body.get("thinking")
         on = isinstance(thinking, dict) and thinking.get("type") == "enabled"
-        tokens = min(cfg.thinking.tokens, thinking["budget_tokens"]) if on else 0
+        tokens = min(cfg.thinking.tokens, thinking["budget_tokens"]) if isinstance(thinking, dict) and on else 0
         thought = think(Thinking(tokens, "hidden", cfg.thinking.text), answer, body["max_tokens"], count_tokens)
         content: list[dict[str, Any]] = []
         if on:

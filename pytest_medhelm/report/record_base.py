@@ -1,0 +1,54 @@
+"""The base of the results JSON's records (:mod:`pytest_medhelm.report.records`): a record that keeps the fields it
+does not declare, the fields every record of a kind has, and the helpers that give a field its description."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+
+def _schema_extra(schema: dict[str, Any], cls: type) -> None:
+    """The fields a file written by this version always holds are required in the schema (reading is lenient)."""
+    always = getattr(cls, "ALWAYS", None)
+    properties = schema.get("properties", {})
+    names = list(properties) if always is None else list(always)
+    schema["required"] = [name for name in names if name in properties]
+    identity = getattr(cls, "SCHEMA_IDENTITY", None)  # (the file's root record: its $id and title)
+    if identity is not None:
+        schema["$id"], schema["title"] = identity
+
+
+class Record(BaseModel):
+    """A record of the results JSON: its declared fields, and any other field it comes with, kept as is.
+
+    ``ALWAYS``: the fields every record of the kind has (None: all declared ones). A record built or read without
+    one gets its default, and is written with it; the schema requires them. Reading accepts records without them
+    (older files, a hand-made baseline): only the identifying fields have no default."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_schema_extra)
+    ALWAYS: ClassVar[tuple[str, ...] | None] = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        # the fields every record of the kind has count as set (written) even when built or read without them
+        always = type(self).ALWAYS
+        self.__pydantic_fields_set__.update(type(self).model_fields if always is None else always)
+
+
+def about(text: str, default: Any = None) -> Any:
+    """A field's default and its description (in the schema and in docs/contract.md's field tables)."""
+    return Field(default, description=text)
+
+
+def many(text: str, factory: Any) -> Any:
+    """A field whose default is a new empty ``factory()``, and its description."""
+    return Field(default_factory=factory, description=text)
+
+
+def _as_text(value: Any) -> Any:
+    """A value written as its text: an instance id (a benchmark's float, UUID or int id alike), a metric's detail."""
+    return None if value is None else str(value)
+
+
+#: a str field that takes any value as its text (ids from a data file, a custom metric's detail)
+Text = Annotated[str | None, BeforeValidator(_as_text)]
