@@ -6,8 +6,8 @@ limit. What was not sent is skipped with the reason, and the summary says so.
 How a request is accounted (:class:`Budget`):
 
 * **Reserve** (just before the first try is sent): the request's upper bound, ``prompt tokens × input price +
-  max_tokens × output price``, is added to what is in flight. It is refused (nothing is sent) when
-  ``spent + in flight + upper bound > limit``.
+  max_output_tokens × output price`` (the answer limit plus a reasoning model's budget), is added to what is in
+  flight. It is refused (nothing is sent) when ``spent + in flight + upper bound > limit``.
 * **Settle** (an answer came back): the reservation is replaced by the actual cost, ``tokens_in × input price +
   tokens_out × output price`` (:func:`pytest_medhelm.cost.cost`), or the cost the provider path reported when that
   is higher (a cap errs on the side of stopping early). An actual cost above the bound (a prompt counted short)
@@ -242,7 +242,7 @@ class Budget:
         price = self.price(spec)
         if price is None:
             return None
-        return cost(self.prompt_tokens(spec, request), request.max_tokens, price)
+        return cost(self.prompt_tokens(spec, request), request.max_output_tokens, price)
 
     # ------------------------------------------------------------------------------------------ accounting
 
@@ -259,7 +259,7 @@ class Budget:
                 state.not_sent += 1
                 return None
         tokens = self.prompt_tokens(spec, request)  # outside the lock: the first count may import litellm
-        upper = cost(tokens, request.max_tokens, price)
+        upper = cost(tokens, request.max_output_tokens, price)
         assert upper is not None
         with self._ledger.update() as state:
             if state.exhausted or state.spent + state.in_flight + Fraction(upper) > self._limit:
@@ -268,7 +268,7 @@ class Budget:
                 return None
             state.in_flight += Fraction(upper)
             state.sent += 1
-        return Reservation(spec.name, price, tokens, request.max_tokens, upper)
+        return Reservation(spec.name, price, tokens, request.max_output_tokens, upper)
 
     @staticmethod
     def _close(state: LedgerState, reservation: Reservation) -> None:

@@ -108,9 +108,12 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
              open_benchmarks: Iterable[str] = (), prices: Prices | None = None,
              litellm_models: Mapping[str, str] | None = None, judge_max_tokens: int = JUDGE_MAX_TOKENS,
              count_tokens: Callable[[str, str], int] | None = None,
-             grader_work: Iterable[GraderWork] = ()) -> list[EstimateRow]:
+             grader_work: Iterable[GraderWork] = (),
+             reasoning_budgets: Mapping[str, int] | None = None) -> list[EstimateRow]:
     """One :class:`EstimateRow` per benchmark × model, in the order first seen.
 
+    ``reasoning_budgets``: model or judge name → the reasoning tokens it may spend on top of each answer limit
+    (docs/reasoning.md): reserved in each of its requests' upper bound, as ``--medhelm-budget`` reserves them.
     ``open_benchmarks``: the slugs whose answers the jury grades (``judges`` each grade every answer once).
     ``litellm_models``: model or judge name → the litellm model string sent, for price look-ups (default: the
     name itself). ``count_tokens(model, text)``: the counter (default :class:`TokenCounter`). Sends nothing."""
@@ -120,6 +123,8 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
     names = dict(litellm_models or {})
     rows: dict[tuple[str, str], EstimateRow] = {}
     judge_prompt: dict[tuple[str, str, str], int] = {}  # (benchmark, model, judge) → prompt tokens
+    budgets = dict(reasoning_budgets or {})
+    judge_out = {judge: judge_max_tokens + budgets.get(judge, 0) for judge in judges}
     for slug, model, prompt, max_tokens, *around in items:
         judge_frame = around[0] if around else None
         row = rows.get((slug, model))
@@ -128,7 +133,7 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
         tokens = counter(model, prompt)
         row.requests += 1
         row.prompt_tokens += tokens
-        row.max_output_tokens += max_tokens
+        row.max_output_tokens += max_tokens + budgets.get(model, 0)  # (the answer at its longest, and the thinking)
         if slug in open_set:
             for judge in judges:
                 row.jury_calls += 1
@@ -137,7 +142,7 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
                 else:
                     judge_tokens = counter(judge, prompt) + max_tokens + judge_prompt_tokens_estimate
                 row.jury_prompt_tokens += judge_tokens
-                row.jury_max_output_tokens += judge_max_tokens
+                row.jury_max_output_tokens += judge_out[judge]
                 judge_prompt[(slug, model, judge)] = judge_prompt.get((slug, model, judge), 0) + judge_tokens
     grader_tokens: dict[tuple[str, str, str], list[int]] = {}  # (benchmark, model, grader) -> [calls, in, out]
     for work in grader_work:
@@ -174,7 +179,7 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
             if judge_price is None:
                 row.unknown_prices.append(judge)
             calls = row.jury_calls // len(judges)
-            judge_costs.append(cost(judge_prompt[(slug, model, judge)], calls * judge_max_tokens, judge_price))
+            judge_costs.append(cost(judge_prompt[(slug, model, judge)], calls * judge_out[judge], judge_price))
         # a known part is kept for the "$X + unknown" display; jury_cost itself is None when any part is unknown
         row.jury_cost = add_costs(judge_costs) if judge_costs else 0.0
         row.jury_known_cost = math.fsum(c for c in judge_costs if c is not None)

@@ -182,11 +182,17 @@ class _Totals:
     def __init__(self) -> None:
         self.tokens_in = self.tokens_out = self.jury_tokens_in = self.jury_tokens_out = 0
         self.cost_usd: float | None = 0.0  # None once an answer came at an unknown price
+        self.reasoning_tokens: int | None = None  # None while no server said
+        self.n_answers = self.n_ran_out = 0
         self.jury_cost_usd: float | None = 0.0  # None once judges were called at an unknown price
 
     def add(self, rec: InstanceRecord) -> None:
         self.tokens_in += int(rec.tokens_in or 0)
         self.tokens_out += int(rec.tokens_out or 0)
+        if rec.reasoning_tokens is not None:
+            self.reasoning_tokens = (self.reasoning_tokens or 0) + int(rec.reasoning_tokens)
+        self.n_answers += rec.answer is not None and not rec.error
+        self.n_ran_out += bool(rec.ran_out)
         if rec.cost_usd is None:
             if not rec.error:
                 self.cost_usd = None
@@ -218,6 +224,7 @@ def model_summaries(results: Sequence[BenchmarkRow],
         # an unknown price is reported as unknown (null), never as 0
         summaries.append(ModelRow(model=model, macro_avg=_mean(means), macro_sd=_std(means), win_rate=win,
                                   win_sd=win_sd, tokens_in=t.tokens_in, tokens_out=t.tokens_out,
+                                  reasoning_tokens=t.reasoning_tokens, n_answers=t.n_answers, n_ran_out=t.n_ran_out,
                                   cost_usd=t.cost_usd, jury_tokens_in=t.jury_tokens_in,
                                   jury_tokens_out=t.jury_tokens_out, jury_cost_usd=t.jury_cost_usd))
     return summaries

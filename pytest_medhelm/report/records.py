@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, ValidationError
 
 from pytest_medhelm.report.model_order import ordered_models
+from pytest_medhelm.report.reasoning import ReasoningSettings
 from pytest_medhelm.report.record_base import Record, Text, about, many
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -204,7 +205,10 @@ class ModelRow(Record):
     win_rate: float | None = about("HELM's mean win rate over the benchmark columns (null: a single model)")
     win_sd: float | None = about("the population standard deviation of the per-column win rates")
     tokens_in: int = about("prompt tokens over the model's instances", 0)
-    tokens_out: int = about("completion tokens over the model's instances", 0)
+    tokens_out: int = about("completion tokens over the model's instances, reasoning tokens included", 0)
+    reasoning_tokens: int | None = about("of tokens_out, the reasoning tokens servers reported (null: none did)")
+    n_answers: int = about("instances with an answer (no model error)", 0)
+    n_ran_out: int = about("answers the token limit cut before they began (misses; docs/reasoning.md)", 0)
     cost_usd: float | None = about("total cost; null: an answer came at an unknown price")
     jury_tokens_in: int = about("the judges' prompt tokens", 0)
     jury_tokens_out: int = about("the judges' completion tokens", 0)
@@ -319,6 +323,7 @@ class RunHeader(Record):
         "files accepted although they differ from their pins: benchmark -> file -> what differed")
     budget: dict[str, Any] | None = about("--medhelm-budget: limit_usd, spent_usd, not_sent, exhausted")
     generation_cap: GenerationCap | None = about("--medhelm-max-tokens: the cap and the benchmarks it shortened")
+    reasoning: ReasoningSettings | None = about("the reasoning options and the models treated as reasoning models")
     rubric_graders: dict[str, RubricGraders] | None = about("per rubric-graded benchmark, its graders")
     merged_from: list[MergedFrom] | None = about("a merged run's inputs")
     machine_info: dict[str, Any] | None = about("a saved run: platform, Python, CPU count")

@@ -65,9 +65,17 @@ def leaderboard_table(results: Results | Mapping[str, Any]) -> Table:
     rows = []
     ranked = sorted(Results.read(results).models,
                     key=lambda r: (-(r.win_rate if r.win_rate is not None else -1), -(r.macro_avg or 0)))
+    # reasoning models: their reasoning tokens (of tokens out) and the answers that ran out, beside tokens out
+    thinking = any(r.reasoning_tokens is not None or r.n_ran_out for r in ranked)
+    if thinking:
+        header[7:7] = ["reasoning tokens", "ran out"]
     for r in ranked:
-        rows.append([r.model, fixed(r.win_rate, 2), fixed(r.win_sd, 2), fixed(r.macro_avg), fixed(r.macro_sd),
-                     str(r.tokens_in), str(r.tokens_out), *model_row_costs(r.model_dump(exclude_unset=True))])
+        row = [r.model, fixed(r.win_rate, 2), fixed(r.win_sd, 2), fixed(r.macro_avg), fixed(r.macro_sd),
+               str(r.tokens_in), str(r.tokens_out), *model_row_costs(r.model_dump(exclude_unset=True))]
+        if thinking:
+            row[7:7] = ["-" if r.reasoning_tokens is None else str(r.reasoning_tokens),
+                        f"{r.n_ran_out}/{r.n_answers}" if r.n_ran_out else "0"]
+        rows.append(row)
     return header, rows
 
 
@@ -123,6 +131,12 @@ def markdown(results: Results | Mapping[str, Any], extra_sections: Sequence[str]
     cap = cap_note(run.generation_cap)
     if cap:  # (first: every score below is read under it)
         lines += [f"**{cap}**", ""]
+    from pytest_medhelm.report.reasoning import ran_out_lines, reasoning_note
+
+    reasoning = reasoning_note(run.reasoning)
+    if reasoning:
+        lines += [f"**{reasoning}**", "", *(f"- {line.removeprefix('medhelm: ')}"
+                                            for line in ran_out_lines(results.models, run.reasoning)), ""]
     if gates:
         verdict = "all gates pass" if not failed else f"{len(failed)} of {len(gates)} gates fail"
         if unevaluated:

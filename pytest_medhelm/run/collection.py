@@ -123,6 +123,13 @@ class Collection:
         cap = header_line(self.ctx.run_config.max_tokens)
         if cap:
             lines.append(cap)
+        from pytest_medhelm.report.reasoning import reasoning_note, reasoning_record
+
+        rc = self.ctx.run_config
+        reasoning = reasoning_note(reasoning_record(rc.reasoning_budget, rc.reasoning_effort,
+                                                    [self.ctx.model_spec(name) for name in rc.models]))
+        if reasoning:  # (said before anything is sent; the judges' are in the summary, once the run knows them)
+            lines.append(f"medhelm: {reasoning}")
         return lines
 
     def selection(self, items: list[pytest.Item]) -> tuple[set[str], dict[str, int]]:

@@ -98,10 +98,15 @@ def dry_run(ctx: RunContext, planned: list[PlannedAnswer], write_line: Any) -> N
     if ctx.prices.batched:  # --medhelm-batch
         write_line("medhelm dry run: --medhelm-batch: priced at the batch rate: " + ", ".join(
             f"{name} ×{factor:g}" for name, factor in ctx.prices.batched.items()))
+    budgets = {name: spec.reasoning.budget for name, spec in specs.items() if spec.reasoning is not None}
+    for name, spec in specs.items():  # which models are treated as reasoning models, and their room to think
+        if spec.reasoning is not None:
+            write_line(f"medhelm dry run: {name} is a reasoning model ({spec.reasoning.family}): "
+                       f"{spec.reasoning.budget:,} reasoning tokens reserved on top of each answer limit")
     rows = estimate(items, judges if judged else (), open_benchmarks=judged,
                     prices=_RunPrices(ctx, specs),  # type: ignore[arg-type]  # the estimate asks only price_for
                     litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS, count_tokens=counter,
-                    grader_work=work)
+                    grader_work=work, reasoning_budgets=budgets)
     for line in render(rows, judges if judged else ()).splitlines():
         write_line(line)
     pytest.exit("medhelm dry run: nothing was sent", returncode=0)
@@ -142,8 +147,10 @@ def grader_work(ctx: RunContext, planned: list[PlannedAnswer], counter: Any, wri
             tokens = sum(per_call + counter(grader, render_item(item)) for item in items)
             if comparison:  # the physician's answer and the model's answer again
                 tokens += per_call + p.request.max_tokens + counter(grader, grading["physician_response"])
+            reasoning = ctx.judge_spec(grader).reasoning  # (a reasoning grader's budget is reserved too)
             work.append(GraderWork(p.instance.benchmark, p.model, grader, len(items) + comparison, tokens,
-                                   FORK_MAX_TOKENS if fork else REFERENCE_MAX_TOKENS))
+                                   (FORK_MAX_TOKENS if fork else REFERENCE_MAX_TOKENS)
+                                   + (reasoning.budget if reasoning is not None else 0)))
     return work
 
 

@@ -121,6 +121,7 @@ class Reporting:
 
         slugs = self.selected if self.selected is not None else {r.benchmark for r in self.records}
         run.generation_cap = cap_record(rc.max_tokens, (catalogue[s] for s in slugs if s in catalogue))
+        run.reasoning = self._reasoning(judged, slugs, catalogue)
         if rc.shard is None:
             benchmarks_of: dict[str, set[str]] = {}
             for bench in ctx.registry:
@@ -142,6 +143,18 @@ class Reporting:
         ctx.config.hook.pytest_medhelm_results(results=data, config=ctx.config)
         self.results, self.data = self._read_back(results, data)
         self.gate_failed = any(g.failed for g in self.results.gates)
+
+    def _reasoning(self, judged: bool, slugs: set[str], catalogue: dict[str, Any]) -> Any:
+        """``run.reasoning``: the options and the models, judges and grader of this run treated as reasoning
+        models (pytest_medhelm.report.reasoning)."""
+        from pytest_medhelm.report.reasoning import reasoning_record
+
+        ctx, rc = self.ctx, self.ctx.run_config
+        judges = ctx.judge_specs() if judged else []
+        if any(_graded(catalogue[slug]) for slug in slugs if slug in catalogue):
+            judges.append(ctx.grader_spec())
+        return reasoning_record(rc.reasoning_budget, rc.reasoning_effort,
+                                [ctx.model_spec(name) for name in rc.models], judges)
 
     def _read_back(self, built: Results, data: dict[str, Any]) -> tuple[Results, dict[str, Any]]:
         """The results as the prices and the plugins' ``pytest_medhelm_results`` hooks left them, read back through
@@ -202,6 +215,12 @@ class Reporting:
             from pytest_medhelm.report.generation_cap import cap_note
 
             lines.insert(0, (f"medhelm: {cap_note(self.results.run.generation_cap)}", {"yellow": True}))
+        if self.results is not None and self.results.run.reasoning is not None:
+            from pytest_medhelm.report.reasoning import ran_out_lines, reasoning_note
+
+            reasoning = self.results.run.reasoning
+            lines += [(line, {"yellow": True}) for line in ran_out_lines(self.results.models, reasoning)]
+            lines.insert(0, (f"medhelm: {reasoning_note(reasoning)}", {}))
         budget = self.ctx.budget if self.ctx.configured else None
         if budget is not None:
             lines.append((budget.summary(), {"yellow": True} if budget.not_sent else {}))

@@ -59,6 +59,9 @@ class RunFacts:
     items: list[MetaItem]
     cap_note: str | None
     plugin_version: str
+    #: the reasoning models' sentence and, per model, the answers that ran out (pytest_medhelm.report.reasoning)
+    reasoning_note: str | None = None
+    ran_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,10 @@ class ModelSummary:
     jury_tokens_out: str
     jury_cost: str
     total_cost_text: str
+    #: a reasoning model's: its reasoning tokens (of tokens out) and the answers that ran out
+    thinking: bool = False
+    reasoning_tokens: str = "–"
+    ran_out: str = "0"
 
 
 @dataclass(frozen=True)
@@ -235,7 +242,10 @@ def model_summaries(results: Mapping[str, Any]) -> list[ModelSummary]:
             win_sd=fmt(r.get("win_sd"), 2), macro_sd=fmt(r.get("macro_sd")), tokens_in=fmt_int(r.get("tokens_in")),
             tokens_out=fmt_int(r.get("tokens_out")), model_cost=model_cost,
             jury_tokens_in=fmt_int(r.get("jury_tokens_in")), jury_tokens_out=fmt_int(r.get("jury_tokens_out")),
-            jury_cost=jury_cost, total_cost_text=total_cost))
+            jury_cost=jury_cost, total_cost_text=total_cost,
+            thinking=r.get("reasoning_tokens") is not None or bool(r.get("n_ran_out")),
+            reasoning_tokens=fmt_int(r.get("reasoning_tokens")),
+            ran_out=f"{r.get('n_ran_out')}/{r.get('n_answers')}" if r.get("n_ran_out") else "0"))
     return out
 
 
@@ -254,8 +264,21 @@ def run_facts(results: Mapping[str, Any]) -> RunFacts:
     cap = run.get("generation_cap")
     if cap:
         items.append(("answers capped at", f"{cap.get('max_tokens')} tokens (--medhelm-max-tokens)"))
+    from pytest_medhelm.report.reasoning import ReasoningSettings, ran_out_lines, reasoning_note
+
+    reasoning = ReasoningSettings.model_validate(run["reasoning"]) if run.get("reasoning") else None
+    rows = [_ModelCounts(str(r.get("model")), int(r.get("n_ran_out") or 0), int(r.get("n_answers") or 0))
+            for r in results.get("models") or []]
     return RunFacts([MetaItem(label, str(value)) for label, value in items], cap_note(cap),
-                    str(run.get("plugin_version") or ""))
+                    str(run.get("plugin_version") or ""), reasoning_note(reasoning),
+                    tuple(line.removeprefix("medhelm: ") for line in ran_out_lines(rows, reasoning)))
+
+
+@dataclass(frozen=True)
+class _ModelCounts:
+    model: str
+    n_ran_out: int
+    n_answers: int
 
 
 def gate_rows(results: Mapping[str, Any]) -> list[GateRow]:
