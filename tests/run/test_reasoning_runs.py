@@ -165,3 +165,79 @@ def test_a_gpt5_judge_is_sent_what_gpt5_accepts(pytester, server, shared_data):
     assert all(r["json"]["max_completion_tokens"] == 4096 + 300 and not set(REFUSED) & set(r["json"])
                for r in judged)
     assert {rec["score"] for rec in results(pytester)["instances"]} == {0.75}
+
+
+# ------------------------------------------------------------------------------------------ said in every report
+@XDIST
+def test_the_header_summary_json_markdown_and_html_say_the_reasoning_and_what_ran_out(pytester, toy, server, xdist):
+    data = toy(6)
+    # the first three questions' thinking takes the whole limit, the others' leaves room for the answer
+    server.set_answer(lambda body: "A")
+    server.configure(reasoning_tokens=30)
+    result = inner(pytester, *args(server, data, "openai/o3-mini", "--medhelm-reasoning-budget", "20",
+                                   "--medhelm-reasoning-effort", "low", "--medhelm-json", "r.json",
+                                   "--medhelm-markdown", "r.md", "--medhelm-html", "r.html", "-q", *xdist))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    note = ("Reasoning models: openai/o3-mini (openai: max_completion_tokens = answer limit + 20 reasoning tokens, "
+            "reasoning_effort low; --medhelm-reasoning-budget). Reasoning tokens are priced as output tokens.")
+    result.stdout.fnmatch_lines([f"medhelm: {note}",
+                                 "medhelm: openai/o3-mini: 6 of 6 answers used the whole token limit before "
+                                 "answering (reasoning budget 20 tokens); raise --medhelm-reasoning-budget",
+                                 "model * tokens out *reasoning tokens*ran out*", "openai/o3-mini * 126 * 126 * 6/6 *"])
+    report = results(pytester)
+    assert report["run"]["reasoning"] == {
+        "budget": 20, "effort": "low", "default_budget": 4096, "judges": {},
+        "models": {"openai/o3-mini": {"family": "openai", "budget": 20, "effort": "low", "source": "option"}}}
+    [row] = report["models"]
+    assert (row["reasoning_tokens"], row["n_ran_out"], row["n_answers"], row["tokens_out"]) == (126, 6, 6, 126)
+    markdown = (pytester.path / "r.md").read_text()
+    assert f"**{note}**" in markdown and "- openai/o3-mini: 6 of 6 answers used the whole token limit" in markdown
+    html = (pytester.path / "r.html").read_text()
+    assert 'id="reasoning"' in html and "6 of 6 answers used the whole token limit" in html
+    assert "<th scope=\"col\">Reasoning tokens</th>" in html and "<td>6/6</td>" in html
+
+
+def test_the_header_names_the_reasoning_models_before_anything_is_sent(pytester, toy, server):
+    data = toy(2)
+    result = inner(pytester, *args(server, data, "openai/gpt-5", "--collect-only", "-p", "no:xdist"))
+    result.stdout.fnmatch_lines(["medhelm: Reasoning models: openai/gpt-5 (openai: max_completion_tokens = answer "
+                                 "limit + 4,096 reasoning tokens; the default; --medhelm-reasoning-budget sets "
+                                 "another)*"])
+    assert server.count == 0
+
+
+def test_a_plain_models_reports_have_no_reasoning_columns(pytester, toy, server):
+    data = toy(2)
+    result = inner(pytester, *args(server, data, "openai/plain-model", "--medhelm-json", "r.json",
+                                   "--medhelm-html", "r.html", "-p", "no:xdist"))
+    assert result.ret == 0
+    assert "Reasoning models" not in result.stdout.str() and "reasoning tokens" not in result.stdout.str()
+    assert results(pytester)["run"].get("reasoning") is None
+    assert "Reasoning tokens" not in (pytester.path / "r.html").read_text()
+
+
+def test_the_budget_reserves_the_reasoning_budget(pytester, toy, server, tmp_path):
+    data = toy(1)
+    prices = tmp_path / "prices.toml"
+    # $1 per token out: the answer's 1 token fits a $5 budget; 1 + 4,096 reasoning tokens do not
+    prices.write_text('["openai/o3-mini"]\ninput_per_million = 0\noutput_per_million = 1000000\n'
+                      '["openai/plain-model"]\ninput_per_million = 0\noutput_per_million = 1000000\n')
+    common = ("--medhelm-budget", "5", "--medhelm-prices", str(prices), "-p", "no:xdist", "-rs")
+    plain = inner(pytester, *args(server, data, "openai/plain-model", *common))
+    assert plain.ret == 0 and server.count == 1, plain.stdout.str()[-2000:]
+    thinking = inner(pytester, *args(server, data, "openai/o3-mini", *common))
+    assert server.count == 1, thinking.stdout.str()[-2000:]  # refused before it was sent
+    thinking.stdout.fnmatch_lines(["*--medhelm-budget*"])
+
+
+def test_the_dry_run_reserves_the_budget_and_names_the_reasoning_models(pytester, toy, server):
+    data = toy(3)
+    plain = inner(pytester, *args(server, data, "openai/plain-model", "--medhelm-dry-run", "-p", "no:xdist"))
+    thinking = inner(pytester, *args(server, data, "openai/o3-mini", "--medhelm-reasoning-budget", "100",
+                                     "--medhelm-dry-run", "-p", "no:xdist"))
+    assert plain.ret == thinking.ret == 0 and server.count == 0
+    thinking.stdout.fnmatch_lines(["medhelm dry run: openai/o3-mini is a reasoning model (openai): 100 reasoning "
+                                   "tokens reserved on top of each answer limit",
+                                   "toy * openai/o3-mini * 3 * 303 *"])
+    plain.stdout.fnmatch_lines(["toy * openai/plain-model * 3 * 3 *"])
+    assert "reasoning model" not in plain.stdout.str()
