@@ -191,7 +191,7 @@ class _Totals:
         self.tokens_out += int(rec.tokens_out or 0)
         if rec.reasoning_tokens is not None:
             self.reasoning_tokens = (self.reasoning_tokens or 0) + int(rec.reasoning_tokens)
-        self.n_answers += rec.answer is not None and not rec.error
+        self.n_answers += not rec.error
         self.n_ran_out += bool(rec.ran_out)
         if rec.cost_usd is None:
             if not rec.error:

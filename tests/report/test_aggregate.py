@@ -221,8 +221,10 @@ def test_a_single_model_has_no_win_rate_and_a_known_zero_cost():
     assert (s["win_rate"], s["win_sd"]) == (None, None)
     assert s["macro_avg"] == 0.25 and s["macro_sd"] == 0.0  # b2 has no score: left out of the macro-average
     assert (s["cost_usd"], s["jury_cost_usd"], s["jury_tokens_in"]) == (0.0, 0.0, 0)
+    assert (s["reasoning_tokens"], s["n_answers"], s["n_ran_out"]) == (None, 1, 0)  # no server said; b2 errored
     assert set(s) == {"model", "macro_avg", "macro_sd", "win_rate", "win_sd", "tokens_in", "tokens_out",
-                      "cost_usd", "jury_tokens_in", "jury_tokens_out", "jury_cost_usd"}
+                      "reasoning_tokens", "n_answers", "n_ran_out", "cost_usd", "jury_tokens_in", "jury_tokens_out",
+                      "jury_cost_usd"}
 
 
 def test_a_model_without_any_score_has_no_macro_average():
