@@ -107,14 +107,17 @@ def _ran_out(answer: Completion) -> dict[str, Any] | None:
 
 
 def ran_out_reason(ran_out: dict[str, Any]) -> str:
-    """Why an answer is empty: the token limit used up before any answer was written, with what the limit was."""
-    spent, budget, limit = ran_out.get("reasoning_tokens"), ran_out.get("reasoning_budget"), ran_out.get(
-        "max_output_tokens")
-    said = f"{spent:,} reasoning tokens spent" if isinstance(spent, int) else "the thinking"
-    room = (f" of a limit of {limit:,} tokens ({budget:,} reasoning budget + the answer's)"
-            if isinstance(limit, int) and isinstance(budget, int) and budget
-            else f" of a limit of {limit:,} tokens (no reasoning budget)" if isinstance(limit, int) else "")
-    return (f"the token limit ran out before any answer: {said}{room}; raise --medhelm-reasoning-budget")
+    """Why an answer is empty: the token limit used up before any answer was written, with what the limit was
+    (``the token limit ran out before any answer: 201 reasoning tokens spent of a limit of 201 tokens (200
+    reasoning budget + the answer's); raise --medhelm-reasoning-budget``)."""
+    spent, budget, limit = (ran_out.get(key) for key in ("reasoning_tokens", "reasoning_budget", "max_output_tokens"))
+    parts = [f"{spent:,} reasoning tokens spent"] if isinstance(spent, int) else []
+    if isinstance(limit, int):
+        room = f"{budget:,} reasoning budget + the answer's" if isinstance(budget, int) and budget else \
+            "no reasoning budget"
+        parts.append(f"a limit of {limit:,} tokens ({room})")
+    said = " of ".join(parts) or "the thinking took it all"
+    return f"the token limit ran out before any answer: {said}; raise --medhelm-reasoning-budget"
 
 
 def _record_not_scored(score: Score, instance: Instance, metric: Metric) -> None:

@@ -195,3 +195,14 @@ def test_fuzz_the_split_invents_no_text_and_keeps_no_unclosed_block(content, sto
     for stop in stops:
         if stop:
             assert stop not in answer
+
+
+def test_the_miss_says_what_ran_out_with_what_it_knows():
+    from pytest_medhelm.assertions import ran_out_reason
+
+    assert ran_out_reason({"reasoning_tokens": 201, "reasoning_budget": 200, "max_output_tokens": 201}) == (
+        "the token limit ran out before any answer: 201 reasoning tokens spent of a limit of 201 tokens (200 "
+        "reasoning budget + the answer's); raise --medhelm-reasoning-budget")
+    assert "a limit of 1 tokens (no reasoning budget)" in ran_out_reason(
+        {"reasoning_tokens": None, "reasoning_budget": 0, "max_output_tokens": 1})
+    assert "the thinking took it all" in ran_out_reason({})
