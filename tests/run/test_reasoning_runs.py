@@ -241,3 +241,21 @@ def test_the_dry_run_reserves_the_budget_and_names_the_reasoning_models(pytester
                                    "toy * openai/o3-mini * 3 * 303 *"])
     plain.stdout.fnmatch_lines(["toy * openai/plain-model * 3 * 3 *"])
     assert "reasoning model" not in plain.stdout.str()
+
+
+@pytest.mark.parametrize("message, said", [
+    ({"content": "A", "reasoning_content": "x" * 3_000_000}, "malformed reply: body over 321,568 bytes (the bound for max_tokens=8001"),
+    ({"content": "A", "reasoning_content": {"steps": 1}}, "message.reasoning_content is {'steps': 1}"),
+    ({"content": "A", "reasoning": ["a"]}, "message.reasoning is ['a']; expected a string"),
+])
+def test_a_hostile_thinking_is_its_own_items_error(pytester, toy, server, message, said):
+    data = toy(2)
+    body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", **message},
+                                    "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+    server.configure(faults=[("malformed", body)])  # the first request only: the other item is answered
+    result = inner(pytester, *args(server, data, "hosted_vllm/deepseek-r1", "--medhelm-reasoning-budget", "8000",
+                                   "--medhelm-json", "r.json", "--medhelm-retries", "0", "-p", "no:xdist"))
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    errors = [rec for rec in results(pytester)["instances"] if rec.get("error")]
+    assert len(errors) == 1 and said in errors[0]["error"]
+    assert sum(rec.get("answer") == "A" for rec in results(pytester)["instances"]) == 1
