@@ -206,3 +206,24 @@ def test_the_miss_says_what_ran_out_with_what_it_knows():
     assert "a limit of 1 tokens (no reasoning budget)" in ran_out_reason(
         {"reasoning_tokens": None, "reasoning_budget": 0, "max_output_tokens": 1})
     assert "the thinking took it all" in ran_out_reason({})
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                        st.sampled_from(["type", "thinking", "reasoning_content", "reasoning", "thinking_blocks",
+                                         "completion_tokens_details", "reasoning_tokens", "x"]), inner, max_size=4),
+                    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(message=JSON, usage=JSON)
+def test_fuzz_a_replys_thinking_and_reasoning_tokens_are_read_or_malformed(message, usage):
+    try:
+        assert all(isinstance(text, str) for text in reply_thinking(message))
+    except MalformedReply as exc:
+        assert exc.reason.startswith("malformed reply: ")
+    try:
+        tokens = reply_reasoning_tokens(usage)
+        assert tokens is None or (isinstance(tokens, int) and tokens >= 0)
+    except MalformedReply as exc:
+        assert exc.reason.startswith("malformed reply: ")
