@@ -184,7 +184,8 @@ def test_instances_runs_ids_and_splits(tmp_path: Path) -> None:
         "clinical_knowledge_af-id5", question("Afr.", "v0"), "B", "valid")
     assert [i.id for i in instances[:5]] == [f"clinical_knowledge_af-id{n}" for n in range(5, 10)]
     assert [i.extra["split"] for i in instances[:5]] == ["valid"] * 2 + ["test"] * 3
-    assert first.extra["helm_run"] == "mmlu_clinical_afr:subject=clinical_knowledge,lang=af,method=multiple_choice_joint"
+    assert first.extra["helm_run"] == (
+        "mmlu_clinical_afr:subject=clinical_knowledge,lang=af,method=multiple_choice_joint")
     assert instances.removed == {}
 
 
@@ -286,7 +287,8 @@ EXPECTED_MEAN = (0.4 + 0.5) / 2  # the mean of the six run means (af 2/5, zu 3/6
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"), pytest.param(["-n", "2"], id="xdist")])
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist")])
 def test_runs_end_to_end(pytester: pytest.Pytester, xdist) -> None:
     data = pytester.mkdir("data")
     write_data(data)

@@ -103,7 +103,7 @@ def run_name(subject: str, lang: str) -> str:
 
 def read_file(path: Path, subject: str, lang: str, first_id: int) -> list[Instance]:
     """One CSV's questions as instances (``correct`` = the row's letter), numbered from ``first_id``."""
-    instances = []
+    instances: list[Instance] = []
     for row in read_csv_rows(path, columns=COLUMNS):
         options = tuple(row[letter] for letter in "ABCD")
         letter = row["answer"]
@@ -211,7 +211,7 @@ BENCHMARK = Benchmark(
     data_help=(
         "the repository's data/evaluation_benchmarks_afr_release.zip (what medhelm downloads) holds the folder "
         f"{FOLDER}/: unzip it and put that folder in DIR/{SLUG}/, or let each file be downloaded from commit "
-        f"{COMMIT[:7]}"
+        f"{COMMIT[:7]}."
     ),
     example="\"Synthetic question: which statement is correct?\",Option A text,Option B text,Option C text,"
             "Option D text,B",
