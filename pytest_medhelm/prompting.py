@@ -1,7 +1,8 @@
 """HELM's prompt assembly (its generation and multiple-choice-joint adapters), reproduced byte for byte.
 
-Every MedHELM run is zero-shot, so a prompt is ``instructions + "\\n\\n" + eval block`` (or the eval block alone when
-there are no instructions). The two adapters differ only in the eval block:
+Every MedHELM run but one is zero-shot, so a prompt is ``instructions + "\\n\\n" + eval block`` (or the eval block
+alone when there are no instructions); medhelm 0.8.0's ``mmlu_clinical_afr`` puts five in-context examples before the
+eval block (:meth:`MultipleChoicePrompt.render_with_examples`). The two adapters differ only in the eval block:
 
 * generation: ``input_prefix + input + "\\n" + output_prefix.rstrip()``
 * multiple-choice joint: ``input_prefix + input + input_suffix + "A. opt\\n" ... + output_prefix.rstrip()``
@@ -74,17 +75,31 @@ class MultipleChoicePrompt:
     input_noun: str | None = None
     output_noun: str = "Answer"
 
-    def render(self, instance: Instance) -> str:
+    def block(self, instance: Instance, with_answer: bool = False) -> str:
+        """One question as HELM lays it out: the eval block ends ``Answer:``; an in-context example's
+        (``with_answer``) ends ``Answer: <letter of its correct option>`` and a line break."""
         has_noun = self.input_noun is not None
         options = "".join(f"{LETTERS[i]}. {text}\n" for i, text in enumerate(instance.choices))
-        block = (
-            _noun_prefix(self.input_noun)
-            + instance.input
-            + ("\n" if has_noun else "")
-            + options
-            + f"{self.output_noun}: ".rstrip()
-        )
-        return _join(self.instructions, block)
+        if with_answer:
+            if instance.correct is None:
+                raise ValueError(f"in-context example {instance.id!r} has no correct option")
+            output = f"{self.output_noun}: {LETTERS[instance.correct]}\n"
+        else:
+            output = f"{self.output_noun}: ".rstrip()
+        return _noun_prefix(self.input_noun) + instance.input + ("\n" if has_noun else "") + options + output
+
+    def render(self, instance: Instance) -> str:
+        return _join(self.instructions, self.block(instance))
+
+    def render_with_examples(self, instance: Instance, examples: Sequence[Instance]) -> str:
+        """HELM's few-shot prompt: the instructions, then each in-context example's block (its answer shown), then
+        the eval block, joined by HELM's ``instance_prefix`` ``"\\n"`` (a blank line between blocks, since an
+        example ends with a line break). ``examples`` in the order HELM's sampler drew them
+        (:func:`~pytest_medhelm.catalogue.sampling.helm_in_context_examples`); each example's ``correct`` is the
+        index of its *first* correct option, the letter HELM shows. HELM drops examples when a prompt exceeds the
+        model's context window; this does not (5 short questions fit every window MedHELM runs)."""
+        blocks = [self.block(example, with_answer=True) for example in examples]
+        return _join(self.instructions, "\n".join([*blocks, self.block(instance)]))
 
 
 

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_medhelm.data.errors import DataError, DataMissing
 
@@ -180,8 +180,11 @@ def read_csv_rows(
     gz: bool = False,
     universal_newlines: bool = True,
     drop_undecodable: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> list[Row]:
     """The data rows of a delimited file with a header line, each a :class:`Row` of column → string.
+
+    ``columns``: the file has no header line, these are its columns (the first line is row 1).
 
     ``universal_newlines``: True for files HELM reads with ``csv.DictReader`` over ``open()``, False for files it
     reads with ``pandas.read_csv`` (see the module docstring). Blank lines are skipped, as both do. ``gz``: the
@@ -203,7 +206,7 @@ def read_csv_rows(
     csv.field_size_limit(_CSV_FIELD_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
-        header = next(reader)
+        header = list(columns) if columns is not None else next(reader)
     except (StopIteration, csv.Error) as exc:
         raise DataError(path, "line 1", f"expected a header line of column names ({exc or 'no lines'})") from None
     missing = [col for col in required_columns if col not in header]
@@ -225,14 +228,16 @@ def read_csv_rows(
                 raise DataError(
                     path,
                     f"row {number} (line {start})",
-                    f"expected {len(header)} fields as in the header, got {len(fields)}",
+                    f"expected {len(header)} fields"
+                    + (f" ({', '.join(header)})" if columns is not None else " as in the header")
+                    + f", got {len(fields)}",
                 )
             rows.append(Row(number, start, dict(zip(header, fields))))
             start = reader.line_num + 1
     except csv.Error as exc:
         raise DataError(path, f"row {len(rows) + 1} (line {start})", f"malformed CSV ({exc})") from None
     if not rows:
-        raise DataError(path, "after the header", "no data rows")
+        raise DataError(path, "after the header" if columns is None else "", "no data rows")
     return rows
 
 

@@ -62,4 +62,5 @@ def test_every_prompt_is_a_prompt_template() -> None:
     for bench in BENCHMARKS.values():
         assert isinstance(bench.prompt, PromptTemplate), bench.slug
         kinds.add(type(bench.prompt).__name__)
-    assert {GenerationPrompt.__name__, MultipleChoicePrompt.__name__, "ClearPrompt", "ChatPrompt"} == kinds
+    assert {GenerationPrompt.__name__, MultipleChoicePrompt.__name__, "ClearPrompt", "ChatPrompt",
+            "MmluAfrPrompt"} == kinds
