@@ -244,7 +244,8 @@ def test_the_dry_run_reserves_the_budget_and_names_the_reasoning_models(pytester
 
 
 @pytest.mark.parametrize("message, said", [
-    ({"content": "A", "reasoning_content": "x" * 3_000_000}, "malformed reply: body over 321,568 bytes (the bound for max_tokens=8001"),
+    ({"content": "A", "reasoning_content": "x" * 3_000_000},
+     "malformed reply: body over 321,568 bytes (the bound for max_tokens=8001"),
     ({"content": "A", "reasoning_content": {"steps": 1}}, "message.reasoning_content is {'steps': 1}"),
     ({"content": "A", "reasoning": ["a"]}, "message.reasoning is ['a']; expected a string"),
 ])
