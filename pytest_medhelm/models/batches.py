@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 from pytest_medhelm.models.background import FollowUp, Result, Sender
-from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
-                                             OpenAIBatches, BadLine, batch_line, chunks, line_limit,
-                                             parse_result_line, results_limit)
+from pytest_medhelm.models.batch_api import (NO_BATCH_API, WINDOW_S, BatchRecord, BatchRecords, BatchState,
+                                             LineError, OpenAIBatches, BadLine, ResultLines, batch_line, chunks,
+                                             line_limit, results_limit)
 from pytest_medhelm.models.cache import Stored
 from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.failures import redact
@@ -117,8 +117,9 @@ class BatchSender(Sender):
 
     def __init__(self, scheduler: Scheduler, cache_dir: Any, follow_up: FollowUp | None = None,
                  on_finished: Callable[[], None] | None = None,
-                 announce: Callable[[str], None] | None = None) -> None:
+                 announce: Callable[[str], None] | None = None, batch_timeout: float = WINDOW_S) -> None:
         super().__init__(scheduler, follow_up, on_finished)
+        self.batch_timeout = batch_timeout  # --medhelm-batch-timeout: the longest this run waits for one batch
         self.cache = scheduler.cache
         self.budget = scheduler.budget
         self.records = BatchRecords(cache_dir)
@@ -252,7 +253,7 @@ class BatchSender(Sender):
             try:
                 state = await self._client.get(base, key, record.batch_id)
             except RequestFailed as exc:
-                if exc.retryable:
+                if exc.status != 404:  # (a reply it cannot read now: collected as far as it goes, the record kept)
                     collecting.append(self._collect(record, mine, None, spec, base, key))
                 else:  # the server does not know it (another account, a restarted test server): ask anew
                     self.records.remove(record.batch_id)
@@ -323,26 +324,37 @@ class BatchSender(Sender):
 
     async def _collect(self, record: BatchRecord, mine: dict[str, Job], state: BatchState | None, spec: ModelSpec,
                        base: str, key: str | None, reservations: dict[str, Any] | None = None) -> None:
+        """Wait for the batch (at most ``batch_timeout`` s), then store its results. Its record is removed only once
+        every answer of it is stored and every other line is its item's error: a results file that could not be
+        read, an answer the cache refused, a batch not ended by the deadline, a run stopped meanwhile all leave the
+        record, and the same command collects the batch (it is not submitted again)."""
         started = time.monotonic()
+        deadline = started + self.batch_timeout
         intervals = _poll_intervals()
         failures = 0
         shown = None
+        self.batches[record.batch_id] = f"waiting, at most {self.batch_timeout:g} s (--medhelm-batch-timeout)"
+        self._say(f"medhelm batch {record.batch_id}: waiting for its {len(mine)} result(s) from {spec.name}, at most "
+                  f"{self.batch_timeout:g} s (--medhelm-batch-timeout)")
         while state is None or not state.done:
             if state is not None:
-                await asyncio.sleep(next(intervals))
+                if time.monotonic() >= deadline:
+                    self._timed_out(record, mine, state, spec, reservations)
+                    return
+                await asyncio.sleep(max(0.0, min(next(intervals), deadline - time.monotonic())))
             try:
                 state = await self._client.get(base, key, record.batch_id)
                 failures = 0
             except RequestFailed as exc:
                 failures += 1
-                if failures >= POLL_FAILURES_MAX or not exc.retryable:
+                if failures >= POLL_FAILURES_MAX or not exc.retryable or time.monotonic() >= deadline:
                     self.batches.pop(record.batch_id, None)
                     self._release(reservations or {}, mine)
                     self._fail_all(mine, f"batch {record.batch_id}: its status could not be read "
                                          f"({redact(exc.message, spec)}); its id is kept in the cache directory: "
                                          "the same command collects it later", exc.status)
                     return
-                await asyncio.sleep(next(intervals))
+                await asyncio.sleep(max(0.0, min(next(intervals), deadline - time.monotonic())))
                 continue
             seen = (state.status, state.completed, state.failed)
             if seen != shown:
@@ -355,7 +367,8 @@ class BatchSender(Sender):
         # from the submission (or from when this run began to collect it) to its end, or the server's count if longer
         took = max(state.took_s or 0.0, time.monotonic() - started)
         limits = {k: line_limit(job.request.max_output_tokens) for k, job in mine.items()}
-        results = await self._read_results(state, set(record.keys), limits, spec, base, key)
+        lines, unread = await self._read_results(state, set(record.keys), limits, spec, base, key)
+        results = lines.results
         unasked = [Stored(k, result) for k, result in results.items()  # lines of an earlier run's batch that no
                    if k not in mine and isinstance(result, Completion)]  # item of this run asks for
         stored = list(unasked)
@@ -363,6 +376,7 @@ class BatchSender(Sender):
         self.notes.append(f"medhelm batch {state.id} ({_kind(mine)}, {spec.name} at {base}): {state.status}; "
                           f"{answered}/{len(mine)} answered" + (f", {len(mine) - answered} failed"
                                                                 if answered < len(mine) else ""))
+        self.notes.extend(lines.notes)
         finished: list[tuple[Job, Completion | ModelError]] = []
         for k, job in mine.items():
             outcome = results.get(k)
@@ -387,6 +401,10 @@ class BatchSender(Sender):
                 error = ModelError(spec.name, redact(outcome.message, spec), outcome.status)
             elif isinstance(outcome, BadLine):
                 error = ModelError(spec.name, f"batch {state.id}: {outcome}")
+            elif unread:  # (its line may be in the file that could not be read: the record stays for the next run)
+                error = ModelError(spec.name, redact(f"batch {state.id} {state.status}: {'; '.join(unread)}; its id "
+                                                     "is kept in the cache directory: the same command collects it "
+                                                     "(not submitted again)", spec))
             else:
                 why = "; ".join(state.errors) or "no result line for this request"
                 error = ModelError(spec.name, redact(f"batch {state.id} {state.status}: {why}", spec))
@@ -401,47 +419,52 @@ class BatchSender(Sender):
             elif job.key in refused:
                 cause = refused[job.key]
                 self._store_error(job, ModelError(job.spec.name, "the answer came but could not be stored in the "
-                                                                 f"cache: {type(cause).__name__}: {cause}"))
+                                                                 f"cache: {type(cause).__name__}: {cause}; the batch's "
+                                                                 "id is kept: the same command collects it again"))
             else:
                 self.scheduler.stats["answers"] += 1
                 self._finished_in_batch(job, result)
+        if unread or refused:  # an answer of it is not stored yet: the next run collects it (not paid twice)
+            self.notes.append(f"medhelm batch {state.id}: kept in the cache directory ("
+                              + ("its results could not all be read" if unread else
+                                 f"{len(refused)} answer(s) could not be stored")
+                              + "): the same command collects it, not submitted again")
+            return
         self.records.remove(record.batch_id)
 
+    def _timed_out(self, record: BatchRecord, mine: dict[str, Job], state: BatchState, spec: ModelSpec,
+                   reservations: dict[str, Any] | None) -> None:
+        """The deadline passed with the batch not ended: its requests are errors that say so; its record stays."""
+        self.batches.pop(record.batch_id, None)
+        self._release(reservations or {}, mine)
+        message = (f"batch {record.batch_id} is still {state.status} after {self.batch_timeout:g} s, the "
+                   f"--medhelm-batch-timeout: no longer waited for; its id is kept in the cache directory: the same "
+                   "command collects it (not submitted again)")
+        self.notes.append(f"medhelm {message}")
+        self._say(f"medhelm {message}")
+        self._fail_all(mine, redact(message, spec), None)
+
     async def _read_results(self, state: BatchState, expected: set[str], limits: dict[str, int], spec: ModelSpec,
-                            base: str, key: str | None) -> dict[str, Completion | LineError | BadLine]:
-        """Every result line of the batch's output and error files, by request key. A line longer than its request's
-        ``max_tokens`` allows is not an answer (as a direct reply); a file longer than all of them is not read.
-        (A request of an earlier run's batch that this run does not ask for is allowed the largest bound.)"""
+                            base: str, key: str | None) -> tuple[ResultLines, list[str]]:
+        """Every result line of the batch's output and error files, by request key (:class:`ResultLines`: a line
+        longer than its request's ``max_tokens`` allows is not an answer, as a direct reply; a custom_id twice is
+        refused; a file longer than all of them is not read), and what could not be read (a file that failed
+        through the retries or was over its bound: the batch is then collected again by the next run). (A request
+        of an earlier run's batch that this run does not ask for is allowed the largest bound.)"""
         largest = max(limits.values(), default=line_limit(0))
         whole = results_limit([]) + sum(limits.get(k, largest) for k in expected)
-        out: dict[str, Completion | LineError | BadLine] = {}
+        lines = ResultLines(state.id, expected, limits, largest, model=spec.litellm_model.split("/", 1)[-1])
+        unread: list[str] = []
         for file_id in (state.output_file_id, state.error_file_id):
             if file_id is None:
                 continue
             try:
                 content = await self._retrying(partial(self._client.content, base, key, file_id, whole))
             except RequestFailed as exc:
-                self.notes.append(f"medhelm batch {state.id}: its results file {file_id} could not be read: "
-                                  f"{redact(exc.message, spec)}")
+                unread.append(f"its results file {file_id} could not be read ({redact(exc.message, spec)})")
                 continue
-            for raw in content.splitlines():
-                if not raw.strip():
-                    continue
-                result: Completion | LineError | BadLine
-                try:
-                    k, result = parse_result_line(raw, expected)
-                except BadLine as exc:
-                    if exc.key is not None:
-                        out.setdefault(exc.key, exc)
-                    else:
-                        self.notes.append(f"medhelm batch {state.id}: {exc}")
-                    continue
-                if len(raw) > limits.get(k, largest):  # (the bound of a direct reply, pytest_medhelm.models.replies)
-                    result = BadLine(f"malformed reply: the result line is {len(raw):,} bytes, over the "
-                                     f"{limits.get(k, largest):,} its request's max_tokens allow: not an answer", k)
-                if not isinstance(out.get(k), Completion):  # (an answer wins over an error line for the same key)
-                    out[k] = result
-        return out
+            lines.add(content)
+        return lines, unread
 
     # ------------------------------------------------------------------ results
     def _store_all(self, stored: list[Stored]) -> dict[str, Exception]:
