@@ -161,7 +161,7 @@ def parse_result_line(raw: bytes | str, expected: Iterable[str] | set[str],
     except (ValueError, RecursionError) as exc:  # (MalformedReply is one)
         why = exc if isinstance(exc, ValueError) else "it is nested too deeply to be read"
         raise BadLine(f"the result line's response is not a chat completion: {why}", key) from None
-    replied = body.get("model")
+    replied = body.get("model") if isinstance(body, dict) else None
     if model is not None and replied is not None and not (isinstance(replied, str) and same_model(replied, model)):
         raise BadLine(f"the result line answers for model {str(replied)[:80]!r}, not {model!r}, the model of this "
                       "batch's requests: refused (not an answer)", key)
@@ -276,6 +276,15 @@ class BatchState:
                           errors=messages, took_s=took)
 
 
+def reply_json(raw: bytes, url: str) -> Any:
+    """A File or Batch object's JSON (then :meth:`BatchState.of`); anything else, nesting too deep for the parser
+    included, is a :class:`RequestFailed` naming ``url`` (a poll that gets one polls again, a few times)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise RequestFailed(f"malformed response body from {url}: {raw[:200]!r}") from None
+
+
 class OpenAIBatches:
     """The four calls, on one aiohttp session; each raises :class:`RequestFailed` (status, Retry-After)."""
 
@@ -304,11 +313,7 @@ class OpenAIBatches:
             raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
 
     async def _json(self, method: str, url: str, key: str | None, **kwargs: Any) -> Any:
-        raw = await self._request(method, url, key, **kwargs)
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            raise RequestFailed(f"malformed response body from {url}: {raw[:200]!r}", retryable=False) from None
+        return reply_json(await self._request(method, url, key, **kwargs), url)
 
     async def upload(self, base: str, key: str | None, content: bytes) -> str:
         import aiohttp
