@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from pytest_medhelm.models.reasoning import answer_of
 from pytest_medhelm.models.replies import (max_reply_bytes, reply_reasoning_tokens, reply_text, reply_thinking,
@@ -51,6 +52,26 @@ REPLY_MAX_BYTES = 4 * 1024 * 1024
 ERROR_REPLY_BYTES = 64 * 1024
 #: the provider's completion window, and the default of ``--medhelm-batch-timeout`` (seconds)
 WINDOW_S = 24 * 3600.0
+#: polls of a batch's status: every POLL_FIRST_S s, growing to POLL_MAX_S (the environment's POLL_ENV fixes it)
+POLL_ENV = "MEDHELM_BATCH_POLL_S"
+POLL_FIRST_S = 5.0
+POLL_MAX_S = 60.0
+
+
+def poll_intervals() -> Iterator[float]:
+    """The seconds between two polls of a batch's status, one after the other."""
+    fixed = os.environ.get(POLL_ENV, "").strip()
+    try:
+        interval = float(fixed) if fixed else None
+    except ValueError:
+        interval = None
+    if interval is not None and interval > 0:
+        while True:
+            yield interval
+    delay = POLL_FIRST_S
+    while True:
+        yield delay
+        delay = min(POLL_MAX_S, delay * 1.5)
 
 
 def batch_line(key: str, body: dict[str, Any]) -> bytes:
@@ -346,6 +367,32 @@ class OpenAIBatches:
             self._session = None
 
 
+#: a finished batch's results stored per transaction
+STORE_CHUNK = 500
+
+
+def store_all(cache: Any, stored: list[Any]) -> dict[str, Exception]:
+    """A batch's answers and errors into the cache, under the keys a direct run uses (on a thread: a batch of
+    50,000 lines, or a cache whose lock is held, does not hold the loop), a transaction per
+    :data:`STORE_CHUNK` entries; the exception that kept each answer that could not be stored, by its key. A
+    transaction that fails is written again one entry at a time (as AnswerWriter does), so that one answer that
+    cannot be stored is that answer's error only; an error that cannot be stored still reaches its item
+    through the sender."""
+    refused: dict[str, Exception] = {}
+    for start in range(0, len(stored), STORE_CHUNK):
+        chunk = stored[start:start + STORE_CHUNK]
+        try:
+            cache.put_many(chunk)
+        except Exception:  # noqa: BLE001 - which entry it was is found by writing them one by one
+            for one in chunk:
+                try:
+                    cache.put_many([one])
+                except Exception as exc:  # noqa: BLE001 - e.g. the cache's lock timed out: this answer's error
+                    if isinstance(one.result, Completion):
+                        refused[one.key] = exc
+    return refused
+
+
 def line_limit(max_tokens: int) -> int:
     """The longest result line accepted for a request of ``max_tokens``: a direct reply's bound
     (:func:`~pytest_medhelm.models.replies.max_reply_bytes`) plus the line's own envelope."""
@@ -406,7 +453,8 @@ class BatchRecords:
         self.folder = Path(cache_dir) / "batches"
         self.problems: list[str] = []
 
-    def _path(self, batch_id: str) -> Path:
+    def path(self, batch_id: str) -> Path:
+        """The record file of ``batch_id``."""
         import hashlib
 
         return self.folder / f"{hashlib.sha256(batch_id.encode('utf-8')).hexdigest()[:24]}.json"
@@ -414,10 +462,10 @@ class BatchRecords:
     def save(self, record: BatchRecord) -> None:
         from pytest_medhelm.models.cache import write_private_text
 
-        write_private_text(self._path(record.batch_id), json.dumps(asdict(record)))
+        write_private_text(self.path(record.batch_id), json.dumps(asdict(record)))
 
     def remove(self, batch_id: str) -> None:
-        self._path(batch_id).unlink(missing_ok=True)
+        self.path(batch_id).unlink(missing_ok=True)
 
     def pending(self, base: str, model: str) -> list[BatchRecord]:
         """The recorded batches submitted to ``base`` for ``model`` whose results were not stored yet."""

@@ -13,15 +13,17 @@ xdist, from the shared cache (the controller submits; workers never do).
   question (it waits now), and every request to a server that answers ``POST /files`` with 404, 405 or 501 (no
   Batch API there).
 * **Results.** Each answer goes to the cache under the key a direct run uses (a batch run and a direct run share
-  answers). A line the provider failed (``error`` or a ``status_code`` >= 400), a request a failed, expired or
-  cancelled batch never answered, and a line that cannot be read are errors of their own items, with the
-  provider's message, never cached.
+  answers). A line the provider failed, a request a failed, expired or cancelled batch never answered, and a line
+  that cannot be read, answers another model or shares its custom_id with another line are errors of their own
+  items, never cached (:class:`~.batch_api.ResultLines`).
 * **Resuming.** A batch's id is written to the cache directory (:class:`~.batch_api.BatchRecords`) as soon as it
-  exists and removed once its results are stored: a run stopped by Ctrl-C or a timeout leaves it there, and the
-  same command collects that batch (its requests are not submitted again) instead of paying twice.
-* **Polling** every :data:`POLL_FIRST_S` s, growing to :data:`POLL_MAX_S` (``MEDHELM_BATCH_POLL_S`` fixes it), as
-  long as the batch takes (24 h at most); each change of its status or counts is shown (the waiting item's status
-  line; a line of its own in xdist's controller).
+  exists and removed only once every answer of it is stored (and its other lines are their items' errors): a run
+  stopped by Ctrl-C, a batch not ended by ``--medhelm-batch-timeout``, a results file that could not be read and an
+  answer the cache refused leave it, and the same command collects that batch instead of paying twice.
+* **Polling** every :data:`~.batch_api.POLL_FIRST_S` s, growing to :data:`~.batch_api.POLL_MAX_S`
+  (``MEDHELM_BATCH_POLL_S`` fixes it), up to ``--medhelm-batch-timeout`` (the provider's 24 h by default); the wait
+  and each change of its status or counts are shown (the waiting item's status line; a line of its own in xdist's
+  controller).
 * **Budget.** ``--medhelm-budget`` reserves each request's upper bound (at the batch price) before its batch goes;
   a request it refuses is not in the batch; a batch collected from an earlier run was paid then.
 """
@@ -33,13 +35,13 @@ import os
 import threading
 import time
 from typing import Any
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from pytest_medhelm.models.background import FollowUp, Result, Sender
 from pytest_medhelm.models.batch_api import (NO_BATCH_API, WINDOW_S, BatchRecord, BatchRecords, BatchState,
                                              LineError, OpenAIBatches, BadLine, ResultLines, batch_line, chunks,
-                                             line_limit, results_limit)
+                                             line_limit, poll_intervals, results_limit, store_all)
 from pytest_medhelm.models.cache import Stored
 from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.failures import redact
@@ -50,13 +52,8 @@ from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_bod
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec, is_llama_cpp_model
 
 OPENAI_PUBLIC = "https://api.openai.com/v1"
-POLL_ENV = "MEDHELM_BATCH_POLL_S"
-POLL_FIRST_S = 5.0
-POLL_MAX_S = 60.0
 #: polls in a row that may fail (a connection, a 5xx) before the batch is given up for this run (its record stays)
 POLL_FAILURES_MAX = 10
-#: a finished batch's results stored per transaction
-STORE_CHUNK = 500
 
 
 def batchable(spec: ModelSpec) -> bool:
@@ -94,21 +91,6 @@ def _key(spec: ModelSpec) -> str | None:
     if key is None and spec.api_base is None:
         key = os.environ.get("OPENAI_API_KEY") or None
     return key
-
-
-def _poll_intervals() -> Iterator[float]:
-    fixed = os.environ.get(POLL_ENV, "").strip()
-    try:
-        interval = float(fixed) if fixed else None
-    except ValueError:
-        interval = None
-    if interval is not None and interval > 0:
-        while True:
-            yield interval
-    delay = POLL_FIRST_S
-    while True:
-        yield delay
-        delay = min(POLL_MAX_S, delay * 1.5)
 
 
 class BatchSender(Sender):
@@ -330,7 +312,7 @@ class BatchSender(Sender):
         record, and the same command collects the batch (it is not submitted again)."""
         started = time.monotonic()
         deadline = started + self.batch_timeout
-        intervals = _poll_intervals()
+        intervals = poll_intervals()
         failures = 0
         shown = None
         self.batches[record.batch_id] = f"waiting, at most {self.batch_timeout:g} s (--medhelm-batch-timeout)"
@@ -411,7 +393,7 @@ class BatchSender(Sender):
             stored.append(Stored(job.key, error))  # (this run's only: an error is never served to a later run)
             finished.append((job, error))
         # stored before any is reported (as AnswerWriter does): an item sees only an answer that is in the cache
-        refused = await asyncio.to_thread(self._store_all, stored)
+        refused = await asyncio.to_thread(store_all, self.cache, stored)
         self.scheduler.stats["answers"] += sum(one.key not in refused for one in unasked)
         for job, result in finished:
             if isinstance(result, ModelError):
@@ -428,7 +410,8 @@ class BatchSender(Sender):
             self.notes.append(f"medhelm batch {state.id}: kept in the cache directory ("
                               + ("its results could not all be read" if unread else
                                  f"{len(refused)} answer(s) could not be stored")
-                              + "): the same command collects it, not submitted again")
+                              + f"): the same command collects it, not submitted again (its record: "
+                              f"{self.records.path(record.batch_id)}; delete it to submit its requests anew)")
             return
         self.records.remove(record.batch_id)
 
@@ -467,27 +450,6 @@ class BatchSender(Sender):
         return lines, unread
 
     # ------------------------------------------------------------------ results
-    def _store_all(self, stored: list[Stored]) -> dict[str, Exception]:
-        """A batch's answers and errors into the cache, under the keys a direct run uses (on a thread: a batch of
-        50,000 lines, or a cache whose lock is held, does not hold the loop), a transaction per
-        :data:`STORE_CHUNK` entries; the exception that kept each answer that could not be stored, by its key. A
-        transaction that fails is written again one entry at a time (as AnswerWriter does), so that one answer that
-        cannot be stored is that answer's error only; an error that cannot be stored still reaches its item
-        through the sender."""
-        refused: dict[str, Exception] = {}
-        for start in range(0, len(stored), STORE_CHUNK):
-            chunk = stored[start:start + STORE_CHUNK]
-            try:
-                self.cache.put_many(chunk)
-            except Exception:  # noqa: BLE001 - which entry it was is found by writing them one by one
-                for one in chunk:
-                    try:
-                        self.cache.put_many([one])
-                    except Exception as exc:  # noqa: BLE001 - e.g. the cache's lock timed out: this answer's error
-                        if isinstance(one.result, Completion):
-                            refused[one.key] = exc
-        return refused
-
     def _store_error(self, job: Job, error: ModelError) -> None:
         try:
             self.cache.put_error(job.key, error)  # (this run's only: an error is never served to a later run)
