@@ -411,7 +411,7 @@ async def read_bounded(response: Any, limit: int, call: str, what: str) -> bytes
     error = response.status >= 400
     declared = response.content_length
     if not error and declared is not None and declared > limit:
-        raise _too_large(f"its Content-Length says {declared:,}", limit, call, what, response.status)
+        raise _too_large(f"its Content-Length says {declared:,}", limit, call, what)
     chunks, size = [], 0
     async for chunk in response.content.iter_chunked(64 * 1024):
         size += len(chunk)
@@ -419,14 +419,14 @@ async def read_bounded(response: Any, limit: int, call: str, what: str) -> bytes
             chunks.append(chunk[:ERROR_REPLY_BYTES - (size - len(chunk))])
             break
         if size > limit:
-            raise _too_large(f"{size:,} read when refused", limit, call, what, response.status)
+            raise _too_large(f"{size:,} read when refused", limit, call, what)
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-def _too_large(size: str, limit: int, call: str, what: str, status: int) -> RequestFailed:
+def _too_large(size: str, limit: int, call: str, what: str) -> RequestFailed:
     return RequestFailed(f"the reply of {call} is over {limit:,} bytes, the bound of {what}: not read ({size})",
-                         status, retryable=False)
+                         retryable=False)
 
 
 # ----------------------------------------------------------------------------------------------------------------
