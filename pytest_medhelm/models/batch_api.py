@@ -50,6 +50,8 @@ NO_BATCH_API = (404, 405, 501)
 REPLY_MAX_BYTES = 4 * 1024 * 1024
 #: the beginning of an error reply (HTTP >= 400) read for its message; the rest is not read
 ERROR_REPLY_BYTES = 64 * 1024
+#: a failed batch's error messages kept (the first ones), each at most 500 characters
+MAX_ERRORS_SHOWN = 5
 #: the provider's completion window, and the default of ``--medhelm-batch-timeout`` (seconds)
 WINDOW_S = 24 * 3600.0
 #: polls of a batch's status: every POLL_FIRST_S s, growing to POLL_MAX_S (the environment's POLL_ENV fixes it)
@@ -277,13 +279,14 @@ class BatchState:
         if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not data["id"]:
             raise RequestFailed(f"the batch object has no id: {str(data)[:200]!r}", retryable=False)
         status = data.get("status")
-        if status not in KNOWN_STATUSES:
-            raise RequestFailed(f"batch {data['id']}: unknown status {str(status)[:40]!r}")
+        if not isinstance(status, str) or status not in KNOWN_STATUSES:
+            raise RequestFailed(f"batch {data['id'][:80]}: unknown status {str(status)[:40]!r}")
         raw_counts, raw_errors = data.get("request_counts"), data.get("errors")
         counts: dict[str, Any] = raw_counts if isinstance(raw_counts, dict) else {}
         errors: dict[str, Any] = raw_errors if isinstance(raw_errors, dict) else {}
-        messages = tuple(str(e.get("message") or e.get("code"))[:500] for e in errors.get("data") or ()
-                         if isinstance(e, dict))
+        listed = errors.get("data") if isinstance(errors.get("data"), list) else []
+        messages = tuple(str(e.get("message") or e.get("code"))[:500]  # (the first few: each item's error says them)
+                         for e in listed[:MAX_ERRORS_SHOWN] if isinstance(e, dict))
         created, finished = _timestamp(data.get("created_at")), _timestamp(data.get("completed_at"))
         took = finished - created if created is not None and finished is not None and finished >= created else None
 

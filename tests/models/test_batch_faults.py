@@ -13,7 +13,11 @@ import pytest
 from pytest_medhelm.models.batch_api import REPLY_MAX_BYTES
 from pytest_medhelm.testing.server import batch_stats, configure_batches
 from pytester_runs import run as inner
-from test_batch import XDIST, fast_polls, project, results, scores  # noqa: F401 - fixtures and helpers
+import test_batch
+from test_batch import XDIST, results, scores
+
+fast_polls = test_batch.fast_polls  # (test_batch's fixtures, used here too: fast polls, the toy project's arguments)
+project = test_batch.project
 
 pytestmark = pytest.mark.e2e
 
@@ -49,7 +53,7 @@ def test_a_results_download_that_fails_through_the_retries_keeps_the_record_and_
     assert batch_stats(server.url)["downloads_failed"] == 2  # the first try and its one retry
     errors = errors_of(pytester, "out.json")
     assert len(errors) == 10
-    assert all(f"its results file file-" in e and "could not be read" in e and "Bad gateway" in e
+    assert all("its results file file-" in e and "could not be read" in e and "Bad gateway" in e
                and "its id is kept in the cache directory: the same command collects it" in e
                for e in errors.values()), errors
     assert len(records(pytester)) == 1  # kept: its answers are paid for
