@@ -284,7 +284,7 @@ class BatchState:
         raw_counts, raw_errors = data.get("request_counts"), data.get("errors")
         counts: dict[str, Any] = raw_counts if isinstance(raw_counts, dict) else {}
         errors: dict[str, Any] = raw_errors if isinstance(raw_errors, dict) else {}
-        listed = errors.get("data") if isinstance(errors.get("data"), list) else []
+        listed: list[Any] = errors["data"] if isinstance(errors.get("data"), list) else []
         messages = tuple(str(e.get("message") or e.get("code"))[:500]  # (the first few: each item's error says them)
                          for e in listed[:MAX_ERRORS_SHOWN] if isinstance(e, dict))
         created, finished = _timestamp(data.get("created_at")), _timestamp(data.get("completed_at"))
