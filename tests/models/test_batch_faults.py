@@ -167,3 +167,16 @@ def test_a_status_reply_over_its_bound_is_not_read_whole_and_the_batch_stays_col
 
     configure_batches(server.url, status_padding=0)
     collected_again(pytester, server, project, batch_id)
+
+
+def test_an_upload_reply_over_its_bound_is_not_read_whole_and_nothing_is_submitted(pytester, server, project):
+    configure_batches(server.url, upload_padding=64 * 1024 * 1024)
+    run = inner(pytester, *project("cache", "out.json", "--medhelm-batch"))
+    assert run.ret == 1, run.stdout.str()[-3000:]
+    stats = batch_stats(server.url)
+    assert stats["batches_created"] == 0 and records(pytester) == []  # nothing submitted: nothing paid, no record
+    assert stats["status_bytes_sent"] < 10 * REPLY_MAX_BYTES  # the client hung up past its bound
+    errors = errors_of(pytester, "out.json")
+    assert len(errors) == 10 and all(
+        f"the batch could not be submitted: the reply of POST {server.url}/files is over {REPLY_MAX_BYTES:,} bytes, "
+        "the bound of a File or Batch object: not read" in e for e in errors.values()), errors

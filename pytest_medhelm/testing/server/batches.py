@@ -30,7 +30,8 @@ Faults a provider (or a man in the middle) may bring, each a configuration key (
 ``status_padding: N``
     every ``GET /v1/batches/{id}`` reply carries N more bytes (``metadata.padding``), streamed in 1 MiB chunks
     without a Content-Length (the server never holds them); ``GET /_batches``' ``status_bytes_sent`` says how many
-    bytes of such replies reached the socket before the client hung up.
+    bytes of such replies reached the socket before the client hung up. ``upload_padding: N``: the same for the
+    File object ``POST /v1/files`` returns (counted in ``status_bytes_sent`` too).
 ``line_faults: {substring: fault}``
     the result line of each request whose last user message contains ``substring`` is, per ``fault``:
     ``duplicate`` (written twice, the second copy's answer ``DUPLICATE``), ``other_model`` (its reply names the
@@ -80,7 +81,8 @@ class BatchService:
         self.state = state  # the chat server's state: its answer policy and its key
         self._lock = threading.Lock()
         self.config: dict[str, Any] = {"polls": 2, "outcome": "completed", "fail_lines": {}, "available": True,
-                                       "content_failures": 0, "status_padding": 0, "line_faults": {},
+                                       "content_failures": 0, "status_padding": 0, "upload_padding": 0,
+                                       "line_faults": {},
                                        "foreign_lines": 0}
         self._reset()
 
@@ -126,7 +128,7 @@ class BatchService:
         return {k: v for k, v in entry.items() if k not in ("content", "_lines", "_polls")}
 
     # ------------------------------------------------------------------ files
-    async def _upload(self, request: web.Request) -> web.Response:
+    async def _upload(self, request: web.Request) -> web.StreamResponse:
         if not self.config["available"]:
             return self._error(404, "Invalid URL (POST /v1/files)")
         try:
@@ -139,6 +141,8 @@ class BatchService:
         content = upload.file.read()
         with self._lock:
             entry = self._file(content, "batch", getattr(upload, "filename", "batch.jsonl") or "batch.jsonl")
+        if self.config["upload_padding"]:
+            return await self._padded(request, self._public(entry), self.config["upload_padding"])
         return web.json_response(self._public(entry))
 
     async def _content(self, request: web.Request) -> web.Response:
@@ -337,7 +341,7 @@ class BatchService:
                 if key == "fail_lines" and not (isinstance(value, dict) and all(
                         isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
                     raise ValueError(f"fail_lines maps substrings to messages, got {value!r}")
-                if key in ("content_failures", "status_padding", "foreign_lines") and (
+                if key in ("content_failures", "status_padding", "upload_padding", "foreign_lines") and (
                         not isinstance(value, int) or isinstance(value, bool) or value < 0):
                     raise ValueError(f"{key} must be an integer >= 0, got {value!r}")
                 if key == "line_faults" and not (isinstance(value, dict) and all(
