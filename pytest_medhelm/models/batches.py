@@ -343,7 +343,8 @@ class BatchSender(Sender):
                 shown = seen
                 counts = f"{state.completed}/{state.total or len(record.keys)}" + (
                     f", {state.failed} failed" if state.failed else "")
-                self.batches[record.batch_id] = f"{state.status} {counts}"
+                self.batches[record.batch_id] = (f"{state.status} {counts} (--medhelm-batch-timeout "
+                                                 f"{self.batch_timeout:g} s)")
                 self._say(f"medhelm batch {record.batch_id}: {state.status} {counts}")
         self.batches.pop(record.batch_id, None)
         # from the submission (or from when this run began to collect it) to its end, or the server's count if longer
