@@ -315,9 +315,10 @@ class BatchSender(Sender):
         intervals = poll_intervals()
         failures = 0
         shown = None
-        self.batches[record.batch_id] = f"waiting, at most {self.batch_timeout:g} s (--medhelm-batch-timeout)"
-        self._say(f"medhelm batch {record.batch_id}: waiting for its {len(mine)} result(s) from {spec.name}, at most "
-                  f"{self.batch_timeout:g} s (--medhelm-batch-timeout)")
+        if state is None or not state.done:  # (what this run now waits for, said as it starts)
+            self.batches[record.batch_id] = f"waiting, at most {self.batch_timeout:g} s (--medhelm-batch-timeout)"
+            self._say(f"medhelm batch {record.batch_id}: waiting for its {len(mine)} result(s) from {spec.name}, at "
+                      f"most {self.batch_timeout:g} s (--medhelm-batch-timeout)")
         while state is None or not state.done:
             if state is not None:
                 if time.monotonic() >= deadline:
