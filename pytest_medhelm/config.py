@@ -78,6 +78,8 @@ class RunConfig(BaseModel):
     local_only: bool = False
     #: --medhelm-batch: requests to endpoints with a Batch API go as batches (pytest_medhelm.models.batches)
     batch: bool = False
+    #: --medhelm-batch-timeout: seconds a run waits for one submitted batch (the provider's window by default)
+    batch_timeout: float = Field(default=86400.0, gt=0, allow_inf_nan=False)
     #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
     data_unverified: tuple[str, ...] = ()
     #: HELM run-entry arguments per benchmark (--medhelm-benchmark-args SLUG:NAME=VALUE,...): (slug, ((name, value),))
@@ -260,6 +262,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
             healthbench_subset=values["medhelm_healthbench_subset"] or "full",
             benchmark_args=benchmark_args,
             batch=bool(values["medhelm_batch"]),
+            batch_timeout=values["medhelm_batch_timeout"],
         )
     except ValidationError as exc:
         problems = "; ".join(f"{_field_name(config, err['loc'])}: {err['msg']}" for err in exc.errors())

@@ -282,6 +282,9 @@ OPTIONS: tuple[Option, ...] = (
            "output_per_million (USD)", metavar="FILE", path=True),
     Option("batch", "send the run's requests to endpoints with a Batch API (OpenAI's Files + Batches) as batches: "
            "resumable, priced at the batch rate; other models are sent directly", flag=True, default=False),
+    Option("batch-timeout", "--medhelm-batch: seconds a run waits for a submitted batch to end (default 86400, the "
+           "provider's 24 h window); a batch not ended by then is its items' errors and stays collectable by the next "
+           "run", parse=_positive_float("--medhelm-batch-timeout"), metavar="S", default=86400.0),
     Option("html", "write a self-contained HTML report", metavar="PATH", path=True),
     Option("report-text", "put each instance's question and reference text in the results JSON and the HTML "
            "report (off by default: they may hold patient data)", flag=True, default=False),

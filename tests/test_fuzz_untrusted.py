@@ -22,12 +22,15 @@ from pytest_medhelm.metrics.exact_match import GenerationExactMatch, MultipleCho
 from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract
 from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
 from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
+from pytest_medhelm.models.batch_api import BadLine, BatchState, ResultLines, reply_json
 from pytest_medhelm.models.replies import MalformedReply, reply_text, reply_usage
+from pytest_medhelm.models.transport import RequestFailed
+from pytest_medhelm.values import Completion
 from pytest_medhelm.values import Instance, redact_url
 
 #: inputs tried per target
 EXAMPLES = {"judge": 400, "judge_helm": 300, "verdict_after_text": 300, "metric": 150, "reader": 150, "reply": 300,
-            "redaction": 300}
+            "redaction": 300, "batch_lines": 300, "batch_status": 300}
 TRIED: Counter[str] = Counter()
 C3 = ("accuracy", "completeness", "clarity")
 def fuzz(examples: int) -> settings:
@@ -205,3 +208,79 @@ def test_a_credential_in_a_url_never_survives_redaction(before: str, secret: str
     redacted = redact_url(text)
     assert f":{secret}@" not in redacted and f"{name}={secret}" not in redacted
     assert redact_url(redacted) == redacted  # (nothing left to redact)
+
+
+# ------------------------------------------------------------------------------------------------- Batch API
+KEYS = ("k" * 64, "j" * 64)
+
+
+def _answer_line(key: str, text: object, model: object, usage: object) -> bytes:
+    body = {"model": model, "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                         "finish_reason": "stop"}], "usage": usage}
+    return json.dumps({"custom_id": key, "response": {"status_code": 200, "body": body}, "error": None}).encode()
+
+
+def _nested(key: str, depth: int) -> bytes:
+    return b'{"custom_id": "' + key.encode() + b'", "response": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+result_lines = st.one_of(
+    st.builds(_answer_line, st.sampled_from(KEYS + ("foreign",)), json_values,
+              st.sampled_from(["writer", "writer-2024-07-18", "someone-else", None]) | json_values, json_values),
+    st.builds(_answer_line, st.sampled_from(KEYS), st.text(max_size=30), st.just("writer"),
+              st.fixed_dictionaries({"prompt_tokens": st.integers(0, 10**6), "completion_tokens": st.integers(0, 9)})),
+    st.builds(_nested, st.sampled_from(KEYS + ("foreign",)), st.sampled_from([10, 5_000, 50_000])),
+    st.fixed_dictionaries({"custom_id": st.sampled_from(KEYS) | json_values, "response": json_values,
+                           "error": json_values}).map(lambda v: json.dumps(v).encode()),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=120),
+)
+
+
+@fuzz(EXAMPLES["batch_lines"])
+@given(st.lists(result_lines, max_size=8))
+@example([_nested(KEYS[0], 200_000), _answer_line(KEYS[1], "B", "writer", {})])
+def test_a_batch_results_file_of_any_lines_gives_each_request_one_answer_or_its_error(lines: list[bytes]) -> None:
+    """Whatever lines a batch's results hold: nothing escapes; only the batch's requests get a result; an answer
+    only from the one line of its custom_id, of the batch's model; a line that is not one does not cost another."""
+    TRIED["batch result lines"] += 1
+    read = ResultLines("batch-1", set(KEYS), {}, 10**7, model="writer")
+    read.add(b"\n".join(lines))
+    assert set(read.results) <= set(KEYS) and len(read.notes) <= 20
+    for key, result in read.results.items():
+        if isinstance(result, Completion):
+            assert read.lines[key] == 1 and result.tokens_in >= 0 and result.tokens_out >= 0
+        if read.lines[key] > 1:
+            assert isinstance(result, BadLine) and "duplicate" in str(result)
+    # a good line for the other request is its answer, whatever else the file holds (a line of its own)
+    clean = [line for line in lines if KEYS[1].encode() not in line]
+    alone = ResultLines("batch-1", set(KEYS), {}, 10**7, model="writer")
+    alone.add(b"\n".join([*clean, _answer_line(KEYS[1], "B", "writer", {"prompt_tokens": 1, "completion_tokens": 1})]))
+    assert isinstance(alone.results[KEYS[1]], Completion) and alone.results[KEYS[1]].text == "B"
+
+
+status_replies = st.one_of(
+    st.fixed_dictionaries({"id": st.text(max_size=8) | json_values, "status": json_values | st.sampled_from(
+        ["validating", "in_progress", "finalizing", "completed", "failed", "expired", "cancelled", "bogus"]),
+        "request_counts": json_values | st.fixed_dictionaries(
+            {"total": st.integers(-5, 10**12) | json_values, "completed": st.integers(-5, 10**12) | json_values}),
+        "output_file_id": json_values, "error_file_id": json_values, "errors": json_values,
+        "created_at": json_values, "completed_at": json_values}).map(lambda v: json.dumps(v).encode()),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    st.sampled_from([b"[" * 100_000, b'{"id": "b", "status": "completed", "errors": ' + b"{" * 3 + b"[" * 50_000]),
+    st.binary(max_size=200),
+)
+
+
+@fuzz(EXAMPLES["batch_status"])
+@given(status_replies)
+def test_any_batch_status_reply_is_a_state_or_a_request_failure_naming_the_url(raw: bytes) -> None:
+    TRIED["batch status replies"] += 1
+    url = "http://127.0.0.1:9/v1/batches/b"
+    try:
+        state = BatchState.of(reply_json(raw, url))
+    except RequestFailed as exc:
+        assert exc.message and (url in exc.message or "batch" in exc.message)
+        return
+    assert state.id and min(state.total, state.completed, state.failed) >= 0
+    assert state.took_s is None or math.isfinite(state.took_s)

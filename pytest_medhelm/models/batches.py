@@ -13,15 +13,17 @@ xdist, from the shared cache (the controller submits; workers never do).
   question (it waits now), and every request to a server that answers ``POST /files`` with 404, 405 or 501 (no
   Batch API there).
 * **Results.** Each answer goes to the cache under the key a direct run uses (a batch run and a direct run share
-  answers). A line the provider failed (``error`` or a ``status_code`` >= 400), a request a failed, expired or
-  cancelled batch never answered, and a line that cannot be read are errors of their own items, with the
-  provider's message, never cached.
+  answers). A line the provider failed, a request a failed, expired or cancelled batch never answered, and a line
+  that cannot be read, answers another model or shares its custom_id with another line are errors of their own
+  items, never cached (:class:`~.batch_api.ResultLines`).
 * **Resuming.** A batch's id is written to the cache directory (:class:`~.batch_api.BatchRecords`) as soon as it
-  exists and removed once its results are stored: a run stopped by Ctrl-C or a timeout leaves it there, and the
-  same command collects that batch (its requests are not submitted again) instead of paying twice.
-* **Polling** every :data:`POLL_FIRST_S` s, growing to :data:`POLL_MAX_S` (``MEDHELM_BATCH_POLL_S`` fixes it), as
-  long as the batch takes (24 h at most); each change of its status or counts is shown (the waiting item's status
-  line; a line of its own in xdist's controller).
+  exists and removed only once every answer of it is stored (and its other lines are their items' errors): a run
+  stopped by Ctrl-C, a batch not ended by ``--medhelm-batch-timeout``, a results file that could not be read and an
+  answer the cache refused leave it, and the same command collects that batch instead of paying twice.
+* **Polling** every :data:`~.batch_api.POLL_FIRST_S` s, growing to :data:`~.batch_api.POLL_MAX_S`
+  (``MEDHELM_BATCH_POLL_S`` fixes it), up to ``--medhelm-batch-timeout`` (the provider's 24 h by default); the wait
+  and each change of its status or counts are shown (the waiting item's status line; a line of its own in xdist's
+  controller).
 * **Budget.** ``--medhelm-budget`` reserves each request's upper bound (at the batch price) before its batch goes;
   a request it refuses is not in the batch; a batch collected from an earlier run was paid then.
 """
@@ -33,13 +35,13 @@ import os
 import threading
 import time
 from typing import Any
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from pytest_medhelm.models.background import FollowUp, Result, Sender
-from pytest_medhelm.models.batch_api import (NO_BATCH_API, BatchRecord, BatchRecords, BatchState, LineError,
-                                             OpenAIBatches, BadLine, batch_line, chunks, line_limit,
-                                             parse_result_line, results_limit)
+from pytest_medhelm.models.batch_api import (NO_BATCH_API, WINDOW_S, BatchRecord, BatchRecords, BatchState,
+                                             LineError, OpenAIBatches, BadLine, ResultLines, batch_line, chunks,
+                                             line_limit, poll_intervals, results_limit, store_all)
 from pytest_medhelm.models.cache import Stored
 from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.failures import redact
@@ -50,13 +52,8 @@ from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_bod
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec, is_llama_cpp_model
 
 OPENAI_PUBLIC = "https://api.openai.com/v1"
-POLL_ENV = "MEDHELM_BATCH_POLL_S"
-POLL_FIRST_S = 5.0
-POLL_MAX_S = 60.0
 #: polls in a row that may fail (a connection, a 5xx) before the batch is given up for this run (its record stays)
 POLL_FAILURES_MAX = 10
-#: a finished batch's results stored per transaction
-STORE_CHUNK = 500
 
 
 def batchable(spec: ModelSpec) -> bool:
@@ -96,29 +93,15 @@ def _key(spec: ModelSpec) -> str | None:
     return key
 
 
-def _poll_intervals() -> Iterator[float]:
-    fixed = os.environ.get(POLL_ENV, "").strip()
-    try:
-        interval = float(fixed) if fixed else None
-    except ValueError:
-        interval = None
-    if interval is not None and interval > 0:
-        while True:
-            yield interval
-    delay = POLL_FIRST_S
-    while True:
-        yield delay
-        delay = min(POLL_MAX_S, delay * 1.5)
-
-
 class BatchSender(Sender):
     """The thread sender's loop (its start, stop, ask: an item's own question goes directly), with batches: the
     planned requests of batchable models wait in ``_pending`` for the next round instead of the direct queue."""
 
     def __init__(self, scheduler: Scheduler, cache_dir: Any, follow_up: FollowUp | None = None,
                  on_finished: Callable[[], None] | None = None,
-                 announce: Callable[[str], None] | None = None) -> None:
+                 announce: Callable[[str], None] | None = None, batch_timeout: float = WINDOW_S) -> None:
         super().__init__(scheduler, follow_up, on_finished)
+        self.batch_timeout = batch_timeout  # --medhelm-batch-timeout: the longest this run waits for one batch
         self.cache = scheduler.cache
         self.budget = scheduler.budget
         self.records = BatchRecords(cache_dir)
@@ -252,7 +235,7 @@ class BatchSender(Sender):
             try:
                 state = await self._client.get(base, key, record.batch_id)
             except RequestFailed as exc:
-                if exc.retryable:
+                if exc.status != 404:  # (a reply it cannot read now: collected as far as it goes, the record kept)
                     collecting.append(self._collect(record, mine, None, spec, base, key))
                 else:  # the server does not know it (another account, a restarted test server): ask anew
                     self.records.remove(record.batch_id)
@@ -323,39 +306,53 @@ class BatchSender(Sender):
 
     async def _collect(self, record: BatchRecord, mine: dict[str, Job], state: BatchState | None, spec: ModelSpec,
                        base: str, key: str | None, reservations: dict[str, Any] | None = None) -> None:
+        """Wait for the batch (at most ``batch_timeout`` s), then store its results. Its record is removed only once
+        every answer of it is stored and every other line is its item's error: a results file that could not be
+        read, an answer the cache refused, a batch not ended by the deadline, a run stopped meanwhile all leave the
+        record, and the same command collects the batch (it is not submitted again)."""
         started = time.monotonic()
-        intervals = _poll_intervals()
+        deadline = started + self.batch_timeout
+        intervals = poll_intervals()
         failures = 0
         shown = None
+        if state is None or not state.done:  # (what this run now waits for, said as it starts)
+            self.batches[record.batch_id] = f"waiting, at most {self.batch_timeout:g} s (--medhelm-batch-timeout)"
+            self._say(f"medhelm batch {record.batch_id}: waiting for its {len(mine)} result(s) from {spec.name}, at "
+                      f"most {self.batch_timeout:g} s (--medhelm-batch-timeout)")
         while state is None or not state.done:
             if state is not None:
-                await asyncio.sleep(next(intervals))
+                if time.monotonic() >= deadline:
+                    self._timed_out(record, mine, state, spec, reservations)
+                    return
+                await asyncio.sleep(max(0.0, min(next(intervals), deadline - time.monotonic())))
             try:
                 state = await self._client.get(base, key, record.batch_id)
                 failures = 0
             except RequestFailed as exc:
                 failures += 1
-                if failures >= POLL_FAILURES_MAX or not exc.retryable:
+                if failures >= POLL_FAILURES_MAX or not exc.retryable or time.monotonic() >= deadline:
                     self.batches.pop(record.batch_id, None)
                     self._release(reservations or {}, mine)
                     self._fail_all(mine, f"batch {record.batch_id}: its status could not be read "
                                          f"({redact(exc.message, spec)}); its id is kept in the cache directory: "
                                          "the same command collects it later", exc.status)
                     return
-                await asyncio.sleep(next(intervals))
+                await asyncio.sleep(max(0.0, min(next(intervals), deadline - time.monotonic())))
                 continue
             seen = (state.status, state.completed, state.failed)
             if seen != shown:
                 shown = seen
                 counts = f"{state.completed}/{state.total or len(record.keys)}" + (
                     f", {state.failed} failed" if state.failed else "")
-                self.batches[record.batch_id] = f"{state.status} {counts}"
+                self.batches[record.batch_id] = (f"{state.status} {counts} (--medhelm-batch-timeout "
+                                                 f"{self.batch_timeout:g} s)")
                 self._say(f"medhelm batch {record.batch_id}: {state.status} {counts}")
         self.batches.pop(record.batch_id, None)
         # from the submission (or from when this run began to collect it) to its end, or the server's count if longer
         took = max(state.took_s or 0.0, time.monotonic() - started)
         limits = {k: line_limit(job.request.max_output_tokens) for k, job in mine.items()}
-        results = await self._read_results(state, set(record.keys), limits, spec, base, key)
+        lines, unread = await self._read_results(state, set(record.keys), limits, spec, base, key)
+        results = lines.results
         unasked = [Stored(k, result) for k, result in results.items()  # lines of an earlier run's batch that no
                    if k not in mine and isinstance(result, Completion)]  # item of this run asks for
         stored = list(unasked)
@@ -363,6 +360,7 @@ class BatchSender(Sender):
         self.notes.append(f"medhelm batch {state.id} ({_kind(mine)}, {spec.name} at {base}): {state.status}; "
                           f"{answered}/{len(mine)} answered" + (f", {len(mine) - answered} failed"
                                                                 if answered < len(mine) else ""))
+        self.notes.extend(lines.notes)
         finished: list[tuple[Job, Completion | ModelError]] = []
         for k, job in mine.items():
             outcome = results.get(k)
@@ -387,13 +385,17 @@ class BatchSender(Sender):
                 error = ModelError(spec.name, redact(outcome.message, spec), outcome.status)
             elif isinstance(outcome, BadLine):
                 error = ModelError(spec.name, f"batch {state.id}: {outcome}")
+            elif unread:  # (its line may be in the file that could not be read: the record stays for the next run)
+                error = ModelError(spec.name, redact(f"batch {state.id} {state.status}: {'; '.join(unread)}; its id "
+                                                     "is kept in the cache directory: the same command collects it "
+                                                     "(not submitted again)", spec))
             else:
                 why = "; ".join(state.errors) or "no result line for this request"
                 error = ModelError(spec.name, redact(f"batch {state.id} {state.status}: {why}", spec))
             stored.append(Stored(job.key, error))  # (this run's only: an error is never served to a later run)
             finished.append((job, error))
         # stored before any is reported (as AnswerWriter does): an item sees only an answer that is in the cache
-        refused = await asyncio.to_thread(self._store_all, stored)
+        refused = await asyncio.to_thread(store_all, self.cache, stored)
         self.scheduler.stats["answers"] += sum(one.key not in refused for one in unasked)
         for job, result in finished:
             if isinstance(result, ModelError):
@@ -401,70 +403,55 @@ class BatchSender(Sender):
             elif job.key in refused:
                 cause = refused[job.key]
                 self._store_error(job, ModelError(job.spec.name, "the answer came but could not be stored in the "
-                                                                 f"cache: {type(cause).__name__}: {cause}"))
+                                                                 f"cache: {type(cause).__name__}: {cause}; the batch's "
+                                                                 "id is kept: the same command collects it again"))
             else:
                 self.scheduler.stats["answers"] += 1
                 self._finished_in_batch(job, result)
+        if unread or refused:  # an answer of it is not stored yet: the next run collects it (not paid twice)
+            self.notes.append(f"medhelm batch {state.id}: kept in the cache directory ("
+                              + ("its results could not all be read" if unread else
+                                 f"{len(refused)} answer(s) could not be stored")
+                              + f"): the same command collects it, not submitted again (its record: "
+                              f"{self.records.path(record.batch_id)}; delete it to submit its requests anew)")
+            return
         self.records.remove(record.batch_id)
 
+    def _timed_out(self, record: BatchRecord, mine: dict[str, Job], state: BatchState, spec: ModelSpec,
+                   reservations: dict[str, Any] | None) -> None:
+        """The deadline passed with the batch not ended: its requests are errors that say so; its record stays."""
+        self.batches.pop(record.batch_id, None)
+        self._release(reservations or {}, mine)
+        message = (f"batch {record.batch_id} is still {state.status} after {self.batch_timeout:g} s, the "
+                   f"--medhelm-batch-timeout: no longer waited for; its id is kept in the cache directory: the same "
+                   "command collects it (not submitted again)")
+        self.notes.append(f"medhelm {message}")
+        self._say(f"medhelm {message}")
+        self._fail_all(mine, redact(message, spec), None)
+
     async def _read_results(self, state: BatchState, expected: set[str], limits: dict[str, int], spec: ModelSpec,
-                            base: str, key: str | None) -> dict[str, Completion | LineError | BadLine]:
-        """Every result line of the batch's output and error files, by request key. A line longer than its request's
-        ``max_tokens`` allows is not an answer (as a direct reply); a file longer than all of them is not read.
-        (A request of an earlier run's batch that this run does not ask for is allowed the largest bound.)"""
+                            base: str, key: str | None) -> tuple[ResultLines, list[str]]:
+        """Every result line of the batch's output and error files, by request key (:class:`ResultLines`: a line
+        longer than its request's ``max_tokens`` allows is not an answer, as a direct reply; a custom_id twice is
+        refused; a file longer than all of them is not read), and what could not be read (a file that failed
+        through the retries or was over its bound: the batch is then collected again by the next run). (A request
+        of an earlier run's batch that this run does not ask for is allowed the largest bound.)"""
         largest = max(limits.values(), default=line_limit(0))
         whole = results_limit([]) + sum(limits.get(k, largest) for k in expected)
-        out: dict[str, Completion | LineError | BadLine] = {}
+        lines = ResultLines(state.id, expected, limits, largest, model=spec.litellm_model.split("/", 1)[-1])
+        unread: list[str] = []
         for file_id in (state.output_file_id, state.error_file_id):
             if file_id is None:
                 continue
             try:
                 content = await self._retrying(partial(self._client.content, base, key, file_id, whole))
             except RequestFailed as exc:
-                self.notes.append(f"medhelm batch {state.id}: its results file {file_id} could not be read: "
-                                  f"{redact(exc.message, spec)}")
+                unread.append(f"its results file {file_id} could not be read ({redact(exc.message, spec)})")
                 continue
-            for raw in content.splitlines():
-                if not raw.strip():
-                    continue
-                result: Completion | LineError | BadLine
-                try:
-                    k, result = parse_result_line(raw, expected)
-                except BadLine as exc:
-                    if exc.key is not None:
-                        out.setdefault(exc.key, exc)
-                    else:
-                        self.notes.append(f"medhelm batch {state.id}: {exc}")
-                    continue
-                if len(raw) > limits.get(k, largest):  # (the bound of a direct reply, pytest_medhelm.models.replies)
-                    result = BadLine(f"malformed reply: the result line is {len(raw):,} bytes, over the "
-                                     f"{limits.get(k, largest):,} its request's max_tokens allow: not an answer", k)
-                if not isinstance(out.get(k), Completion):  # (an answer wins over an error line for the same key)
-                    out[k] = result
-        return out
+            lines.add(content)
+        return lines, unread
 
     # ------------------------------------------------------------------ results
-    def _store_all(self, stored: list[Stored]) -> dict[str, Exception]:
-        """A batch's answers and errors into the cache, under the keys a direct run uses (on a thread: a batch of
-        50,000 lines, or a cache whose lock is held, does not hold the loop), a transaction per
-        :data:`STORE_CHUNK` entries; the exception that kept each answer that could not be stored, by its key. A
-        transaction that fails is written again one entry at a time (as AnswerWriter does), so that one answer that
-        cannot be stored is that answer's error only; an error that cannot be stored still reaches its item
-        through the sender."""
-        refused: dict[str, Exception] = {}
-        for start in range(0, len(stored), STORE_CHUNK):
-            chunk = stored[start:start + STORE_CHUNK]
-            try:
-                self.cache.put_many(chunk)
-            except Exception:  # noqa: BLE001 - which entry it was is found by writing them one by one
-                for one in chunk:
-                    try:
-                        self.cache.put_many([one])
-                    except Exception as exc:  # noqa: BLE001 - e.g. the cache's lock timed out: this answer's error
-                        if isinstance(one.result, Completion):
-                            refused[one.key] = exc
-        return refused
-
     def _store_error(self, job: Job, error: ModelError) -> None:
         try:
             self.cache.put_error(job.key, error)  # (this run's only: an error is never served to a later run)

@@ -183,7 +183,8 @@ class Delivery:
             self.write_line(line, {"yellow": True})
         # (no item waits here to show how the batches go: the sender says it)
         announce = None if self.ctx.role.runs_items else (lambda text: self.write_line(text, {}))
-        return BatchSender(self.ctx.scheduler, self.ctx.cache_dir(), follow_up, self._sender_finished, announce)
+        return BatchSender(self.ctx.scheduler, self.ctx.cache_dir(), follow_up, self._sender_finished, announce,
+                           batch_timeout=self.ctx.run_config.batch_timeout)
 
     def _sender_finished(self) -> None:
         if self._on_sender_finished is not None:

@@ -107,6 +107,9 @@ def test_ctrl_c_after_submitting_then_the_same_command_collects_the_batch_instea
             first.kill()
             first.wait()
     assert first.returncode == 2, output[-3000:]  # interrupted
+    if xdist:  # the controller said what it waits for, as it began to
+        assert re.search(r"medhelm batch batch-\S+: waiting for its 10 result\(s\) from openai/writer, at most 86400 s "
+                         r"\(--medhelm-batch-timeout\)", output), output[-3000:]
     [batch_id] = batch_stats(server.url)["batch_ids"]
     assert len(list((pytester.path / "cache" / "batches").glob("*.json"))) == 1  # its id is kept
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from pytest_medhelm.cost import Prices, PricesError
 from pytest_medhelm.models import batch_api, batches
-from pytest_medhelm.models.batch_api import (BadLine, BatchRecord, BatchRecords, BatchState, LineError, batch_line,
-                                             chunks, parse_result_line)
+from pytest_medhelm.models.batch_api import (BadLine, BatchRecord, BatchRecords, BatchState, LineError, ResultLines,
+                                             batch_line, chunks, parse_result_line, same_model)
 from pytest_medhelm.models.batches import batch_rates, batchable, unbatchable_line
 from pytest_medhelm.models.transport import RequestFailed
 from pytest_medhelm.values import Completion, ModelSpec
@@ -143,6 +143,50 @@ def test_a_line_that_is_not_a_result_is_named_and_never_an_answer(raw, why):
 def test_text_parts_are_joined_and_absent_usage_is_unknown_as_for_a_direct_reply():
     _key, answer = parse_result_line(ok_line(content=[{"type": "text", "text": "B"}, "!"], usage={}), {KEY})
     assert (answer.text, answer.tokens_in, answer.tokens_out, answer.usage_known) == ("B!", 0, 0, False)
+
+
+def test_a_line_nested_too_deeply_is_its_own_items_error_when_its_custom_id_can_be_read():
+    nested = b'{"custom_id": "' + KEY.encode() + b'", "response": {"status_code": 200, "body": ' + b"[" * 20_000 \
+        + b"]" * 20_000 + b"}}"
+    with pytest.raises(BadLine, match="nested too deeply") as info:
+        parse_result_line(nested, {KEY})
+    assert info.value.key == KEY
+    with pytest.raises(BadLine) as unknown:  # (a custom_id the batch did not hold, or none: no item to blame)
+        parse_result_line(nested.replace(KEY.encode(), b"someone"), {KEY})
+    assert unknown.value.key is None
+    deep_content = ok_line(content={"a": None}).replace(b'{"a": null}', b"[" * 20_000 + b"]" * 20_000)
+    with pytest.raises(BadLine, match="nested too deeply") as in_body:
+        parse_result_line(deep_content, {KEY})
+    assert in_body.value.key == KEY
+
+
+@pytest.mark.parametrize("replied, asked, same", [
+    ("writer", "writer", True), ("gpt-4o-mini-2024-07-18", "gpt-4o-mini", True), ("gpt-4-0613", "gpt-4", True),
+    ("gpt-4o-mini", "gpt-4o", False), ("someone-else", "writer", False), ("writer-2024", "writer", True),
+    ("writer-x", "writer", False), ("WRITER", "writer", False),
+])
+def test_a_reply_is_the_batchs_model_or_a_dated_snapshot_of_it(replied, asked, same):
+    assert same_model(replied, asked) is same
+    line = json.loads(ok_line())
+    line["response"]["body"]["model"] = replied
+    if same:
+        assert isinstance(parse_result_line(json.dumps(line), {KEY}, asked)[1], Completion)
+    else:
+        with pytest.raises(BadLine, match=f"answers for model '{replied}', not '{asked}'"):
+            parse_result_line(json.dumps(line), {KEY}, asked)
+
+
+def test_a_custom_id_twice_is_refused_for_its_item_and_a_foreign_one_is_said():
+    other = "o" * 64
+    lines = ResultLines("batch-1", {KEY, other}, {}, 100_000)
+    lines.add(ok_line() + b"\n" + ok_line(content="C") + b"\n" + ok_line(key=other) + b"\n" + ok_line(key="x") + b"\n")
+    assert isinstance(lines.results[other], Completion)
+    assert isinstance(lines.results[KEY], BadLine) and "on 2 lines" in str(lines.results[KEY])
+    assert lines.lines == {KEY: 2, other: 1}
+    assert any("did not hold: custom_id 'x'" in n for n in lines.notes)
+    assert any("is on more than one result line" in n for n in lines.notes)
+    lines.add(ok_line())  # a third: still refused, said once
+    assert "on 3 lines" in str(lines.results[KEY]) and len(lines.notes) == 2
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

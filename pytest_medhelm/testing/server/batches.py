@@ -21,10 +21,29 @@ requests: a batch run leaves ``/_stats``' ``count`` at 0. A line whose last user
 ``fail_lines`` (``{substring: message}``) gets a 400 in the error file with that message, as a provider rejects one
 request of a batch. With the server's ``api_key`` set, every call needs it.
 
+Faults a provider (or a man in the middle) may bring, each a configuration key (``POST /_batches``):
+
+``outcome: "in_progress"``
+    a batch that never ends (every poll: ``in_progress``, 0 answered).
+``content_failures: N``
+    the next N downloads of a batch's output or error file answer 502 (then the file, as usual).
+``status_padding: N``
+    every ``GET /v1/batches/{id}`` reply carries N more bytes (``metadata.padding``), streamed in 1 MiB chunks
+    without a Content-Length (the server never holds them); ``GET /_batches``' ``status_bytes_sent`` says how many
+    bytes of such replies reached the socket before the client hung up. ``upload_padding: N``: the same for the
+    File object ``POST /v1/files`` returns (counted in ``status_bytes_sent`` too).
+``line_faults: {substring: fault}``
+    the result line of each request whose last user message contains ``substring`` is, per ``fault``:
+    ``duplicate`` (written twice, the second copy's answer ``DUPLICATE``), ``other_model`` (its reply names the
+    model ``someone-else``), ``nested`` (its response body nested 20,000 lists deep, its ``custom_id`` readable),
+    ``not_object`` (a JSON list instead of an object).
+``foreign_lines: N``
+    N more answer lines in the output file, for ``custom_id``s the batch did not hold.
+
 Control plane (no key): ``GET /_batches`` (files uploaded, batches created, their ids, polls, every line's
 ``custom_id`` and body) and ``POST /_batches`` (``polls``, ``outcome``, ``fail_lines``, ``available``: false makes
-``POST /v1/files`` a 404 like a server without a Batch API; ``reset``: forget every file and batch).
-:func:`batch_stats` and :func:`configure_batches` call them from any process.
+``POST /v1/files`` a 404 like a server without a Batch API; the faults above; ``reset``: forget every file and
+batch). :func:`batch_stats` and :func:`configure_batches` call them from any process.
 """
 
 from __future__ import annotations
@@ -44,9 +63,11 @@ from pytest_medhelm.testing.server.protocol import (CHAT_URL, chat_request_probl
                                                     last_user_text, refused)
 from pytest_medhelm.testing.server.state import ServerState
 
-OUTCOMES = ("completed", "failed", "expired")
+OUTCOMES = ("completed", "failed", "expired", "in_progress")
+LINE_FAULTS = ("duplicate", "other_model", "nested", "not_object")
+NESTING = 20_000
 
-Handler = Callable[[web.Request], Awaitable[web.Response]]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _id(prefix: str) -> str:
@@ -59,7 +80,10 @@ class BatchService:
     def __init__(self, state: ServerState) -> None:
         self.state = state  # the chat server's state: its answer policy and its key
         self._lock = threading.Lock()
-        self.config: dict[str, Any] = {"polls": 2, "outcome": "completed", "fail_lines": {}, "available": True}
+        self.config: dict[str, Any] = {"polls": 2, "outcome": "completed", "fail_lines": {}, "available": True,
+                                       "content_failures": 0, "status_padding": 0, "upload_padding": 0,
+                                       "line_faults": {},
+                                       "foreign_lines": 0}
         self._reset()
 
     def _reset(self) -> None:
@@ -68,6 +92,8 @@ class BatchService:
         self.created: list[str] = []
         self.polls = 0
         self.lines: list[dict[str, Any]] = []
+        self.status_bytes_sent = 0
+        self.downloads_failed = 0
 
     def install(self, app: web.Application) -> None:
         app.router.add_post("/v1/files", self._keyed(self._upload))
@@ -82,7 +108,7 @@ class BatchService:
     def _keyed(self, handler: Handler) -> Handler:
         """``handler`` behind the server's key (the chat endpoint's 401 when it is missing or wrong)."""
 
-        async def keyed(request: web.Request) -> web.Response:
+        async def keyed(request: web.Request) -> web.StreamResponse:
             return error_response(401) if refused(request, self.state.api_key) else await handler(request)
 
         return keyed
@@ -102,7 +128,7 @@ class BatchService:
         return {k: v for k, v in entry.items() if k not in ("content", "_lines", "_polls")}
 
     # ------------------------------------------------------------------ files
-    async def _upload(self, request: web.Request) -> web.Response:
+    async def _upload(self, request: web.Request) -> web.StreamResponse:
         if not self.config["available"]:
             return self._error(404, "Invalid URL (POST /v1/files)")
         try:
@@ -115,12 +141,22 @@ class BatchService:
         content = upload.file.read()
         with self._lock:
             entry = self._file(content, "batch", getattr(upload, "filename", "batch.jsonl") or "batch.jsonl")
+        if self.config["upload_padding"]:
+            return await self._padded(request, self._public(entry), self.config["upload_padding"])
         return web.json_response(self._public(entry))
 
     async def _content(self, request: web.Request) -> web.Response:
         entry = self.files.get(request.match_info["file_id"])
         if entry is None:
             return self._error(404, "No such File object")
+        if entry["purpose"] == "batch_output":
+            with self._lock:
+                failing = self.config["content_failures"] > 0
+                if failing:
+                    self.config["content_failures"] -= 1
+                    self.downloads_failed += 1
+            if failing:
+                return self._error(502, "Bad gateway (the test server was told to fail this download)")
         return web.Response(body=entry["content"], content_type="application/octet-stream")
 
     # ------------------------------------------------------------------ batches
@@ -187,7 +223,7 @@ class BatchService:
                 lines.append(line)
         return lines, errors
 
-    async def _get(self, request: web.Request) -> web.Response:
+    async def _get(self, request: web.Request) -> web.StreamResponse:
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None:
             return self._error(404, "No such Batch object")
@@ -196,11 +232,35 @@ class BatchService:
         if batch["status"] in ("validating", "in_progress"):
             batch["_polls"] += 1
             now = int(time.time())
-            if batch["_polls"] >= self.config["polls"]:
+            if batch["_polls"] >= self.config["polls"] and self.config["outcome"] != "in_progress":
                 await self._finish(batch, self.config["outcome"])
             elif batch["status"] == "validating":
                 batch.update(status="in_progress", in_progress_at=now)
+        if self.config["status_padding"]:
+            return await self._padded(request, self._public(batch), self.config["status_padding"])
         return web.json_response(self._public(batch))
+
+    async def _padded(self, request: web.Request, batch: dict[str, Any], padding: int) -> web.StreamResponse:
+        """``batch`` with ``padding`` bytes more in ``metadata.padding``, streamed (no Content-Length)."""
+        head, tail = json.dumps({**batch, "metadata": {"padding": ""}}).encode("utf-8").split(b'"padding": ""')
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        chunk = b"x" * (1 << 20)
+        try:
+            await self._sent(response, head + b'"padding": "')
+            for start in range(0, padding, len(chunk)):
+                await self._sent(response, chunk[:padding - start])
+            await self._sent(response, b'"' + tail)
+            await response.write_eof()
+        except (ConnectionError, RuntimeError):  # the client hung up (as it should, past its bound)
+            pass
+        return response
+
+    async def _sent(self, response: web.StreamResponse, data: bytes) -> None:
+        await response.write(data)
+        with self._lock:
+            self.status_bytes_sent += len(data)
 
     async def _cancel(self, request: web.Request) -> web.Response:
         batch = self.batches.get(request.match_info["batch_id"])
@@ -237,11 +297,17 @@ class BatchService:
                 failed.append({**entry, "response": {"status_code": 400, "request_id": _id("req"),
                                                       "body": error_body(400, rejected)}, "error": None})
                 continue
-            output.append({**entry, "response": {"status_code": 200, "request_id": _id("req"),
-                                                 "body": await reply_for(cfg, body, text)}, "error": None})
+            answer = {**entry, "response": {"status_code": 200, "request_id": _id("req"),
+                                            "body": await reply_for(cfg, body, text)}, "error": None}
+            fault = next((f for sub, f in self.config["line_faults"].items() if sub in text), None)
+            output.extend(_faulty(answer, fault))
+        for n in range(self.config["foreign_lines"] if lines else 0):  # (answers to requests no one sent)
+            output.append({"id": _id("batch_req"), "custom_id": f"foreign-{n}", "error": None, "response": {
+                "status_code": 200, "request_id": _id("req"), "body": await reply_for(cfg, lines[0]["body"], "x")}})
         with self._lock:
             if output:
-                batch["output_file_id"] = self._file(_jsonl(output), "batch_output", "output.jsonl")["id"]
+                content = b"".join(line if isinstance(line, bytes) else _jsonl([line]) for line in output)
+                batch["output_file_id"] = self._file(content, "batch_output", "output.jsonl")["id"]
             if failed:
                 batch["error_file_id"] = self._file(_jsonl(failed), "batch_output", "errors.jsonl")["id"]
         batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(failed)}
@@ -254,7 +320,8 @@ class BatchService:
                 "files_uploaded": sum(1 for f in self.files.values() if f["purpose"] == "batch"),
                 "batches_created": len(self.created), "batch_ids": list(self.created), "polls": self.polls,
                 "statuses": {bid: b["status"] for bid, b in self.batches.items()},
-                "lines": list(self.lines)})
+                "lines": list(self.lines), "status_bytes_sent": self.status_bytes_sent,
+                "downloads_failed": self.downloads_failed})
 
     async def _configure(self, request: web.Request) -> web.Response:
         try:
@@ -274,6 +341,12 @@ class BatchService:
                 if key == "fail_lines" and not (isinstance(value, dict) and all(
                         isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
                     raise ValueError(f"fail_lines maps substrings to messages, got {value!r}")
+                if key in ("content_failures", "status_padding", "upload_padding", "foreign_lines") and (
+                        not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                    raise ValueError(f"{key} must be an integer >= 0, got {value!r}")
+                if key == "line_faults" and not (isinstance(value, dict) and all(
+                        isinstance(k, str) and v in LINE_FAULTS for k, v in value.items())):
+                    raise ValueError(f"line_faults maps substrings to one of {LINE_FAULTS}, got {value!r}")
                 config[key] = bool(value) if key == "available" else value
         except ValueError as exc:
             return self._error(400, f"bad batch configuration: {exc}")
@@ -282,6 +355,23 @@ class BatchService:
             if changes.get("reset"):
                 self._reset()
         return web.json_response({k: v for k, v in config.items()})
+
+
+def _faulty(answer: dict[str, Any], fault: str | None) -> list[dict[str, Any] | bytes]:
+    """The output line(s) of ``answer`` with ``fault`` (:data:`LINE_FAULTS`): records, or raw bytes."""
+    if fault == "duplicate":
+        body = json.loads(json.dumps(answer["response"]["body"]))
+        body["choices"][0]["message"]["content"] = "DUPLICATE"
+        return [answer, {**answer, "id": _id("batch_req"), "response": {**answer["response"], "body": body}}]
+    if fault == "other_model":
+        body = {**answer["response"]["body"], "model": "someone-else"}
+        return [{**answer, "response": {**answer["response"], "body": body}}]
+    if fault == "nested":
+        return [json.dumps({"id": answer["id"], "custom_id": answer["custom_id"]}).encode("utf-8")[:-1]
+                + b', "response": {"status_code": 200, "body": ' + b"[" * NESTING + b"]" * NESTING + b"}}\n"]
+    if fault == "not_object":
+        return [json.dumps([answer]).encode("utf-8") + b"\n"]
+    return [answer]
 
 
 def _jsonl(records: list[dict]) -> bytes:
@@ -303,5 +393,7 @@ def batch_stats(base_url: str) -> dict[str, Any]:
 
 
 def configure_batches(base_url: str, **config: Any) -> dict[str, Any]:
-    """Set ``polls``, ``outcome``, ``fail_lines``, ``available`` (or ``reset=True``) on the server at ``base_url``."""
+    """Set ``polls``, ``outcome``, ``fail_lines``, ``available``, the faults (``content_failures``,
+    ``status_padding``, ``line_faults``, ``foreign_lines``; the module says each) or ``reset=True`` on the server at
+    ``base_url``."""
     return _control(base_url, "POST", config)
