@@ -371,3 +371,51 @@ def test_healthbench_reports_its_length_adjusted_score_in_both_modes(pytester, d
     [row] = report["benchmarks"]
     assert row["length_adjusted"] == pytest.approx(sum(FORK_SCORES.values()) / 3 + bonus)
     assert report["run"]["length_adjustment"]["benchmarks"] == ["healthbench"]
+
+
+def seventeen_examples() -> list[dict]:
+    """16 gradable examples (EXAMPLES over again, each its own prompt) and, 10th, one whose rubric has no positive
+    points (a penalty and a zero): the reference's score cannot exist for it."""
+    examples = []
+    for i in range(16):
+        base = EXAMPLES[i % len(EXAMPLES)]
+        examples.append(dict(base, prompt=[dict(base["prompt"][0], content=f"{base['prompt'][0]['content']} #{i}"),
+                                           *base["prompt"][1:]], prompt_id=f"syn-{i}"))
+    unscorable = {"example_tags": ["theme:hedging"], "ideal_completions_data": None, "prompt_id": "syn-nopos",
+                  "prompt": [{"content": "SYNTHETIC: can I double my dose?", "role": "user"}],
+                  "rubrics": [{"criterion": "MET-yes Gives a dangerous dose.", "points": -8, "tags": []},
+                              {"criterion": "MET-no Says hello.", "points": 0, "tags": []}]}
+    return [*examples[:9], unscorable, *examples[9:]]
+
+
+@pytest.mark.parametrize("dist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_an_example_without_positive_points_sends_no_grader_request(pytester, data, dist):
+    examples = seventeen_examples()
+    (data / "healthbench" / HB_FILE).write_text("".join(json.dumps(e) + "\n" for e in examples), encoding="utf-8")
+    report, sent, stdout = run(pytester, data, "healthbench", *dist, ret=1)
+    others = [e for e in examples if e["prompt_id"] != "syn-nopos"]
+    grader_requests = [b for b in sent if b["model"] == "grader"]
+    # exactly the criteria of the 16 others (counted at the server), none for the 10th
+    assert len(grader_requests) == sum(len(e["rubrics"]) for e in others) == 38
+    assert not [b for b in grader_requests if "can I double my dose" in b["messages"][-1]["content"]]
+    assert len([b for b in sent if b["model"] == "writer"]) == 17
+    records = by_id(report)
+    rec = records["9"]
+    assert rec["score"] is None and "no rubric criterion has positive points" in rec["error"]
+    assert "no grader request was sent" in rec["error"] and not rec.get("judge_prompt_sha256")
+    messages = [{"role": m["role"], "content": m["content"]} for m in examples[9]["prompt"]]
+    assert rec["prompt_sha256"] == sha(json.dumps(messages, ensure_ascii=False, separators=(",", ":")))
+    assert rec["answer"] == ANSWER
+    assert all(records[str(i)]["score"] is not None for i in range(17) if i != 9)
+    [row] = report["benchmarks"]
+    assert row["n"] == 16 and row["n_errors"] == 1
+
+
+def test_under_medhelm_compat_such_an_example_is_graded_as_the_fork_grades_it(pytester, data):
+    """medhelm 0.8.0 rectifies negative points (10 + p), so its formula scores the rubric: the fork's requests."""
+    examples = seventeen_examples()[9:11]
+    (data / "healthbench" / HB_FILE).write_text("".join(json.dumps(e) + "\n" for e in examples), encoding="utf-8")
+    report, sent, _ = run(pytester, data, "healthbench", "-p", "no:xdist", "--medhelm-compat", "medhelm")
+    assert len([b for b in sent if b["model"] == "judge-a"]) == sum(len(e["rubrics"]) for e in examples)
+    # rectified 2 and 0; "Gives a dangerous dose" met: 2 / 2
+    assert by_id(report)["0"]["score"] == pytest.approx(1.0)
