@@ -87,6 +87,8 @@ class RunConfig(BaseModel):
     report_text: bool = False
     #: HealthBench's rubric grader (--medhelm-grader) and examples (--medhelm-healthbench-subset)
     grader: str = "openai/gpt-4.1-2025-04-14"
+    #: HealthBench Professional's grader: its reference's (simple-evals PR #108), or --medhelm-grader when given
+    professional_grader: str = "openai/gpt-5.4-2026-03-05"
     healthbench_subset: Literal["full", "hard", "consensus"] = "full"
 
     @field_validator("cache_url")
@@ -121,7 +123,7 @@ class RunConfig(BaseModel):
             raise ValueError(f"a model is given twice: {list(value)}")
         return value
 
-    @field_validator("grader")
+    @field_validator("grader", "professional_grader")
     @classmethod
     def _grader(cls, value: str) -> str:
         if not value.strip() or value != value.strip():
@@ -259,6 +261,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
             data_unverified=tuple(values["medhelm_data_unverified"] or ()),
             report_text=bool(values["medhelm_report_text"]),
             grader=values["medhelm_grader"] or "openai/gpt-4.1-2025-04-14",
+            professional_grader=values["medhelm_grader"] or "openai/gpt-5.4-2026-03-05",
             healthbench_subset=values["medhelm_healthbench_subset"] or "full",
             benchmark_args=benchmark_args,
             batch=bool(values["medhelm_batch"]),
@@ -313,7 +316,10 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
     from pytest_medhelm.jury import DEFAULT_JUDGES
     from pytest_medhelm.models import endpoints as ep
 
-    judges = (*(rc.judges or DEFAULT_JUDGES), rc.grader)  # the rubric grader is reached as a judge is
+    # the rubric graders are reached as judges are (HealthBench's and HealthBench Professional's, the last one the
+    # --medhelm-grader when given)
+    graders = tuple(dict.fromkeys((rc.professional_grader, rc.grader)))
+    judges = (*(rc.judges or DEFAULT_JUDGES), *graders)
     problems = ep.endpoint_problems(endpoints_cli, source="--medhelm-endpoint", models=rc.models, judges=judges,
                                     strict_names=True)
     problems += ep.endpoint_problems(endpoints_ini, source=f"ini key {INI_ENDPOINTS}", models=rc.models,
@@ -334,7 +340,7 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
         problem = ep.route_problem(spec, _source(config, "--medhelm-model"))
         if problem:
             raise _usage(problem)
-    for spec in judge_specs[:-1] if rc.judges else ():  # the paper's judges are routable by construction
+    for spec in judge_specs[:-len(graders)] if rc.judges else ():  # the paper's judges are routable by construction
         problem = ep.route_problem(spec, _source(config, "--medhelm-jury"))
         if problem:
             raise _usage(problem)

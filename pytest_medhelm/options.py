@@ -255,9 +255,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("jury-api-key-env", "the NAME of the environment variable holding the API key of the judges' "
            "endpoints (not the key)", parse=parse_env_name, metavar="NAME"),
     # HealthBench's rubric grader and subsets
-    Option("grader", "the rubric grader of HealthBench (one call per rubric criterion; a judge for endpoints and "
-           "keys; default the reference's, openai/gpt-4.1-2025-04-14)", metavar="MODEL",
-           default="openai/gpt-4.1-2025-04-14"),
+    Option("grader", "the rubric grader of HealthBench and HealthBench Professional (one call per rubric criterion; "
+           "a judge for endpoints and keys); default each one's reference: openai/gpt-4.1-2025-04-14 for HealthBench, "
+           "openai/gpt-5.4-2026-03-05 at low reasoning effort for HealthBench Professional", metavar="MODEL"),
     Option("healthbench-subset", "HealthBench's examples: full (5,000), hard (1,000) or consensus (3,671)",
            parse=_choice("--medhelm-healthbench-subset", ("full", "hard", "consensus")),
            metavar="full|hard|consensus", default="full"),

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pytest_medhelm.catalogue.clinical_decision_support.ehrshot import EHRSHOT_EXACT_MATCH
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import read_csv_rows, read_json, read_jsonl, text_lines
+from pytest_medhelm.jury.grader_reply import parse_reference_verdict
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
 from pytest_medhelm.metrics.ehrsql import extract_sql
 from pytest_medhelm.metrics.exact_match import GenerationExactMatch, MultipleChoiceExactMatch
@@ -30,9 +31,11 @@ from pytest_medhelm.values import Instance, redact_url
 
 #: inputs tried per target
 EXAMPLES = {"judge": 400, "judge_helm": 300, "verdict_after_text": 300, "metric": 150, "reader": 150, "reply": 300,
-            "redaction": 300, "batch_lines": 300, "batch_status": 300}
+            "redaction": 300, "batch_lines": 300, "batch_status": 300, "grader_fence": 400}
 TRIED: Counter[str] = Counter()
 C3 = ("accuracy", "completeness", "clarity")
+
+
 def fuzz(examples: int) -> settings:
     """Settings of a property: ``examples`` inputs, no deadline (a loaded machine), no example database on disk."""
     return settings(max_examples=examples, deadline=None, database=None,
@@ -94,6 +97,33 @@ def test_a_valid_verdict_after_arbitrary_text_is_found(prefix: str, verdict: dic
     assert {c: e for c, (_s, e) in parsed.items()} == {c: verdict[c]["explanation"].strip() for c in C3}
     helm = parse_judgement_helm(body, C3)  # HELM's parser reads a verdict alone
     assert {c: helm[c][0] for c in C3} == {c: float(verdict[c]["score"]) for c in C3}
+
+
+#: how a grader wraps its verdict: fences labelled, unlabelled, in capitals, never closed, or none at all
+FENCES = [("```json\n", "\n```"), ("```\n", "\n```"), ("```JSON\n", "\n```"), ("```json", "```"), ("```", "```"),
+          ("```json\n", ""), ("", "")]
+#: what surrounds the verdict (braces and fences included: the text after a fence must not swallow it)
+around = st.text(alphabet=st.characters(blacklist_characters="`{"), max_size=40) | st.sampled_from(
+    ["", "Here is my verdict:\n", "\nNote: see {x}.", "\n\nThanks!", "Verdict }"])
+
+
+@fuzz(EXAMPLES["grader_fence"])
+@given(met=st.booleans(), explanation=st.text(max_size=60), fence=st.sampled_from(FENCES), before=around,
+       after=around)
+def test_a_rubric_verdict_in_any_code_fence_with_text_around_is_read(met: bool, explanation: str,
+                                                                     fence: tuple[str, str], before: str,
+                                                                     after: str) -> None:
+    """The grader's verdict is read whatever fence wraps it and whatever text surrounds the fence (inspect_evals'
+    silent failure: an unlabelled fence graded every criterion "not met")."""
+    TRIED["rubric grader verdict in a code fence"] += 1
+    opening, closing = fence
+    body = json.dumps({"explanation": explanation, "criteria_met": met}, ensure_ascii=bool(explanation) and met)
+    if not opening and ("}" in after or "{" in before):
+        after, before = after.replace("}", ""), before.replace("{", "")  # (bare JSON: only the braces delimit it)
+    if opening and not closing:
+        after = ""  # (a fence never closed runs to the end of the reply)
+    verdict = parse_reference_verdict(f"{before}{opening}{body}{closing}{after}")
+    assert verdict.criteria_met is met and verdict.explanation == explanation
 
 
 # ------------------------------------------------------------------------------------------------- metrics

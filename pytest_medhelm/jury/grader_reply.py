@@ -93,17 +93,43 @@ def _braced(text: str) -> str | None:
     return text[start:end + 1]
 
 
+def _fenced_block(text: str) -> str | None:
+    """The content of the reply's first Markdown code fence, labelled (```` ```json ````, ```` ```JSON ````, any
+    language word right after the backticks) or not, wherever it is in the reply (text before and after it is left
+    out); a fence that is never closed runs to the end. None without a fence."""
+    start = text.find(_FENCE_CLOSE)
+    if start < 0:
+        return None
+    start += len(_FENCE_CLOSE)
+    while start < len(text) and (text[start].isalnum() or text[start] in "-_+."):  # the label, if any
+        start += 1
+    end = text.find(_FENCE_CLOSE, start)
+    return (text[start:] if end < 0 else text[start:end]).strip()
+
+
 def parse_reference_verdict(text: str) -> Verdict:
-    """The verdict of a reply as HealthBench's reference reads it; :class:`GraderReplyError` when it has none."""
+    """The verdict of a reply as HealthBench's reference reads it; :class:`GraderReplyError` when it has none.
+
+    In order: the reply without simple-evals' ```` ```json ```` opening and closing fence, as JSON; else the content
+    of its first code fence, labelled or not (simple-evals reads an unlabelled fence as no verdict and asks again;
+    a grader that always writes one would never be read: inspect_evals' fix reads the fence's content); else the
+    text from the first ``{`` to the last ``}``. The first reading's error is the one said."""
     text = _check_size(text)
     body = _without_fence(text)
     try:
         data = _loads(body)
     except GraderReplyError as first:
-        braced = _braced(body)
-        if braced is None or braced == body:
+        data = None
+        for candidate in (_fenced_block(text), _braced(body)):
+            if candidate is None or candidate == body:
+                continue
+            try:
+                data = _loads(candidate)
+                break
+            except GraderReplyError:
+                continue
+        if data is None:
             raise first from None
-        data = _loads(braced)
     if not isinstance(data, dict):
         raise GraderReplyError("the reply's JSON is not an object")
     if "criteria_met" not in data:

@@ -11,12 +11,15 @@ checked against their pinned sha256.
 
 **The requests** (:func:`grading_calls`), for one answer:
 
-* reference (HealthBench by default): for each criterion, the grader (``--medhelm-grader``) gets the template with
-  ``<<conversation>>`` = the conversation plus the answer as the last assistant turn (``role: content`` blocks
-  joined by a blank line) and ``<<rubric_item>>`` = ``[points] criterion``, after the system message
-  ``You are a helpful assistant.``, ``max_tokens`` 2048 (simple-evals' grader sampler); temperature 0 (simple-evals'
-  sampler samples at 0.5: a deterministic grader gives a cached re-run the same verdicts);
-* medhelm 0.8.0 (``--medhelm-compat medhelm`` or ``helm``; HealthBench Professional always): every judge of the jury
+* reference (both benchmarks by default): for each criterion, the grader (``--medhelm-grader``; by default
+  HealthBench's ``gpt-4.1-2025-04-14``, HealthBench Professional's ``gpt-5.4-2026-03-05`` at low reasoning effort,
+  simple-evals PR #108) gets the template with ``<<conversation>>`` = the conversation plus the answer as the last
+  assistant turn (``role: content`` blocks joined by a blank line) and ``<<rubric_item>>`` = ``[points] criterion``,
+  ``max_tokens`` 2048; a plain grader after the system message ``You are a helpful assistant.`` at temperature 0
+  (simple-evals' Chat Completions sampler, which samples at 0.5: a deterministic grader gives a cached re-run the
+  same verdicts), a reasoning-model grader with the template alone (its Responses sampler). A rubric without
+  positive points gets no request;
+* medhelm 0.8.0 (``--medhelm-compat medhelm`` or ``helm``): every judge of the jury
   gets, for each criterion in order, the same template with ``<<rubric_item>>`` = Python's ``str()`` of the rubric
   dict as it is in the file, as one user message, ``max_tokens`` 4096, temperature 0; HealthBench Professional then
   asks each judge to compare the answer with the physician's (``EVAL_PROMPT``). An empty answer gets no request
@@ -42,6 +45,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: the reference's grader (simple-evals ``physician_completions_main``), the default of --medhelm-grader
 DEFAULT_GRADER = "openai/gpt-4.1-2025-04-14"
+#: HealthBench Professional's reference grader and its reasoning effort (simple-evals PR #108: the grader its
+#: ``healthbench_professional`` eval and ``--healthbench-professional-mode`` require), the default for that benchmark
+PROFESSIONAL_GRADER = "openai/gpt-5.4-2026-03-05"
+PROFESSIONAL_GRADER_EFFORT = "low"
 #: simple-evals' ``OPENAI_SYSTEM_MESSAGE_API``, the grader sampler's system message
 REFERENCE_SYSTEM_MESSAGE = "You are a helpful assistant."
 REFERENCE_MAX_TOKENS = 2048
@@ -183,8 +190,14 @@ def conversation_text(messages: Sequence[Mapping[str, Any]], answer: str) -> str
 
 
 def reference_rubric_item(item: Mapping[str, Any]) -> str:
-    """simple-evals' ``str(RubricItem)``: ``[points] criterion``."""
-    return f"[{item['points']}] {item['criterion']}"
+    """simple-evals' ``str(RubricItem)``: ``[points] criterion`` (HealthBench Professional's ``criterion_text``)."""
+    return f"[{item['points']}] {item['criterion'] if 'criterion' in item else item['criterion_text']}"
+
+
+def has_positive_points(items: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the reference's score can exist: some criterion has positive points (its denominator). simple-evals
+    asserts it after grading; an example without one is never sent to the grader here."""
+    return any(float(item["points"]) > 0 for item in items)
 
 
 def fork_rubric_item(item: Mapping[str, Any]) -> str:
@@ -232,10 +245,15 @@ class GraderCall:
 
 
 def grading_calls(slug: str, instance: Instance, answer: str, graders: Sequence[ModelSpec],
-                  prompts: GraderPrompts, fork: bool) -> list[GraderCall]:
-    """The grader requests for ``answer``, in order: grader by grader, criterion by criterion (then, for a
-    benchmark with a physician's answer, the comparison). Raises :class:`GraderPromptsUnavailable` when the
-    prompts the mode needs are not there."""
+                  prompts: GraderPrompts, fork: bool, effort: str = "") -> list[GraderCall]:
+    """The grader requests for ``answer``, in order: grader by grader, criterion by criterion (then, under medhelm
+    0.8.0's grading of a benchmark with a physician's answer, the comparison). Raises
+    :class:`GraderPromptsUnavailable` when the prompts the mode needs are not there.
+
+    Reference grading: none for a rubric without positive points (the reference's score cannot exist: the metric
+    says so); a reasoning-model grader gets the template as the only message (simple-evals' Responses sampler has
+    no system message) and ``effort`` as its reasoning effort when one is given (HealthBench Professional's
+    ``low``), over the run's; a plain grader gets the system message first (its Chat Completions sampler)."""
     from pytest_medhelm.jury import llama_judges
     from pytest_medhelm.values import ChatRequest
 
@@ -258,9 +276,8 @@ def grading_calls(slug: str, instance: Instance, answer: str, graders: Sequence[
         if reference_prompt is None:
             raise GraderPromptsUnavailable(f"HealthBench's reference grader prompt is not available "
                                            f"({prompts.reference_missing})")
-        if comparison:  # (a benchmark with a physician's answer is graded with the fork's prompts: fork_prompts)
-            raise GraderPromptsUnavailable("HealthBench's reference grader has no prompt comparing with a physician's "
-                                           "answer: only medhelm 0.8.0's grading has one")
+        if not has_positive_points(grading["rubric_items"]):
+            return []  # no score can come of it: nothing is asked (the metric says why)
         conversation = conversation_text(grading["messages"], answer)
         texts = [(RUBRIC, i, fill(reference_prompt, conversation, reference_rubric_item(item)))
                  for i, item in enumerate(grading["rubric_items"])]
@@ -268,11 +285,15 @@ def grading_calls(slug: str, instance: Instance, answer: str, graders: Sequence[
     calls = []
     for grader in graders:
         local = llama_judges.constrained(grader.name)
+        reasoning = not fork and grader.reasoning is not None
+        extra: dict[str, Any] = {"reasoning_effort": effort} if reasoning and effort else {}
+        system = () if fork or reasoning else (("system", REFERENCE_SYSTEM_MESSAGE),)
         for kind, index, text in texts:
-            messages = (("user", text),) if fork else (("system", REFERENCE_SYSTEM_MESSAGE), ("user", text))
+            messages = (*system, ("user", text))
             request = ChatRequest.for_messages(
                 grader, messages,
                 max_tokens=LOCAL_MAX_TOKENS if local else FORK_MAX_TOKENS if fork else REFERENCE_MAX_TOKENS,
-                temperature=0.0, purpose=purpose, response_format=local_response_format(kind) if local else "")
+                temperature=0.0, purpose=purpose, response_format=local_response_format(kind) if local else "",
+                **extra)
             calls.append(GraderCall(grader.name, kind, index, request))
     return calls

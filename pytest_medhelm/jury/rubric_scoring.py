@@ -24,6 +24,21 @@ from collections.abc import Mapping, Sequence
 from pytest_medhelm.jury.grader_reply import fork_met
 
 
+#: the length adjustment of simple-evals PR #108 (HealthBench Professional's paper, section 4.1): a score moves by
+#: this much per 500 characters of answer away from the centre, down above it and up below it
+LENGTH_CENTER_CHARS = 2000
+LENGTH_PENALTY_PER_500_CHARS = 0.0147
+LENGTH_RULE = ("score - penalty_per_500_chars * (answer_chars - center_chars) / 500, per example, linear in the "
+               "answer's characters (Python len), a bonus below the centre as a penalty above it, not clipped; the "
+               "benchmark's length_adjusted is the mean of these aggregated as its raw score is (HealthBench's "
+               "reference: clipped to [0, 1])")
+
+
+def length_adjusted(score: float, answer: str) -> float:
+    """simple-evals' length-adjusted example score: ``score - 0.0147 * (len(answer) - 2000) / 500``."""
+    return score - LENGTH_PENALTY_PER_500_CHARS * (len(answer) - LENGTH_CENTER_CHARS) / 500
+
+
 def points_of(item: Mapping[str, Any]) -> float:
     """A rubric item's points (the data loader has checked that they are a finite number)."""
     return float(item["points"])

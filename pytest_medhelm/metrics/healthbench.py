@@ -20,11 +20,23 @@ replies read by :func:`~pytest_medhelm.jury.grader_reply.parse_fork_verdict`, a 
 :func:`~pytest_medhelm.jury.rubric_scoring.fork_score`, the instance's the mean of the judges'; an empty answer
 scores 0 without a request; no clipping.
 
-**HealthBench Professional** (medhelm 0.8.0 is its only reference): per judge, the rubric score as above (the fork's)
-and the judge's 1-10 comparison with the physician's answer v: (rubric + v / 10) / 2. By default each judge's score
-comes from its own verdicts and a verdict the fork would drop is an item error; under ``--medhelm-compat medhelm``
-(or ``helm``) the fork's mix-up is reproduced: one list of verdicts for all judges, so every judge's rubric score is
-computed from the first verdicts accepted (the first judge's), and the comparison verdicts are appended to it.
+**HealthBench Professional, default** (its authors' reference, simple-evals PR #108): HealthBench's formula on its
+rubric (``criterion_text``), graded by its reference grader, ``openai/gpt-5.4-2026-03-05`` at low reasoning effort
+(``--medhelm-grader`` replaces it); no comparison with the physician's answer. **Under --medhelm-compat medhelm (or
+helm)**: medhelm 0.8.0's: per judge of the jury, the rubric score as above (the fork's) and the judge's 1-10
+comparison with the physician's answer v: (rubric + v / 10) / 2, with the fork's mix-up (one list of verdicts for
+all judges, so every judge's rubric score is computed from the first verdicts accepted, the first judge's, and the
+comparison verdicts are appended to it).
+
+**Length adjustment** (every HealthBench variant, every mode): ``extra["length_adjusted"]`` is the instance's score
+less 0.0147 per 500 characters of answer over 2,000 (plus as much under), :func:`~pytest_medhelm.jury.
+rubric_scoring.length_adjusted`; ``extra["answer_chars"]`` the answer's length. The report puts its aggregate
+beside the raw score (:mod:`pytest_medhelm.report.length_adjustment`), never instead of it.
+
+**A rubric without positive points** (reference scoring): the reference's score cannot exist (simple-evals asserts
+that it does, and stops); no grader request is planned for it (:func:`~pytest_medhelm.jury.rubric_grader.
+grading_calls`), and the item is an error saying why. medhelm 0.8.0's formula scores such a rubric (its negative
+points are rectified), so under its compat mode it is graded as the fork grades it.
 """
 
 from __future__ import annotations
@@ -37,8 +49,10 @@ from collections.abc import Sequence
 
 from pytest_medhelm.jury.grader_reply import (GraderReplyError, comparison_value, parse_fork_verdict,
                                               parse_reference_verdict)
-from pytest_medhelm.jury.rubric_grader import COMPARISON, FORK_INSTRUMENT, REFERENCE_INSTRUMENT, GraderCall
-from pytest_medhelm.jury.rubric_scoring import fork_score, points_of, reference_score, reference_tag_scores
+from pytest_medhelm.jury.rubric_grader import (COMPARISON, FORK_INSTRUMENT, PROFESSIONAL_GRADER_EFFORT,
+                                               REFERENCE_INSTRUMENT, GraderCall, has_positive_points)
+from pytest_medhelm.jury.rubric_scoring import (fork_score, length_adjusted, points_of, reference_score,
+                                                reference_tag_scores)
 from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.metrics.base import Score, ScoringContext, ScoringError
 
@@ -47,6 +61,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: what ``Score.extra["aggregate"]`` says of a benchmark whose mean is clipped to [0, 1] (the reference's)
 CLIPPED_MEAN = "clipped_mean"
+#: the error of an example whose rubric has no positive points (simple-evals asserts its score exists: it stops)
+NO_POSITIVE_POINTS = ("not graded: no rubric criterion has positive points, so the reference's score (points met "
+                      "over positive points) cannot exist; no grader request was sent")
 
 
 def is_fork(compat: str) -> bool:
@@ -104,8 +121,15 @@ class RubricGradedMetric:
         return f"RubricGradedMetric({self.slug!r})"
 
     def fork_prompts(self, compat: str) -> bool:
-        """Whether the fork's prompts (and the jury as graders) are used: always for HealthBench Professional."""
-        return self.professional or is_fork(compat)
+        """Whether medhelm 0.8.0's prompts (and the jury as graders) are used: under ``--medhelm-compat medhelm``
+        (or ``helm``) only; by default both benchmarks are graded by their reference's grader."""
+        return is_fork(compat)
+
+    @property
+    def grader_effort(self) -> str:
+        """The reasoning effort the reference grades with (HealthBench Professional's ``low``; "" for HealthBench,
+        whose grader takes the run's)."""
+        return PROFESSIONAL_GRADER_EFFORT if self.professional else ""
 
     def score(self, answer: str, instance: Instance, compat: str = "default") -> Score:
         raise RuntimeError(f"{self!r}: the rubric grader needs a run: score it with assert_metric in a medhelm test")
@@ -114,16 +138,22 @@ class RubricGradedMetric:
         fetch = context.grader_completions
         if fetch is None:
             raise RuntimeError(f"{self!r}: no grader in this scoring context")
+        items = instance.extra["grading"]["rubric_items"]
+        fork = self.fork_prompts(context.compat)
+        if not fork and not has_positive_points(items):  # no grader request was planned: nothing could count
+            raise ScoringError(NO_POSITIVE_POINTS, {"rubric": "no positive points"})
         graded: GraderReplies = fetch(instance, answer)
         if graded.unavailable:
             raise ScoringError(f"not graded: {graded.unavailable}", {"grader": graded.unavailable})
-        items = instance.extra["grading"]["rubric_items"]
-        if self.fork_prompts(context.compat):
+        if fork:
             if not answer.strip():
-                return Score(0.0, 0.0, "empty answer: no grader asked, medhelm 0.8.0's 0", _accounting(graded))
-            return self._fork(graded, items, shared=self.professional and is_fork(context.compat),
-                              strict=not is_fork(context.compat))
-        return self._reference(graded, items, instance.extra["grading"].get("example_tags") or [])
+                score = Score(0.0, 0.0, "empty answer: no grader asked, medhelm 0.8.0's 0", _accounting(graded))
+            else:
+                score = self._fork(graded, items, shared=self.professional)
+        else:
+            score = self._reference(graded, items, instance.extra["grading"].get("example_tags") or [])
+        score.extra.update(length_adjusted=length_adjusted(score.value, answer), answer_chars=len(answer))
+        return score
 
     # ------------------------------------------------------------------------------------------ the reference
     def _reference(self, graded: GraderReplies, items: Sequence[Any], example_tags: Sequence[str]) -> Score:
@@ -145,9 +175,8 @@ class RubricGradedMetric:
                                _by_grader(failures))
         points = [points_of(item) for item in items]
         score = reference_score(points, met)
-        if score is None:
-            raise ScoringError("not graded: no rubric criterion has positive points (the reference's score is "
-                               "undefined)", {"rubric": "no positive points"})
+        if score is None:  # (score_with refuses such a rubric before asking anything)
+            raise ScoringError(NO_POSITIVE_POINTS, {"rubric": "no positive points"})
         achieved = math.fsum(p for p, m in zip(points, met) if m)
         possible = math.fsum(p for p in points if p > 0)
         extra = _accounting(graded)
@@ -158,7 +187,7 @@ class RubricGradedMetric:
         return Score(value=score, raw=score, detail=detail, extra=extra)
 
     # ------------------------------------------------------------------------------------------ medhelm 0.8.0
-    def _fork(self, graded: GraderReplies, items: Sequence[Any], shared: bool, strict: bool) -> Score:
+    def _fork(self, graded: GraderReplies, items: Sequence[Any], shared: bool) -> Score:
         points = [points_of(item) for item in items]
         graders = list(dict.fromkeys(call.grader for call in graded.calls))
         shared_list: list[dict[str, Any]] = []
@@ -189,7 +218,7 @@ class RubricGradedMetric:
                 if shared:
                     shared_list.append(comparison)
                 try:
-                    value = comparison_value(comparison, in_range=strict)
+                    value = comparison_value(comparison)
                 except GraderReplyError as exc:
                     raise ScoringError(f"{grader}: {exc.reason}", {grader: exc.reason}) from None
                 if value is not None:
@@ -201,9 +230,6 @@ class RubricGradedMetric:
                 raise ScoringError(f"{grader}: the rubric's rectified points sum to 0 (medhelm 0.8.0 fails here)",
                                    {grader: "no rubric points"})
             per_judge[grader] = {"score": score, "dropped": dropped, "comparison": comparison}
-        if strict and failures:
-            raise ScoringError(_explain([why for _g, why in failures], len(graded.calls), "grader calls"),
-                               _by_grader(failures))
         if not per_judge:
             raise ScoringError("not graded: no grader", {"grader": "none"})
         value = math.fsum(j["score"] for j in per_judge.values()) / len(per_judge)

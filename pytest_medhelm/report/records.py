@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
+from pytest_medhelm.report.length_adjustment import LengthAdjustment
 from pytest_medhelm.report.model_order import ordered_models
 from pytest_medhelm.report.reasoning import ReasoningSettings
 from pytest_medhelm.report.record_base import Record, Text, about, many
@@ -181,6 +182,7 @@ class BenchmarkRow(Record):
     raw_mean: float | None = about("mean on the metric's own scale (a jury's 1 to 5)")
     subsets: dict[str, float] = many("the subset means, when HELM runs the benchmark as several subsets", dict)
     bootstrap_std: float | None = about("HealthBench: the bootstrap standard deviation of the clipped mean")
+    length_adjusted: float | None = about("HealthBench: the length-adjusted score beside mean (run.length_adjustment)")
     n_planned: int | None = about("instances its sample holds per model (null: not known)")
     partial: bool = about("scored on fewer instances than its sample holds (-k, --lf, a shard, errors, an "
                           "interruption)", False)
@@ -325,6 +327,7 @@ class RunHeader(Record):
     generation_cap: GenerationCap | None = about("--medhelm-max-tokens: the cap and the benchmarks it shortened")
     reasoning: ReasoningSettings | None = about("the reasoning options and the models treated as reasoning models")
     rubric_graders: dict[str, RubricGraders] | None = about("per rubric-graded benchmark, its graders")
+    length_adjustment: LengthAdjustment | None = about("HealthBench: the rule of benchmarks' length_adjusted")
     merged_from: list[MergedFrom] | None = about("a merged run's inputs")
     machine_info: dict[str, Any] | None = about("a saved run: platform, Python, CPU count")
     commit_info: dict[str, Any] | None = about("a saved run: git commit, branch and dirty")

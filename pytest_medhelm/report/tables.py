@@ -115,6 +115,10 @@ def terminal_sections(results: Results | Mapping[str, Any]) -> list[tuple[str, s
 
         sections.append(("HealthBench themes and axes (reference scoring: clipped mean)",
                          render(*breakdown_table(results))))
+    if results.run.length_adjustment is not None:
+        from pytest_medhelm.report.length_adjustment import length_table, length_title
+
+        sections.append((length_title(results.run.length_adjustment), render(*length_table(results.benchmarks))))
     return sections
 
 
@@ -156,6 +160,11 @@ def markdown(results: Results | Mapping[str, Any], extra_sections: Sequence[str]
                   f"Judge prompts: {run.jury_prompts or 'unknown'}. ICC(3,k) and Krippendorff's "
                   "alpha (interval) over each judge's mean score per instance.", "",
                   render(*agreement_table(results), fmt="github"), ""]
+    if run.length_adjustment is not None:
+        from pytest_medhelm.report.length_adjustment import length_table, length_title
+
+        lines += [f"### {length_title(run.length_adjustment)}", "",
+                  render(*length_table(results.benchmarks), fmt="github"), ""]
     lines += list(extra_sections)
     prompts = f", judge prompts {run.jury_prompts}" if run.jury_prompts else ""
     lines += [f"<sub>pytest-medhelm {run.plugin_version}, compat={run.compat}{prompts}, "

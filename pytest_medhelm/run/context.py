@@ -352,9 +352,16 @@ class RunContext:
         return [self.judge_spec(name) for name in self.judge_names()]
 
     # (HealthBench's rubric grader: a judge for endpoints and keys)
-    def grader_spec(self) -> ModelSpec:
-        """The rubric grader (``--medhelm-grader``), reached as a judge is (the judges' endpoint and key options)."""
-        return self.judge_spec(self.run_config.grader)
+    def grader_spec(self, slug: str = "") -> ModelSpec:
+        """The rubric grader of benchmark ``slug`` (``--medhelm-grader``; by default HealthBench's reference grader,
+        HealthBench Professional's own for that benchmark), reached as a judge is (the judges' endpoint and key
+        options)."""
+        return self.judge_spec(self.grader_name(slug))
+
+    def grader_name(self, slug: str = "") -> str:
+        from pytest_medhelm.catalogue.clinical_decision_support.healthbench_professional import SLUG
+
+        return self.run_config.professional_grader if slug == SLUG else self.run_config.grader
 
     def grader_prompts(self, fork: bool, download_allowed: bool = True):
         """The rubric grader's prompts (the reference's, or medhelm 0.8.0's when ``fork``), read once from the

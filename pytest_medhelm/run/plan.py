@@ -89,7 +89,7 @@ class AnswerPlan:
         """(the fork's prompts?, the graders) of a rubric-graded benchmark under the run's compat: the grader
         (``--medhelm-grader``) for the reference, every judge of the jury for medhelm 0.8.0's grading."""
         fork = rubric_metric(self.ctx, slug).fork_prompts(self.ctx.run_config.compat)
-        return fork, (self.ctx.judge_specs() if fork else [self.ctx.grader_spec()])
+        return fork, (self.ctx.judge_specs() if fork else [self.ctx.grader_spec(slug)])
 
     def grader_calls(self, instance: Instance, answer_text: str) -> tuple[list[Any], dict[str, ModelSpec]]:
         """The rubric grader's requests for ``answer_text`` (:func:`pytest_medhelm.jury.rubric_grader.grading_calls`)
@@ -98,7 +98,9 @@ class AnswerPlan:
         from pytest_medhelm.jury.rubric_grader import grading_calls
 
         fork, graders = self.graders(instance.benchmark)
-        calls = grading_calls(instance.benchmark, instance, answer_text, graders, self.ctx.grader_prompts(fork), fork)
+        effort = rubric_metric(self.ctx, instance.benchmark).grader_effort
+        calls = grading_calls(instance.benchmark, instance, answer_text, graders, self.ctx.grader_prompts(fork), fork,
+                              effort=effort)
         return calls, {spec.name: spec for spec in graders}
 
     def judging_specs(self, slugs: Iterable[str]) -> list[ModelSpec]:

@@ -120,14 +120,14 @@ def grader_work(ctx: RunContext, planned: list[PlannedAnswer], counter: Any, wri
     from pytest_medhelm.dryrun import JUDGE_PROMPT_TOKENS_ESTIMATE, GraderWork
     from pytest_medhelm.run.plan import rubric_metric
     from pytest_medhelm.jury.rubric_grader import (FORK_MAX_TOKENS, REFERENCE_MAX_TOKENS, fork_rubric_item,
-                                                  reference_rubric_item)
+                                                  has_positive_points, reference_rubric_item)
 
     work: list[GraderWork] = []
     template_tokens: dict[tuple[str, bool], int] = {}
     said: set[bool] = set()
     for p in planned:
         fork = rubric_metric(ctx, p.instance.benchmark).fork_prompts(ctx.run_config.compat)
-        graders = ctx.judge_names() if fork else [ctx.run_config.grader]
+        graders = ctx.judge_names() if fork else [ctx.grader_name(p.instance.benchmark)]
         prompts = ctx.grader_prompts(fork, download_allowed=False)
         template = prompts.fork_rubric if fork else prompts.reference
         if template is None and fork not in said:
@@ -135,9 +135,10 @@ def grader_work(ctx: RunContext, planned: list[PlannedAnswer], counter: Any, wri
             write_line("medhelm dry run: the rubric grader's prompt is not on this machine (a run downloads it "
                        f"once); counted with an allowance of {JUDGE_PROMPT_TOKENS_ESTIMATE} tokens per call")
         grading = p.instance.extra["grading"]
-        items = grading["rubric_items"]
+        # (the reference asks nothing about a rubric without positive points, and compares with no physician)
+        items = grading["rubric_items"] if fork or has_positive_points(grading["rubric_items"]) else []
         render_item = fork_rubric_item if fork else reference_rubric_item
-        comparison = 1 if grading.get("physician_response") is not None else 0
+        comparison = 1 if fork and grading.get("physician_response") is not None else 0
         for grader in graders:
             key = (grader, fork)
             if key not in template_tokens:

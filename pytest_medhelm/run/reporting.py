@@ -151,8 +151,9 @@ class Reporting:
 
         ctx, rc = self.ctx, self.ctx.run_config
         judges = ctx.judge_specs() if judged else []
-        if any(_graded(catalogue[slug]) for slug in slugs if slug in catalogue):
-            judges.append(ctx.grader_spec())
+        for grader in dict.fromkeys(ctx.grader_name(slug) for slug in sorted(slugs)
+                                    if slug in catalogue and _graded(catalogue[slug])):
+            judges.append(ctx.judge_spec(grader))
         return reasoning_record(rc.reasoning_budget, rc.reasoning_effort,
                                 [ctx.model_spec(name) for name in rc.models], judges)
 

@@ -105,14 +105,14 @@ def data(tmp_path: Path) -> Path:
 
 
 def run(pytester: pytest.Pytester, data: Path, benchmark: str, *extra: str, judges=("openai/judge-a",),
-        ret: int = 0, answer=reply) -> tuple[dict, list[dict], str]:
+        ret: int = 0, answer=reply, grader: str | None = "openai/grader") -> tuple[dict, list[dict], str]:
     from pytest_medhelm.testing.server import running_server
 
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(answer)
         args = [str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
-                server.url, "--medhelm-jury-api-base", server.url, "--medhelm-grader", "openai/grader",
+                server.url, "--medhelm-jury-api-base", server.url, *(("--medhelm-grader", grader) if grader else ()),
                 "--medhelm-benchmark", benchmark, "--medhelm-data-dir", str(data),
                 "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out),
                 *[a for j in judges for a in ("--medhelm-jury", j)], *extra]
@@ -250,12 +250,17 @@ PRO_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("compat", ["default", "medhelm"])
-def test_healthbench_professional_each_judge_on_its_own_verdicts_unless_medhelm(pytester, data, compat):
+def pro_archive(data: Path, rows: list[dict]) -> None:
     (data / "healthbench_professional").mkdir()
     with zipfile.ZipFile(data / "healthbench_professional" / "assets.zip", "w") as zf:
-        zf.writestr("assets/healthbench_professional_eval.jsonl", "".join(json.dumps(r) + "\n" for r in PRO_ROWS))
+        zf.writestr("assets/healthbench_professional_eval.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
         zf.writestr("assets/README.md", "synthetic")
+
+
+# (the default is HealthBench Professional's own reference since simple-evals PR #108: see the next test)
+@pytest.mark.parametrize("compat", ["medhelm"])
+def test_healthbench_professional_each_judge_on_its_own_verdicts_unless_medhelm(pytester, data, compat):
+    pro_archive(data, PRO_ROWS)
     report, sent, _ = run(pytester, data, "healthbench_professional", "-p", "no:xdist", "--medhelm-compat", compat,
                           judges=("openai/judge-a", "openai/judge-b"))
     eval_template = template(data / "medhelm08_templates" / "health_bench_annotator.py", "EVAL_PROMPT")
@@ -272,3 +277,145 @@ def test_healthbench_professional_each_judge_on_its_own_verdicts_unless_medhelm(
     assert rec["score"] == pytest.approx((a + (b_mixed if compat == "medhelm" else b_own)) / 2)
     assert rec["metrics"]["rubric"]["shared_verdicts"] is (compat == "medhelm")
     assert report["run"]["data_unverified"]["healthbench_professional"]["assets.zip"]["expected"] is None
+
+
+#: a long answer (4,500 characters) for the second task: 2,500 over the centre
+LONG_ANSWER = "Anticoagulation reasoning. " * 166 + "Start a DOAC: now."
+PRO_REFERENCE_ROWS = [*PRO_ROWS, {
+    "id": "t1", "conversation": {"messages": [{"role": "user", "content": "PRO SYNTHETIC LONG: a discharge summary"}]},
+    "rubric_items": [{"criterion_text": "MET-yes Lists the medications.", "points": 2},
+                     {"criterion_text": "MET-no Gives follow-up.", "points": 6},
+                     {"criterion_text": "MET-yes Uses jargon.", "points": -1}],
+    "physician_response": "SYNTHETIC: a summary."}]
+
+
+def pro_reply(body: dict) -> str:
+    if body["model"] == "writer":
+        return LONG_ANSWER if "LONG" in body["messages"][-1]["content"] else ANSWER
+    return verdict_for(body["messages"][-1]["content"])
+
+
+@pytest.mark.parametrize("dist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_healthbench_professional_is_scored_by_its_authors_formula_by_default(pytester, data, dist):
+    """simple-evals PR #108: the HealthBench rubric formula, graded by gpt-5.4-2026-03-05 at low reasoning effort
+    (the default grader: no --medhelm-grader), no physician comparison, and the length-adjusted score beside the
+    raw one in the results and every report."""
+    assert len(LONG_ANSWER) == 4500
+    pro_archive(data, PRO_REFERENCE_ROWS)
+    md, html = pytester.path / "r.md", pytester.path / "r.html"
+    report, sent, stdout = run(pytester, data, "healthbench_professional", *dist, "--medhelm-markdown", str(md),
+                               "--medhelm-html", str(html), answer=pro_reply, grader=None,
+                               judges=("openai/judge-a", "openai/judge-b"))
+    grader_template = template(data / "healthbench_reference" / "healthbench_eval.py", "GRADER_TEMPLATE")
+    graded = [b for b in sent if b["model"] == "gpt-5.4-2026-03-05"]
+    assert not [b for b in sent if b["model"] in ("judge-a", "judge-b", "grader")]  # no jury, no comparison
+    # one request per criterion (2 + 3), the reference's prompt alone (its Responses sampler has no system
+    # message), the low effort, a reasoning model's token limit and no temperature
+    expected = [grader_template.replace("<<conversation>>", conversation(row["conversation"]["messages"], answer))
+                .replace("<<rubric_item>>", f"[{item['points']}] {item['criterion_text']}")
+                for row, answer in zip(PRO_REFERENCE_ROWS, (ANSWER, LONG_ANSWER)) for item in row["rubric_items"]]
+    assert sorted(b["messages"][0]["content"] for b in graded) == sorted(expected) and len(graded) == 5
+    for body in graded:
+        assert len(body["messages"]) == 1 and body["reasoning_effort"] == "low" and "temperature" not in body
+        assert body["max_completion_tokens"] == 2048 + 4096
+    records = by_id(report)
+    # the reference's formula: t0 5 of 5 positive points; t1 (2 - 1) / 8
+    assert records["0"]["score"] == pytest.approx(1.0) and records["1"]["score"] == pytest.approx(1 / 8)
+    # length adjusted: score - 0.0147 * (chars - 2000) / 500; t0 57 chars (a bonus), t1 4,500 (a penalty)
+    adj = {"0": 1.0 - 0.0147 * (len(ANSWER) - 2000) / 500, "1": 1 / 8 - 0.0147 * (4500 - 2000) / 500}
+    assert adj == pytest.approx({"0": 1.0571242, "1": 0.0515})
+    for key, value in adj.items():
+        assert records[key]["metrics"]["length_adjusted"] == pytest.approx(value)
+        assert records[key]["score"] == records[key]["raw_score"]  # the raw score stays the score
+    assert records["0"]["metrics"]["rubric"]["grader"] == "openai/gpt-5.4-2026-03-05"
+    [row] = report["benchmarks"]
+    assert row["mean"] == pytest.approx(1.125 / 2) and row["raw_mean"] == pytest.approx(1.125 / 2)
+    assert row["length_adjusted"] == pytest.approx((1.0571242 + 0.0515) / 2)  # beside the mean, not instead
+    rule = report["run"]["length_adjustment"]
+    assert rule["center_chars"] == 2000 and rule["penalty_per_500_chars"] == 0.0147
+    assert rule["benchmarks"] == ["healthbench_professional"] and "PR #108" in rule["source"]
+    assert report["run"]["rubric_graders"]["healthbench_professional"]["graders"] == ["openai/gpt-5.4-2026-03-05"]
+    # every report: the terminal, Markdown and HTML show both numbers side by side
+    shown = f"{(1.0571242 + 0.0515) / 2:.3f}"
+    assert "HealthBench length-adjusted scores beside the raw ones" in stdout
+    line = next(x for x in stdout.splitlines() if x.startswith("healthbench_professional") and shown in x)
+    assert "0.562" in line
+    assert "| healthbench_professional | openai/writer | 2   | 0.562" in md.read_text(encoding="utf-8")
+    assert shown in md.read_text(encoding="utf-8")
+    page = html.read_text(encoding="utf-8")
+    assert 'id="length-adjusted"' in page and f"<td>{shown}</td>" in page and "<td>0.562</td>" in page
+
+
+def test_an_explicit_grader_grades_healthbench_professional_at_the_run_s_effort_if_plain(pytester, data):
+    """--medhelm-grader is kept: a plain grader gets the reference's Chat Completions request (system message,
+    temperature 0) and no reasoning effort."""
+    pro_archive(data, PRO_ROWS)
+    report, sent, _ = run(pytester, data, "healthbench_professional", "-p", "no:xdist", answer=pro_reply)
+    graded = [b for b in sent if b["model"] == "grader"]
+    assert len(graded) == 2 and all(b["messages"][0] == {"role": "system", "content": SYSTEM} for b in graded)
+    assert all("reasoning_effort" not in b and b["temperature"] == 0 for b in graded)
+    assert report["instances"][0]["score"] == pytest.approx(1.0)
+
+
+def test_healthbench_reports_its_length_adjusted_score_in_both_modes(pytester, data):
+    """Every HealthBench variant: by the reference (the clipped mean of the adjusted scores) and under
+    --medhelm-compat medhelm (the fork's plain mean, adjusted by the same rule)."""
+    bonus = -0.0147 * (len(ANSWER) - 2000) / 500
+    report, _sent, _ = run(pytester, data, "healthbench", "-p", "no:xdist")
+    [row] = report["benchmarks"]
+    for key, value in REFERENCE_SCORES.items():
+        assert by_id(report)[key]["metrics"]["length_adjusted"] == pytest.approx(value + bonus)
+    # (1 - 2 + 0.5) / 3 + 0.0571 < 0: clipped to 0, as the raw mean is
+    assert row["mean"] == 0.0 and row["length_adjusted"] == 0.0
+    report, _sent, _ = run(pytester, data, "healthbench", "-p", "no:xdist", "--medhelm-compat", "medhelm")
+    [row] = report["benchmarks"]
+    assert row["length_adjusted"] == pytest.approx(sum(FORK_SCORES.values()) / 3 + bonus)
+    assert report["run"]["length_adjustment"]["benchmarks"] == ["healthbench"]
+
+
+def seventeen_examples() -> list[dict]:
+    """16 gradable examples (EXAMPLES over again, each its own prompt) and, 10th, one whose rubric has no positive
+    points (a penalty and a zero): the reference's score cannot exist for it."""
+    examples = []
+    for i in range(16):
+        base = EXAMPLES[i % len(EXAMPLES)]
+        examples.append(dict(base, prompt=[dict(base["prompt"][0], content=f"{base['prompt'][0]['content']} #{i}"),
+                                           *base["prompt"][1:]], prompt_id=f"syn-{i}"))
+    unscorable = {"example_tags": ["theme:hedging"], "ideal_completions_data": None, "prompt_id": "syn-nopos",
+                  "prompt": [{"content": "SYNTHETIC: can I double my dose?", "role": "user"}],
+                  "rubrics": [{"criterion": "MET-yes Gives a dangerous dose.", "points": -8, "tags": []},
+                              {"criterion": "MET-no Says hello.", "points": 0, "tags": []}]}
+    return [*examples[:9], unscorable, *examples[9:]]
+
+
+@pytest.mark.parametrize("dist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+def test_an_example_without_positive_points_sends_no_grader_request(pytester, data, dist):
+    examples = seventeen_examples()
+    (data / "healthbench" / HB_FILE).write_text("".join(json.dumps(e) + "\n" for e in examples), encoding="utf-8")
+    report, sent, stdout = run(pytester, data, "healthbench", *dist, ret=1)
+    others = [e for e in examples if e["prompt_id"] != "syn-nopos"]
+    grader_requests = [b for b in sent if b["model"] == "grader"]
+    # exactly the criteria of the 16 others (counted at the server), none for the 10th
+    assert len(grader_requests) == sum(len(e["rubrics"]) for e in others) == 38
+    assert not [b for b in grader_requests if "can I double my dose" in b["messages"][-1]["content"]]
+    assert len([b for b in sent if b["model"] == "writer"]) == 17
+    records = by_id(report)
+    rec = records["9"]
+    assert rec["score"] is None and "no rubric criterion has positive points" in rec["error"]
+    assert "no grader request was sent" in rec["error"] and not rec.get("judge_prompt_sha256")
+    messages = [{"role": m["role"], "content": m["content"]} for m in examples[9]["prompt"]]
+    assert rec["prompt_sha256"] == sha(json.dumps(messages, ensure_ascii=False, separators=(",", ":")))
+    assert rec["answer"] == ANSWER
+    assert all(records[str(i)]["score"] is not None for i in range(17) if i != 9)
+    [row] = report["benchmarks"]
+    assert row["n"] == 16 and row["n_errors"] == 1
+
+
+def test_under_medhelm_compat_such_an_example_is_graded_as_the_fork_grades_it(pytester, data):
+    """medhelm 0.8.0 rectifies negative points (10 + p), so its formula scores the rubric: the fork's requests."""
+    examples = seventeen_examples()[9:11]
+    (data / "healthbench" / HB_FILE).write_text("".join(json.dumps(e) + "\n" for e in examples), encoding="utf-8")
+    report, sent, _ = run(pytester, data, "healthbench", "-p", "no:xdist", "--medhelm-compat", "medhelm")
+    assert len([b for b in sent if b["model"] == "judge-a"]) == sum(len(e["rubrics"]) for e in examples)
+    # rectified 2 and 0; "Gives a dangerous dose" met: 2 / 2
+    assert by_id(report)["0"]["score"] == pytest.approx(1.0)

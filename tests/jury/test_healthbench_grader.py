@@ -46,6 +46,35 @@ def test_the_reference_parser_reads_a_fenced_verdict_and_requires_a_boolean():
             parse_reference_verdict(reply)
 
 
+VERDICT = '{"explanation": "asks about red flags", "criteria_met": true}'
+
+
+@pytest.mark.parametrize("reply", [
+    f"```json\n{VERDICT}\n```",  # the shape GRADER_TEMPLATE asks for (simple-evals strips exactly this)
+    f"```\n{VERDICT}\n```",  # unlabelled: simple-evals reads no verdict (and asks again); inspect_evals' fix
+    f"```JSON\n{VERDICT}\n```",  # a label in capitals
+    f"```json{VERDICT}```",  # on one line
+    f"```{VERDICT}```",  # unlabelled, on one line
+    f"Here is my grading:\n\n```json\n{VERDICT}\n```",  # text before the fence
+    f"```\n{VERDICT}\n```\n\nNote: criterion {{3}} was read literally.",  # text after it, braces included
+    f"Sure.\n```json\n{VERDICT}\n```\nDone. {{}}",  # text on both sides
+    f"```json\n{VERDICT}",  # a fence never closed (a reply cut short)
+    f"  {VERDICT}  ",  # no fence at all
+], ids=["labelled", "unlabelled", "capitals", "one-line", "one-line-unlabelled", "text-before", "text-after",
+        "text-around", "unclosed", "bare"])
+def test_a_fenced_verdict_is_read_in_every_shape(reply):
+    verdict = parse_reference_verdict(reply)
+    assert verdict.criteria_met is True and verdict.explanation == "asks about red flags"
+
+
+def test_a_fence_holding_no_verdict_is_still_no_verdict():
+    for reply, why in (("```\nI cannot grade this.\n```", "not a JSON object"),
+                       ('```json\n{"criteria_met": "yes"}\n```', "not true or false"),
+                       ("```\n```", "not a JSON object")):
+        with pytest.raises(GraderReplyError, match=why):
+            parse_reference_verdict(reply)
+
+
 def test_medhelms_parser_accepts_what_the_fork_accepts_and_drops_the_rest():
     assert parse_fork_verdict('x {"explanation": "e", "criteria_met": "TRUE"} y') == {"explanation": "e",
                                                                                      "criteria_met": "TRUE"}

@@ -14,7 +14,8 @@ and ``physician_response`` (default ``""``), kept in ``extra["grading"]`` as the
 :class:`~pytest_medhelm.data.errors.DataError` naming the archive member and the line.
 
 **Prompt** as HealthBench's (chat, messages as is, no system message, temperature 0, ``max_tokens`` 512).
-**Metric**: the fork's, each judge on its own verdicts by default (:mod:`pytest_medhelm.metrics.healthbench`).
+**Metric**: its authors' (simple-evals PR #108) by default, medhelm 0.8.0's under its compat mode
+(:mod:`pytest_medhelm.metrics.healthbench`).
 """
 
 from __future__ import annotations
@@ -114,8 +115,9 @@ BENCHMARK = Benchmark(
     prompt=ChatPrompt(),
     metric=RubricGradedMetric(SLUG, professional=True),
     max_tokens=512,
-    description="Physician-authored clinical workflow tasks, graded per rubric criterion and by a 1-10 comparison "
-                "with a physician's answer (the jury, as medhelm 0.8.0 grades them).",
+    description="Physician-authored clinical workflow tasks, graded per rubric criterion by the rubric grader "
+                "(--medhelm-grader; its authors' gpt-5.4-2026-03-05 at low effort), with a length-adjusted score "
+                "beside the raw one.",
     example=('{"id": "synthetic-1", "conversation": {"messages": [{"role": "user", "content": "SYNTHETIC consult: '
              '54-year-old with new AF, CHA2DS2-VASc 2. Anticoagulate?"}]}, "rubric_items": [{"criterion_text": '
              '"Recommends anticoagulation.", "points": 5}], "physician_response": "SYNTHETIC: offer a DOAC."}'),

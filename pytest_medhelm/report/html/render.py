@@ -25,7 +25,7 @@ from pytest_medhelm.report.html.charts import CategoryChart, CostChart, Heatmap,
 from pytest_medhelm.report.html.verdicts import MAX_TEXT
 from pytest_medhelm.report.html.views import (BenchmarkInstances, GateRow, ModelSummary, RunFacts, TextTable,
                                               benchmark_instances, benchmark_scores, category_order,
-                                              category_scores, gate_rows, jury_agreement, model_names,
+                                              category_scores, gate_rows, jury_agreement, length_adjusted, model_names,
                                               model_summaries, results_mapping, rubric_breakdown, run_benchmarks,
                                               run_facts, script_json)
 
@@ -49,6 +49,7 @@ class ReportView:
     gates: list[GateRow]
     jury_agreement: TextTable | None
     rubric_breakdown: TextTable | None
+    length_adjusted: tuple[str, TextTable] | None
     benchmarks: list[BenchmarkInstances]
     holds_texts: bool
     report_text_how: str
@@ -126,7 +127,7 @@ def build_view(results: Any, *, title: str = "MedHELM results", max_text: int = 
         categories=category_chart(models, categories, cats) if cats and models else None,
         cost=cost_chart(models, plotted, use_win) if plotted else None, cost_missing=missing,
         cost_uses_win=use_win, gates=gate_rows(data), jury_agreement=jury_agreement(data),
-        rubric_breakdown=rubric_breakdown(data), benchmarks=instances,
+        rubric_breakdown=rubric_breakdown(data), length_adjusted=length_adjusted(data), benchmarks=instances,
         holds_texts=any(i.question is not None or i.reference is not None for b in instances for i in b.instances),
         report_text_how=HOW, page_rows=int(page_rows))
 

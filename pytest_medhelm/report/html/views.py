@@ -294,6 +294,19 @@ def jury_agreement(results: Mapping[str, Any]) -> TextTable | None:
     return TextTable(header, rows) if rows else None
 
 
+def length_adjusted(results: Mapping[str, Any]) -> tuple[str, TextTable] | None:
+    """HealthBench's length-adjusted scores beside the raw ones, with the section's title
+    (report/length_adjustment.py); None when no benchmark has one."""
+    from pytest_medhelm.report.length_adjustment import length_table, length_title
+    from pytest_medhelm.report.records import header, section
+
+    run = header(results)
+    if run.length_adjustment is None:
+        return None
+    head, rows = length_table(section(results, "benchmarks"))
+    return (length_title(run.length_adjustment), TextTable(head, rows)) if rows else None
+
+
 def rubric_breakdown(results: Mapping[str, Any]) -> TextTable | None:
     """HealthBench's theme and axis breakdowns (report/rubric_breakdown.py); None without them."""
     from pytest_medhelm.report.rubric_breakdown import breakdown_table
