@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import Row, check_not_empty, jsonl_rows
+from pytest_medhelm.data.readers import Row, check_not_empty, inflate_limit_problem, jsonl_rows
 
 DRIVE_HOSTS = frozenset({"drive.google.com", "docs.google.com", "drive.usercontent.google.com"})
 USER_AGENT = "pytest-medhelm (python urllib)"
@@ -195,6 +195,10 @@ def zip_member(archive: Path | str, suffix: str) -> tuple[str, bytes]:
                 raise DataError(archive, "", f"no member ending with {suffix!r} in the archive")
             if len(names) > 1:
                 raise DataError(archive, "", f"several members end with {suffix!r}: {', '.join(names)}")
+            # (zipfile stops a member at its declared size: checking the declaration bounds what is inflated)
+            problem = inflate_limit_problem(zf.getinfo(names[0]).file_size)
+            if problem:
+                raise DataError(archive, "", f"{names[0]} {problem}")
             return names[0], zf.read(names[0])
     except zipfile.BadZipFile as exc:
         head = archive.read_bytes()[:200].lstrip().lower()

@@ -68,17 +68,43 @@ def data_file(files: Mapping[str, Path], name: str) -> Path:
 # Bytes and text
 
 
+#: the most bytes a compressed data file may inflate to (the largest real one, DischargeMe's discharge notes, is
+#: a few hundred MB): a small file that inflates past it is refused as it is read, never held whole in memory
+MAX_INFLATED_BYTES = 2 * 1024 ** 3
+_CHUNK = 1024 ** 2
+
+
 def read_bytes(path: Path | str, gz: bool = False) -> bytes:
-    """The file's bytes (decompressed when ``gz``); an unreadable file or a broken gzip stream is a DataError."""
+    """The file's bytes (decompressed when ``gz``, up to :data:`MAX_INFLATED_BYTES`); an unreadable file, a broken
+    gzip stream or one that inflates past the cap is a DataError naming the file."""
     try:
         if gz:
             with gzip.open(path, "rb") as fh:
-                return fh.read()
+                return _inflated(path, fh)
         return Path(path).read_bytes()
     except (gzip.BadGzipFile, EOFError, OSError) as exc:
         if gz and not isinstance(exc, FileNotFoundError):
             raise DataError(path, "", f"not a valid gzip file or truncated ({exc})") from None
         raise DataError(path, "", f"cannot read the file: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _inflated(path: Path | str, stream: Any) -> bytes:
+    chunks, size = [], 0
+    while chunk := stream.read(_CHUNK):
+        size += len(chunk)
+        if size > MAX_INFLATED_BYTES:
+            raise DataError(path, "", f"inflates to more than {MAX_INFLATED_BYTES:,} bytes (the cap on a compressed "
+                                      "data file, pytest_medhelm.data.readers.MAX_INFLATED_BYTES): not read further")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def inflate_limit_problem(declared: int) -> str | None:
+    """Why a compressed member declared to inflate to ``declared`` bytes is not read, or None."""
+    if declared > MAX_INFLATED_BYTES:
+        return (f"inflates to {declared:,} bytes, more than {MAX_INFLATED_BYTES:,} (the cap on a compressed data "
+                "file, pytest_medhelm.data.readers.MAX_INFLATED_BYTES): not read")
+    return None
 
 
 def check_not_empty(path: Path | str) -> None:

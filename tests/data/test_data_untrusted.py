@@ -89,3 +89,34 @@ def test_a_hostile_data_file_errors_its_benchmark_and_the_others_run(pytester, x
     assert str(data / "crash" / "crash.json") in output
     counts = result.parseoutcomes()
     assert counts.get("passed", 0) + counts.get("missed", 0) == 6, counts
+
+
+# ------------------------------------------------------------------------------------------ decompression bombs
+def test_a_gzip_file_that_inflates_past_the_cap_is_refused_as_it_is_read(tmp_path, monkeypatch):
+    import gzip
+
+    from pytest_medhelm.data import readers
+
+    bomb = tmp_path / "discharge.csv.gz"
+    bomb.write_bytes(gzip.compress(b"0" * (5 * 1024 ** 2)))  # 5 MB of zeros in about 5 KB
+    assert bomb.stat().st_size < 20_000
+    monkeypatch.setattr(readers, "MAX_INFLATED_BYTES", 2 * 1024 ** 2)
+    with pytest.raises(readers.DataError) as excinfo:
+        readers.read_bytes(bomb, gz=True)
+    message = str(excinfo.value)
+    assert str(bomb) in message and "inflates to more than 2,097,152 bytes" in message
+    monkeypatch.setattr(readers, "MAX_INFLATED_BYTES", 6 * 1024 ** 2)
+    assert len(readers.read_bytes(bomb, gz=True)) == 5 * 1024 ** 2  # under the cap: read whole
+
+
+def test_a_zip_member_declared_past_the_cap_is_not_inflated(tmp_path, monkeypatch):
+    import zipfile
+
+    from pytest_medhelm.data import gdrive, readers
+
+    archive = tmp_path / "release.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("data/rows.jsonl", b"{}\n" * (1024 ** 2))
+    monkeypatch.setattr(readers, "MAX_INFLATED_BYTES", 1024 ** 2)
+    with pytest.raises(readers.DataError, match=r"data/rows.jsonl inflates to 3,145,728 bytes, more than 1,048,576"):
+        gdrive.zip_member(archive, "rows.jsonl")
