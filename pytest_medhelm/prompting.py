@@ -103,6 +103,20 @@ class MultipleChoicePrompt:
 
 
 
+def fill_once(template: str, values: Mapping[str, str]) -> str:
+    """``template`` with each placeholder (a key of ``values``, as written: ``<<conversation>>``, ``{{ scenario }}``)
+    replaced by its value, in ONE pass over the template: a value is never read again, so an answer or a data row
+    holding ``<<rubric_item>>`` or ``<<physician_response>>`` reaches the grader as that text, never as the hidden
+    criterion or the gold answer. The references replace placeholders one after the other; for any value without a
+    placeholder the result is the same text (docs/fidelity.md)."""
+    import re
+
+    if not values:
+        return template
+    pattern = re.compile("|".join(re.escape(key) for key in sorted(values, key=len, reverse=True)))
+    return pattern.sub(lambda match: values[match.group(0)], template)
+
+
 def messages_json(messages: Sequence[tuple[str, str]]) -> str:
     """A chat request's messages as compact JSON, ``[{"role": ..., "content": ...}, ...]`` (UTF-8, not escaped):
     the prompt text whose sha256 is a chat benchmark's ``prompt_sha256``."""

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.data.sources import DataFile
+from pytest_medhelm.prompting import fill_once
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ChatRequest, Instance, ModelSpec
@@ -206,14 +207,16 @@ def fork_rubric_item(item: Mapping[str, Any]) -> str:
 
 
 def fill(template: str, conversation: str, rubric_item: str) -> str:
-    """``<<conversation>>`` replaced first, then ``<<rubric_item>>`` (so a rubric item's own ``<<conversation>>``
-    stays as written; an answer's ``<<rubric_item>>`` is replaced, as in both references)."""
-    return template.replace("<<conversation>>", conversation).replace("<<rubric_item>>", rubric_item)
+    """The grader's prompt: ``<<conversation>>`` and ``<<rubric_item>>`` filled in one pass (an answer's
+    ``<<rubric_item>>`` stays that text; the references, filling one after the other, put the criterion there)."""
+    return fill_once(template, {"<<conversation>>": conversation, "<<rubric_item>>": rubric_item})
 
 
 def fill_comparison(template: str, conversation: str, answer: str, physician: str) -> str:
-    return (template.replace("<<user_message>>", conversation).replace("<<llm_response>>", answer)
-            .replace("<<physician_response>>", physician))
+    """The physician comparison's prompt, filled in one pass (an answer's ``<<physician_response>>`` stays that
+    text, never the physician's gold answer)."""
+    return fill_once(template, {"<<user_message>>": conversation, "<<llm_response>>": answer,
+                                "<<physician_response>>": physician})
 
 
 def verdict_schema(kind: str) -> dict[str, Any]:

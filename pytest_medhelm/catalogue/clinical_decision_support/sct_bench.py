@@ -44,6 +44,7 @@ from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.sct import PANEL_LABELS, SCT_SCORE
 from pytest_medhelm.prompting import GenerationPrompt
 from pytest_medhelm.values import Instance, Loaded
+from pytest_medhelm.prompting import fill_once
 
 SLUG = "sct_bench"
 FILE = "sct_cleaned_full.csv"
@@ -142,8 +143,8 @@ def build_instances(files: Mapping[str, Path], arguments: SctVariant = DEFAULT_V
             raise DataError(path, row.where, f"'question_id' must be unique and non-empty, got {question_id!r}")
         seen.add(question_id)
         panel = tuple(_panel(path, row, column) for column in PANEL_COLUMNS)
-        prompt = (text.replace("{{ scenario }}", row["sct_stem"]).replace("{{ hypothesis }}", row["question"])
-                  .replace("{{ additional information }}", row["additional_info"]))
+        prompt = fill_once(text, {"{{ scenario }}": row["sct_stem"], "{{ hypothesis }}": row["question"],
+                                  "{{ additional information }}": row["additional_info"]})
         loaded.append(
             Instance(
                 id=question_id,
