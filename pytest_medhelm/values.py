@@ -330,6 +330,20 @@ class Completion:
         return cls(**data, cached=True)
 
 
+#: characters a terminal acts on rather than shows: C0 controls (escape sequences, carriage returns, newlines that
+#: would fake a line of pytest's output), DEL, C1 controls, and the bidirectional overrides that reorder what is shown
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` from a server (an error message, a batch's id or error line) safe to print: every control character
+    written as its escape (``\\x1b``, ``\\n``), so that it reaches the terminal, a CI log or the JUnit XML as text,
+    never as a clear-screen, a colour, a link or a line of pytest's own."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
 class ModelError(Exception):
     """A request failed for good (after retries): the provider's message, the model, and whether retrying helps.
 
@@ -345,9 +359,9 @@ class ModelError(Exception):
         self.retryable = retryable
         #: every request to this model fails alike (a wrong key, an unknown model, an endpoint that never answered)
         self.systematic = systematic
-        self.provider_message = message
+        self.provider_message = printable(message)  # (a server's text: printed, stored, reported)
         code = f" (HTTP {status})" if status else ""
-        super().__init__(f"{model}{code}: {message}")
+        super().__init__(f"{model}{code}: {self.provider_message}")
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "model": self.model, "message": self.provider_message, "status": self.status,

@@ -33,7 +33,7 @@ from pytest_medhelm.models.reasoning import answer_of
 from pytest_medhelm.models.replies import (max_reply_bytes, reply_reasoning_tokens, reply_text, reply_thinking,
                                            reply_usage)
 from pytest_medhelm.models.transport import RequestFailed, _error_message, _retry_after, _retryable_status
-from pytest_medhelm.values import Completion
+from pytest_medhelm.values import Completion, printable
 
 CHAT_URL = "/v1/chat/completions"
 #: OpenAI's limits per batch: 50,000 requests, an input file of 200 MB (kept under, with room for the multipart)
@@ -241,6 +241,10 @@ class ResultLines:
             self.notes.append(text)
 
 
+#: what a batch's or a file's id may hold
+_ID = re.compile(r"[\w.:-]{1,200}", re.ASCII)
+
+
 def _timestamp(value: Any) -> float | None:
     """A time the server gave (seconds since the epoch), or None when it is not a finite number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -278,6 +282,8 @@ class BatchState:
     def of(data: Any) -> BatchState:
         if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not data["id"]:
             raise RequestFailed(f"the batch object has no id: {str(data)[:200]!r}", retryable=False)
+        if not _ID.fullmatch(data["id"]):  # (it goes into URLs, file names and every line that names the batch)
+            raise RequestFailed(f"the batch object's id {data['id'][:80]!r} is not an id", retryable=False)
         status = data.get("status")
         if not isinstance(status, str) or status not in KNOWN_STATUSES:
             raise RequestFailed(f"batch {data['id'][:80]}: unknown status {str(status)[:40]!r}")
@@ -285,14 +291,14 @@ class BatchState:
         counts: dict[str, Any] = raw_counts if isinstance(raw_counts, dict) else {}
         errors: dict[str, Any] = raw_errors if isinstance(raw_errors, dict) else {}
         listed: list[Any] = errors["data"] if isinstance(errors.get("data"), list) else []
-        messages = tuple(str(e.get("message") or e.get("code"))[:500]  # (the first few: each item's error says them)
-                         for e in listed[:MAX_ERRORS_SHOWN] if isinstance(e, dict))
+        messages = tuple(printable(str(e.get("message") or e.get("code"))[:500])  # (the first few: each item's
+                         for e in listed[:MAX_ERRORS_SHOWN] if isinstance(e, dict))  # error says them)
         created, finished = _timestamp(data.get("created_at")), _timestamp(data.get("completed_at"))
         took = finished - created if created is not None and finished is not None and finished >= created else None
 
         def file_id(name: str) -> str | None:
             value = data.get(name)
-            return value if isinstance(value, str) and value and "/" not in value else None
+            return value if isinstance(value, str) and _ID.fullmatch(value) else None
 
         return BatchState(id=data["id"], status=status, total=_count(counts, "total"),
                           completed=_count(counts, "completed"), failed=_count(counts, "failed"),

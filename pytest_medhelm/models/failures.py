@@ -7,7 +7,7 @@ import os
 import re
 
 from pytest_medhelm.models.transport import RequestFailed, api_key_for
-from pytest_medhelm.values import ModelError, ModelSpec, redact_url
+from pytest_medhelm.values import ModelError, ModelSpec, printable, redact_url
 
 #: statuses that mean every request to this model will fail the same way
 SYSTEMATIC_STATUSES = (401, 403, 404)
@@ -52,7 +52,8 @@ def redact(text: str, spec: ModelSpec | None = None) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, "***")
-    return redact_url(text) or text  # (and the credentials of any URL: http://user:pass@host)
+    # (and the credentials of any URL: http://user:pass@host; a server's control characters escaped: printable)
+    return printable(redact_url(text) or text)
 
 
 _BARE_TIMEOUT = re.compile(r"[\w.]*Timeout\w*:?")
