@@ -255,7 +255,9 @@ def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_to
         f"for {t['requests']:,} requests and {t['jury_calls']:,} jury calls"
         + (f" and {t['grader_calls']:,} rubric grader calls (one per criterion)." if t["grader_calls"] else "."),
         "Upper bound: every answer is assumed as long as its benchmark's max_tokens, every judgement "
-        f"{judge_max_tokens:,} tokens" + (f" ({len(judges)} judge(s): {', '.join(judges)})." if judges else "."),
+        f"{judge_max_tokens:,} tokens" + (f" ({len(judges)} judge(s): {', '.join(judges)})" if judges else "")
+        + "; a reasoning model's and judge's reasoning budget on top of each (reasoning tokens are priced as output "
+        "tokens).",
     ]
     if "chars/4" in counting:
         notes.append("Prompt tokens approximated as characters / 4 (litellm's tokenizer was not available).")
