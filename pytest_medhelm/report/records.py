@@ -411,7 +411,8 @@ def schema_text() -> str:
 #: the records docs/contract.md's field tables describe, in its order, with the place each is found
 DOCUMENTED: tuple[tuple[str, type[Record]], ...] = (
     ("the file", Results), ("run", RunHeader), ("run.reasoning", ReasoningSettings),
-    ("run.reasoning.models{}, run.reasoning.judges{}", ReasoningModel), ("benchmarks[]", BenchmarkRow), ("categories[]", CategoryRow),
+    ("run.reasoning.models{}, run.reasoning.judges{}", ReasoningModel), ("benchmarks[]", BenchmarkRow),
+    ("categories[]", CategoryRow),
     ("models[]", ModelRow), ("gates[]", Gate), ("jury_agreement[]", JuryAgreementRow),
     ("rubric_breakdown[]", RubricBreakdownRow), ("instances[]", InstanceRecord))
 

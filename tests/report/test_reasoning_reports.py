@@ -171,7 +171,8 @@ def test_merged_runs_unite_their_reasoning_models_and_refuse_one_given_other_roo
     assert merged is not None
     assert list(merged.models) == ["openai/o3-mini", "openai/gpt-5"] and list(merged.judges) == ["openai/gpt-5-mini"]
     assert merged.budget is None  # the inputs gave different options (one none): each model says what it got
-    assert merged_reasoning([("a.json", a), ("a2.json", a)]).budget == 100  # type: ignore[union-attr]
+    same = merged_reasoning([("a.json", a), ("a2.json", a)])
+    assert same is not None and same.budget == 100
     assert merged_reasoning([("p.json", None), ("q.json", None)]) is None
     other = reasoning_record(200, None, [spec("openai/o3-mini", "openai", 200)])
     with pytest.raises(ValueError, match=r"model 'openai/o3-mini' ran as a reasoning model with family openai, "
