@@ -246,4 +246,5 @@ def test_the_dry_runs_upper_bound_grows_by_the_reasoning_budget():
     assert t_mts.jury_max_output_tokens == p_mts.jury_max_output_tokens + 2 * 300 == 2 * (JUDGE_MAX_TOKENS + 300)
     assert t_pub.model_cost == t_pub.prompt_tokens * per_token(1.10) + 303 * per_token(4.40)
     assert t_mts.jury_cost > p_mts.jury_cost  # the judge's thinking is priced as its output
-    assert "reasoning budget on top of each" in render(thinking, ["openai/gpt-5"])
+    assert "reasoning budget on top of each" in render(thinking, ["openai/gpt-5"], reasoning=True)
+    assert "reasoning" not in render(plain, ["openai/gpt-5"])

@@ -248,7 +248,8 @@ def test_the_dry_run_reserves_the_budget_and_names_the_reasoning_models(pytester
     assert plain.ret == thinking.ret == 0 and server.count == 0
     thinking.stdout.fnmatch_lines(["medhelm dry run: openai/o3-mini is a reasoning model (openai): 100 reasoning "
                                    "tokens reserved on top of each answer limit",
-                                   "toy * openai/o3-mini * 3 * 303 *"])
+                                   "toy * openai/o3-mini * 3 * 303 *",
+                                   "Upper bound: *; a reasoning model's or judge's reasoning budget on top of each*"])
     plain.stdout.fnmatch_lines(["toy * openai/plain-model * 3 * 3 *"])
     assert "reasoning model" not in plain.stdout.str()
 
