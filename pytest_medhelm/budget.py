@@ -238,7 +238,8 @@ class Budget:
         return sum(counter(spec.litellm_model, content) for _role, content in request.messages)
 
     def upper_bound(self, spec: ModelSpec, request: ChatRequest) -> float | None:
-        """USD the request can cost at most (every token up to ``max_tokens`` written), None without a price."""
+        """USD the request can cost at most (every token up to ``max_output_tokens`` written: the answer limit and a
+        reasoning model's budget), None without a price."""
         price = self.price(spec)
         if price is None:
             return None

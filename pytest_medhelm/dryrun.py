@@ -215,8 +215,10 @@ def usd(value: float | None, known_part: float | None = None) -> str:
     return format_usd(value)
 
 
-def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_tokens: int = JUDGE_MAX_TOKENS) -> str:
-    """The estimate as a terminal table: one line per benchmark × model, a subtotal per model, the total."""
+def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_tokens: int = JUDGE_MAX_TOKENS,
+           reasoning: bool = False) -> str:
+    """The estimate as a terminal table: one line per benchmark × model, a subtotal per model, the total.
+    ``reasoning``: the estimate reserved reasoning budgets (``estimate(reasoning_budgets=...)``): the note says so."""
     from tabulate import tabulate
 
     graded = any(r.grader_calls for r in rows)  # HealthBench's rubric grader: its columns beside the jury's
@@ -255,7 +257,9 @@ def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_to
         f"for {t['requests']:,} requests and {t['jury_calls']:,} jury calls"
         + (f" and {t['grader_calls']:,} rubric grader calls (one per criterion)." if t["grader_calls"] else "."),
         "Upper bound: every answer is assumed as long as its benchmark's max_tokens, every judgement "
-        f"{judge_max_tokens:,} tokens" + (f" ({len(judges)} judge(s): {', '.join(judges)})." if judges else "."),
+        f"{judge_max_tokens:,} tokens" + (f" ({len(judges)} judge(s): {', '.join(judges)})" if judges else "")
+        + ("; a reasoning model's or judge's reasoning budget on top of each (reasoning tokens are priced as output "
+           "tokens)." if reasoning else "."),
     ]
     if "chars/4" in counting:
         notes.append("Prompt tokens approximated as characters / 4 (litellm's tokenizer was not available).")

@@ -131,3 +131,42 @@ def no_network() -> Iterator[list[str]]:
     finally:
         (socket.socket.connect, socket.socket.connect_ex,  # type: ignore[method-assign]  # the originals put back
          socket.getaddrinfo, socket.create_connection) = real
+
+
+THINKER = "openai/o3-mini"
+#: the reasoning model's answers whose token limit ran out before any answer (pubmedqa's first two)
+RAN_OUT_IDS = ("id000", "id001")
+
+
+def reasoning_results(model: str = THINKER, budget: int = 40) -> dict[str, Any]:
+    """:func:`sample_results` with ``MODELS[0]`` renamed ``model`` and made a reasoning model: ``budget`` reasoning
+    tokens in each of its answers (of its tokens out, as servers count them), pubmedqa's ``RAN_OUT_IDS`` used the
+    whole limit thinking (empty answers, misses), ``run.reasoning`` as the run writes it; ``MODELS[1]`` stays plain
+    (its server says nothing of reasoning tokens)."""
+    from types import SimpleNamespace
+
+    from pytest_medhelm.report.reasoning import reasoning_record
+    from pytest_medhelm.report.results import build_results
+    from pytest_medhelm.values import Reasoning
+
+    records = sample_records()
+    for rec in records:
+        if rec["model"] != MODELS[0]:
+            continue
+        rec["model"] = model
+        rec["tokens_out"] += budget
+        rec["reasoning_tokens"] = budget
+        if rec["benchmark"] == "pubmedqa" and rec["instance_id"] in RAN_OUT_IDS:
+            rec.update(answer="", score=0.0, raw_score=0.0, missed=True, tokens_out=budget + 1,
+                       reasoning_tokens=budget + 1, detail="the token limit ran out before any answer",
+                       ran_out={"max_output_tokens": budget + 1, "reasoning_budget": budget,
+                                "reasoning_tokens": budget + 1})
+    results = build_results(records, catalogue(), models=[model, MODELS[1]], judges=list(JUDGES),
+                            options={}, started="2025-05-12T10:00:00+00:00", finished="2025-05-12T10:42:00+00:00",
+                            compat="default", commit="0123abcd")
+    spec = SimpleNamespace(name=model, reasoning=Reasoning("openai", budget, "low", "option"))
+    judge = SimpleNamespace(name="openai/gpt-5", reasoning=Reasoning("openai", budget, "low", "option"))
+    settings = reasoning_record(budget, "low", [spec, SimpleNamespace(name=MODELS[1], reasoning=None)], [judge])
+    assert settings is not None
+    results["run"]["reasoning"] = settings.model_dump(mode="json")
+    return results

@@ -7,6 +7,8 @@ instances with :func:`pytest_medhelm.report.results.build_results`, exactly as t
 are sorted before any resampling, and the bootstrap is seeded), so shards merged give the unsharded numbers. The
 thresholds the inputs ran with (``run.options.thresholds``) and any given here are evaluated on the merged run; a
 comparison a shard made with a baseline is dropped (compare the merged run instead: ``pytest-medhelm compare``).
+The inputs' reasoning models (``run.reasoning``) are united; a model given another reasoning budget or effort in
+another input is a :class:`MergeError` (its answers were given different room to think).
 
 Benchmark categories, subcategories and metrics come from the inputs' own benchmark rows (what the run recorded,
 including benchmarks registered by plugins or conftest files), and from the built-in catalogue for a slug that has
@@ -155,6 +157,12 @@ def merge_results(inputs: Sequence[tuple[str, Results | Mapping[str, Any]]],
                            compat=compats.pop(), commit=commits.pop() if len(commits) == 1 else None,
                            planned=planned, interrupted=any(r.interrupted for r in runs),
                            jury_prompts=jury_prompts_of((r.jury_prompts for r in runs), None))
+    from pytest_medhelm.report.reasoning import merged_reasoning
+
+    try:  # (the same model given different room to think by two inputs is refused)
+        results.run.reasoning = merged_reasoning((label, r.reasoning) for (label, _data), r in zip(typed, runs))
+    except ValueError as exc:
+        raise MergeError(str(exc)) from None
     results.run.merged_from = [
         MergedFrom(file=label, shard=r.options.get("shard"), started=r.started, git_commit=r.git_commit,
                    instances=len(data.instances))

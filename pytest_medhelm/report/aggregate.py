@@ -83,6 +83,9 @@ def benchmark_results(records: Iterable[InstanceRecord | Mapping[str, Any]],
                               n_missing=len(recs) - len(scored) - n_not_scored, n_not_scored=n_not_scored,
                               n_errors=sum(1 for r in recs if r.error), mean=None, ci_low=None, ci_high=None,
                               raw_mean=None)
+        ran_out = sum(1 for r in recs if r.ran_out)
+        if ran_out:  # (written only where answers ran out: a plain model's rows are as they were)
+            result.n_ran_out = ran_out
         if scored:
             by_subset: dict[str, list[tuple[InstanceRecord, float]]] = defaultdict(list)
             for r, score in scored:

@@ -97,3 +97,35 @@ def ran_out_lines(models: Iterable[Any], record: ReasoningSettings | None) -> li
         lines.append(f"medhelm: {row.model}: {row.n_ran_out} of {row.n_answers} answers used the whole token "
                      f"limit before answering ({room}); raise --medhelm-reasoning-budget")
     return lines
+
+
+def merged_reasoning(records: Iterable[tuple[str, ReasoningSettings | None]]) -> ReasoningSettings | None:
+    """The ``run.reasoning`` of runs merged into one (``(file, its run.reasoning)`` pairs): the union of their
+    reasoning models, judges and graders. One model treated differently by two inputs (another budget, effort or
+    family) raises ValueError naming both: its answers were given different room, and are not one measurement. The
+    options are kept when every input gave the same, else null (each model's entry says what it got)."""
+    given = [(label, record) for label, record in records]
+    present = [(label, record) for label, record in given if record is not None]
+    if not present:
+        return None
+    merged = ReasoningSettings(default_budget=present[0][1].default_budget)
+    budgets = {record.budget if record is not None else None for _label, record in given}
+    efforts = {record.effort if record is not None else None for _label, record in given}
+    merged.budget = budgets.pop() if len(budgets) == 1 else None
+    merged.effort = efforts.pop() if len(efforts) == 1 else None
+    seen: dict[tuple[str, str], str] = {}
+    for label, record in present:
+        for role, mine, theirs in (("model", merged.models, record.models), ("judge", merged.judges, record.judges)):
+            for name, model in theirs.items():
+                if name in mine and mine[name] != model:
+                    raise ValueError(f"{role} {name!r} ran as a reasoning model with {_setting(mine[name])} in "
+                                     f"{seen[(role, name)]} but {_setting(model)} in {label}: its answers are not "
+                                     "one measurement")
+                mine.setdefault(name, model)
+                seen.setdefault((role, name), label)
+    return merged
+
+
+def _setting(model: ReasoningModel) -> str:
+    return (f"family {model.family}, budget {model.budget}" + (f", effort {model.effort}" if model.effort else "")
+            + f" ({model.source})")

@@ -25,7 +25,7 @@ from pydantic import Field, ValidationError
 
 from pytest_medhelm.report.length_adjustment import LengthAdjustment
 from pytest_medhelm.report.model_order import ordered_models
-from pytest_medhelm.report.reasoning import ReasoningSettings
+from pytest_medhelm.report.reasoning import ReasoningModel, ReasoningSettings
 from pytest_medhelm.report.record_base import Record, Text, about, many
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -175,6 +175,8 @@ class BenchmarkRow(Record):
     n_missing: int = about("instances without a score, other than not_scored (errors included)", 0)
     n_not_scored: int = about("instances the metric cannot score: counted neither for nor against", 0)
     n_errors: int = about("instances that ended with a model, data or scoring error", 0)
+    n_ran_out: int = about("answers the token limit cut before they began: misses, counted in n (written when any; "
+                           "docs/reasoning.md)", 0)
     mean: float | None = about("the benchmark's normalized score: the mean of the scored instances (of the "
                                "subset means, for several subsets)")
     ci_low: float | None = about("95% percentile bootstrap interval of mean, low end (1,000 resamples, seed 0)")
@@ -411,7 +413,9 @@ def schema_text() -> str:
 
 #: the records docs/contract.md's field tables describe, in its order, with the place each is found
 DOCUMENTED: tuple[tuple[str, type[Record]], ...] = (
-    ("the file", Results), ("run", RunHeader), ("benchmarks[]", BenchmarkRow), ("categories[]", CategoryRow),
+    ("the file", Results), ("run", RunHeader), ("run.reasoning", ReasoningSettings),
+    ("run.reasoning.models{}, run.reasoning.judges{}", ReasoningModel), ("benchmarks[]", BenchmarkRow),
+    ("categories[]", CategoryRow),
     ("models[]", ModelRow), ("gates[]", Gate), ("jury_agreement[]", JuryAgreementRow),
     ("rubric_breakdown[]", RubricBreakdownRow), ("instances[]", InstanceRecord))
 

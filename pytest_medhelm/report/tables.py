@@ -42,6 +42,8 @@ def _benchmark_cell(r: BenchmarkRow) -> str:
         text += f"/{r.n_planned} partial"
     if r.n_errors:
         text += f" ({r.n_errors} err)"
+    if r.n_ran_out:  # answers a reasoning model's thinking left no room for: misses, in n
+        text += f" ({r.n_ran_out} ran out)"
     return text + not_scored
 
 

@@ -107,7 +107,7 @@ def dry_run(ctx: RunContext, planned: list[PlannedAnswer], write_line: Any) -> N
                     prices=_RunPrices(ctx, specs),  # type: ignore[arg-type]  # the estimate asks only price_for
                     litellm_models=litellm_models, judge_max_tokens=JUDGE_MAX_TOKENS, count_tokens=counter,
                     grader_work=work, reasoning_budgets=budgets)
-    for line in render(rows, judges if judged else ()).splitlines():
+    for line in render(rows, judges if judged else (), reasoning=bool(budgets)).splitlines():
         write_line(line)
     pytest.exit("medhelm dry run: nothing was sent", returncode=0)
 

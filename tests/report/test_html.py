@@ -625,3 +625,31 @@ def test_chromium_shows_untrusted_names_as_text(browser, results, tmp_path):
                                   "document.querySelectorAll('#instances-table img, #instances-table script')"
                                   ".length === 0")
     assert csp_violations(browser) == []
+
+
+def test_chromium_shows_the_reasoning_note_and_columns(browser, tmp_path):
+    """A run with a reasoning model: the note and its ran-out line are shown, and the leaderboard's reasoning
+    columns line up with their headers in every row (the plain model's too)."""
+    from report_fixtures import THINKER, reasoning_results
+
+    path = write_html(reasoning_results(), tmp_path / "reasoning.html")
+    open_page(browser, path)
+    shown = browser.execute_script("""
+        var note = document.getElementById('reasoning');
+        var table = document.getElementById('leaderboard-table');
+        var heads = Array.from(table.querySelectorAll('thead th')).map(function (th) { return th.textContent; });
+        var rows = Array.from(table.querySelectorAll('tbody tr')).map(function (tr) {
+            var cells = Array.from(tr.children).map(function (td) { return td.textContent; });
+            var row = {};
+            heads.forEach(function (h, i) { row[h] = cells[i]; });
+            row.__cells = cells.length;
+            return row; });
+        return {note: note.innerText, visible: note.getBoundingClientRect().height > 0, heads: heads, rows: rows};""")
+    assert shown["visible"] and "Reasoning tokens are priced as output tokens." in shown["note"]
+    assert f"{THINKER}: 2 of 18 answers used the whole token limit before answering" in shown["note"]
+    rows = {row["Model"]: row for row in shown["rows"]}
+    assert all(row["__cells"] == len(shown["heads"]) for row in shown["rows"])
+    assert (rows[THINKER]["Tokens out"], rows[THINKER]["Reasoning tokens"], rows[THINKER]["Ran out"]) == (
+        "2,397", "722", "2/18")
+    assert (rows[MODELS[1]]["Reasoning tokens"], rows[MODELS[1]]["Ran out"]) == ("–", "0")
+    assert csp_violations(browser) == []

@@ -164,7 +164,17 @@ def test_a_gpt5_judge_is_sent_what_gpt5_accepts(pytester, server, shared_data):
     assert len(judged) == 2 and all(r["status"] == 200 for r in judged)
     assert all(r["json"]["max_completion_tokens"] == 4096 + 300 and not set(REFUSED) & set(r["json"])
                for r in judged)
-    assert {rec["score"] for rec in results(pytester)["instances"]} == {0.75}
+    report = results(pytester)
+    assert {rec["score"] for rec in report["instances"]} == {0.75}
+    # the judge is named a reasoning model in the results and the summary (apart from the model under test: at an
+    # API base with a budget given, a served reasoner)
+    assert report["run"]["reasoning"]["judges"] == {
+        "openai/gpt-5": {"family": "openai", "budget": 300, "effort": None, "source": "option"}}
+    assert report["run"]["reasoning"]["models"] == {
+        "openai/writer": {"family": "served", "budget": 300, "effort": None, "source": "option"}}
+    result.stdout.fnmatch_lines(["medhelm: Reasoning models: openai/writer (served: *); judge openai/gpt-5 (openai: "
+                                 "max_completion_tokens = answer limit + 300 reasoning tokens; "
+                                 "--medhelm-reasoning-budget). Reasoning tokens are priced as output tokens."])
 
 
 # ------------------------------------------------------------------------------------------ said in every report
@@ -238,7 +248,8 @@ def test_the_dry_run_reserves_the_budget_and_names_the_reasoning_models(pytester
     assert plain.ret == thinking.ret == 0 and server.count == 0
     thinking.stdout.fnmatch_lines(["medhelm dry run: openai/o3-mini is a reasoning model (openai): 100 reasoning "
                                    "tokens reserved on top of each answer limit",
-                                   "toy * openai/o3-mini * 3 * 303 *"])
+                                   "toy * openai/o3-mini * 3 * 303 *",
+                                   "Upper bound: *; a reasoning model's or judge's reasoning budget on top of each*"])
     plain.stdout.fnmatch_lines(["toy * openai/plain-model * 3 * 3 *"])
     assert "reasoning model" not in plain.stdout.str()
 
@@ -260,3 +271,28 @@ def test_a_hostile_thinking_is_its_own_items_error(pytester, toy, server, messag
     errors = [rec for rec in results(pytester)["instances"] if rec.get("error")]
     assert len(errors) == 1 and said in errors[0]["error"]
     assert sum(rec.get("answer") == "A" for rec in results(pytester)["instances"]) == 1
+
+
+@XDIST
+def test_reasoning_tokens_are_counted_apart_and_priced_as_output(pytester, toy, server, xdist, tmp_path):
+    data = toy(4)
+    prices = tmp_path / "prices.toml"
+    # $1 a token in, $2 a token out: each answer's 50 reasoning tokens cost what 50 answer tokens would
+    prices.write_text('["openai/o3-mini"]\ninput_per_million = 1000000\noutput_per_million = 2000000\n')
+    server.configure(reasoning_tokens=50)
+    result = inner(pytester, *args(server, data, "openai/o3-mini", "--medhelm-reasoning-budget", "200",
+                                   "--medhelm-prices", str(prices), "--medhelm-json", "r.json", "--medhelm-markdown",
+                                   "r.md", "-q", *xdist))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = results(pytester)
+    instances = report["instances"]
+    assert [(rec["tokens_out"], rec["reasoning_tokens"]) for rec in instances] == [(51, 50)] * 4
+    assert all(rec["cost_usd"] == rec["tokens_in"] * 1.0 + 51 * 2.0 for rec in instances)
+    [row] = report["models"]
+    assert (row["tokens_out"], row["reasoning_tokens"], row["n_answers"], row["n_ran_out"]) == (204, 200, 4, 0)
+    assert row["cost_usd"] == sum(rec["tokens_in"] for rec in instances) + 204 * 2.0
+    assert "n_ran_out" not in report["benchmarks"][0]  # nothing ran out: the row is a plain model's
+    result.stdout.fnmatch_lines(["medhelm: Reasoning models: openai/o3-mini *Reasoning tokens are priced as output "
+                                 "tokens.", "openai/o3-mini * 204 * 200 * 0 *"])
+    assert "answers used the whole token limit" not in result.stdout.str()
+    assert "Reasoning tokens are priced as output tokens." in (pytester.path / "r.md").read_text()
