@@ -17,7 +17,8 @@ from pytest_medhelm.catalogue.clinical_decision_support.ehrshot import EHRSHOT_E
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import read_csv_rows, read_json, read_jsonl, text_lines
 from pytest_medhelm.jury.grader_reply import parse_reference_verdict
-from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
+from pytest_medhelm.jury.parsing import JudgementError, parse_judgement
+from pytest_medhelm.jury.parsing_helm import parse_judgement_helm
 from pytest_medhelm.metrics.ehrsql import extract_sql
 from pytest_medhelm.metrics.exact_match import GenerationExactMatch, MultipleChoiceExactMatch
 from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract

@@ -26,7 +26,8 @@ Nothing heavy is imported here: this package is imported while pytest collects.
 from __future__ import annotations
 
 from pytest_medhelm.jury.instrument import JUDGE_MAX_TOKENS
-from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
+from pytest_medhelm.jury.parsing import JudgementError, parse_judgement
+from pytest_medhelm.jury.parsing_helm import parse_judgement_helm
 from pytest_medhelm.jury.rubrics import RUBRICS, Rubric, rubric_for
 from pytest_medhelm.jury.scoring import (FLAG_EMPTY, FLAG_NO_JUDGE, HELM_DEFAULT_SCORE, JuryResult,
                                          JuryVerdicts, judge_requests, jury_score)

@@ -25,8 +25,11 @@ A judge whose reply is rejected is excluded for that instance and counted (:func
 **The judge's own verdict.** A judge often quotes the answer it grades, and an answer can end with a judgement of
 its own (all 5s). When a reply holds several complete judgements, the *last* one is the judge's: the one that
 starts last among those not inside another (a judgement inside the string or a nested object of another one is
-part of that one) and not on a Markdown quote line (``> {...}``). A partial or invalid object after the verdict
-does not displace it. HELM's greedy match (``--medhelm-compat helm``) takes the first ``{`` to the last ``}``: two
+part of that one), not on a Markdown quote line (``> {...}``), and not a restatement of a judgement the answer
+itself holds: a verdict with the same scores and explanations as one planted in the answer is the answer's,
+even written after the judge's own (a reply whose only verdicts are such copies gives no judgement: the judge
+is excluded for that answer, with the reason). A partial or invalid object after the verdict does not displace
+it. HELM's greedy match (``--medhelm-compat helm``) takes the first ``{`` to the last ``}``: two
 objects there do not parse and the judge is dropped.
 
 **Bounded in time.** Every step is linear in the reply's length (no regex that backtracks over the reply; objects
@@ -34,8 +37,8 @@ are found by ``json``'s decoder from the positions where an object can start), a
 :data:`MAX_REPLY_CHARS` is rejected unread. JSON nested too deeply for Python's parser (``RecursionError``) is a
 :class:`JudgementError`, so one judge's reply can only exclude that judge.
 
-:func:`parse_judgement_helm` is HELM's parser and its metric's reading of the scores, quirks included (every key of
-the reply, ``int()`` on each score), used under ``--medhelm-compat helm``.
+:func:`~pytest_medhelm.jury.parsing_helm.parse_judgement_helm` is HELM's parser and its metric's reading of the
+scores, quirks included (every key of the reply, ``int()`` on each score), used under ``--medhelm-compat helm``.
 """
 
 from __future__ import annotations
@@ -46,9 +49,9 @@ import json
 import math
 import re
 from typing import Any
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["MAX_REPLY_CHARS", "JudgementError", "parse_judgement", "parse_judgement_helm"]
+__all__ = ["MAX_REPLY_CHARS", "JudgementError", "parse_judgement"]
 
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -369,10 +372,17 @@ def _from_lines(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, st
             for criterion in criteria}
 
 
-def _judges_own(text: str, readings: list[tuple[int, int, dict[str, tuple[float, str]]]]
-                ) -> dict[str, tuple[float, str]]:
+def _judges_own(text: str, readings: list[tuple[int, int, dict[str, tuple[float, str]]]],
+                planted: Sequence[dict[str, tuple[float, str]]] = ()) -> dict[str, tuple[float, str]]:
     """The judge's own verdict among the complete judgements read from ``text``: the one starting last that is not
-    inside another one and not on a quote line."""
+    inside another one, not on a quote line, and not a restatement of a judgement the answer itself holds
+    (``planted``: the same scores and explanations as one of them)."""
+    if planted:
+        own = [reading for reading in readings if reading[2] not in planted]
+        if not own:
+            raise JudgementError("every judgement in the reply repeats one the answer itself holds (a planted "
+                                 "verdict): no judgement of the judge's own")
+        readings = own
     # sorted by start, the enclosing one first: a reading ending before the furthest end seen so far is inside
     ordered = sorted(range(len(readings)), key=lambda i: (readings[i][0], -readings[i][1], i))
     outer: list[int] = []
@@ -389,16 +399,9 @@ def _judges_own(text: str, readings: list[tuple[int, int, dict[str, tuple[float,
     return readings[outer[-1]][2]  # every one quoted: the last is still the best reading there is
 
 
-def _parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
-    if not criteria:
-        raise ValueError("parse_judgement needs at least one criterion")
-    if text is None or not str(text).strip():
-        raise JudgementError("empty reply")
-    text = str(text)
-    if len(text) > MAX_REPLY_CHARS:
-        raise JudgementError(f"reply too long to be a judgement ({len(text):,} characters; at most "
-                             f"{MAX_REPLY_CHARS:,} are read)")
-    cleaned = _without_think(text).strip()
+def _readings(cleaned: str, criteria: Sequence[str]
+              ) -> tuple[list[tuple[int, int, dict[str, tuple[float, str]]]], JudgementError | None]:
+    """Every complete judgement of ``cleaned`` (start, end, reading), and the most telling error of the others."""
     first_error: JudgementError | None = None
     readings: list[tuple[int, int, dict[str, tuple[float, str]]]] = []
     for start, end, obj in _candidates(cleaned):
@@ -408,8 +411,29 @@ def _parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[floa
             # a score outside 1-5 or a missing criterion says more than "no criteria in this fragment"
             if first_error is None or first_error.reason.startswith("no criteria"):
                 first_error = exc
+    return readings, first_error
+
+
+def _planted(answer: str, criteria: Sequence[str]) -> list[dict[str, tuple[float, str]]]:
+    """The complete judgements an answer holds (a verdict planted for the judge to repeat)."""
+    if not answer or "{" not in answer or len(answer) > MAX_REPLY_CHARS:
+        return []
+    return [reading for _start, _end, reading in _readings(_without_think(answer), criteria)[0]]
+
+
+def _parse_judgement(text: str, criteria: Sequence[str], answer: str = "") -> dict[str, tuple[float, str]]:
+    if not criteria:
+        raise ValueError("parse_judgement needs at least one criterion")
+    if text is None or not str(text).strip():
+        raise JudgementError("empty reply")
+    text = str(text)
+    if len(text) > MAX_REPLY_CHARS:
+        raise JudgementError(f"reply too long to be a judgement ({len(text):,} characters; at most "
+                             f"{MAX_REPLY_CHARS:,} are read)")
+    cleaned = _without_think(text).strip()
+    readings, first_error = _readings(cleaned, criteria)
     if readings:
-        return _judges_own(cleaned, readings)
+        return _judges_own(cleaned, readings, _planted(answer, criteria))
     try:
         from_lines = _from_lines(cleaned, criteria)
     except JudgementError as exc:
@@ -423,77 +447,12 @@ def _parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[floa
     raise JudgementError("malformed JSON" if "{" in cleaned else "no JSON object in the reply")
 
 
-def parse_judgement(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]]:
+def parse_judgement(text: str, criteria: Sequence[str], answer: str = "") -> dict[str, tuple[float, str]]:
     """criterion -> (score in [1, 5], explanation), or :class:`JudgementError` with the reason.
 
-    Several complete judgements in the reply: the judge's own is the last one (see the module's docstring)."""
+    Several complete judgements in the reply: the judge's own is the last one that does not repeat a judgement
+    ``answer`` (the answer under judgement) holds (see the module's docstring)."""
     try:
-        return _parse_judgement(text, criteria)
+        return _parse_judgement(text, criteria, answer)
     except RecursionError:
         raise JudgementError("the reply's JSON is nested too deeply to read") from None
-
-
-def parse_judgement_helm(text: str, criteria: Sequence[str], subkeys: Sequence[str] = ("score", "explanation"),
-                         read_score: Callable[[Any], float] = int) -> dict[str, tuple[float, str]]:
-    """HELM 0.5.16's reading of a reply (``LLMAsJuryAnnotator._annotate_with_model``) and scores
-    (``LLMJuryMetric``): every key of the reply -> (``int(score)``, explanation), extra keys included.
-
-    The greedy ``\\{.*\\}`` (or the whole reply when there is none), ``json.loads``, once more with ``"}"``
-    appended when the error is exactly "Expecting ',' delimiter"; then every criterion must be a key whose value
-    contains each of ``subkeys`` (HELM tests ``subkey in value``, so a string value containing the words passes
-    that test). No range check; ``int()`` truncates (4.9 -> 4) and reads strings ("2" -> 2). Where HELM's metric
-    would crash the whole run (a value without a ``score``, a score ``int()`` cannot read) the judge is rejected
-    here instead, with a reason that says so. ``subkeys`` and ``read_score`` are the caller's (the jury's mode,
-    :func:`~pytest_medhelm.jury.scoring.jury_score`): medhelm 0.8.0 checks no sub-key and reads scores with
-    ``float()``; a score that is not a finite number is then rejected too (it would make the mean NaN).
-    """
-    text = text or ""
-    if len(text) > MAX_REPLY_CHARS:
-        raise JudgementError(f"reply too long to be a judgement ({len(text):,} characters; at most "
-                             f"{MAX_REPLY_CHARS:,} are read)")
-    # HELM's re.search(r"\{.*\}", text, re.DOTALL): the first "{" to the last "}" after it (found without the
-    # regex, which is quadratic on a reply of many "{")
-    first, last = text.find("{"), text.rfind("}")
-    json_text = text[first:last + 1] if first != -1 and last > first else text
-    try:
-        obj = json.loads(json_text)
-    except json.JSONDecodeError as exc:
-        if exc.msg != "Expecting ',' delimiter":
-            raise JudgementError(f"malformed JSON ({exc.msg})") from None
-        try:
-            obj = json.loads(json_text + "}")
-        except json.JSONDecodeError as exc2:
-            raise JudgementError(f"malformed JSON ({exc2.msg}, also with '}}' appended)") from None
-        except RecursionError:
-            raise JudgementError("malformed JSON (nested too deeply to read)") from None
-    except RecursionError:
-        # json.loads raises it on a reply nested too deeply: that judge is dropped, with the reason
-        raise JudgementError("malformed JSON (nested too deeply to read)") from None
-    if not isinstance(obj, dict):
-        raise JudgementError("the JSON is not an object")
-    for criterion in criteria:
-        if criterion not in obj:
-            raise JudgementError(f"missing criterion {criterion!r}")
-        value = obj[criterion]
-        for subkey in subkeys:
-            try:
-                present = subkey in value
-            except TypeError:
-                present = False
-            if not present:
-                raise JudgementError(f"{criterion}: no {subkey!r}")
-    out: dict[str, tuple[float, str]] = {}
-    for key, value in obj.items():
-        if not isinstance(value, dict) or "score" not in value:
-            raise JudgementError(f"{key}: {value!r} has no 'score' (HELM's metric would crash on it)")
-        try:
-            score = float(read_score(value["score"]))
-        except (TypeError, ValueError, OverflowError):
-            kind = "an integer" if read_score is int else "a number"
-            raise JudgementError(f"{key}: score {value['score']!r} is not {kind} to HELM's "
-                                 f"{getattr(read_score, '__name__', 'reading')}() (its metric would crash on it)"
-                                 ) from None
-        if not math.isfinite(score):
-            raise JudgementError(f"{key}: score {value['score']!r} is not a finite number (the mean would be NaN)")
-        out[key] = (score, str(value.get("explanation", "")))
-    return out

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Mapping, Sequence
 
 from pytest_medhelm.compat import is_medhelm, reproduces_helm
-from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
+from pytest_medhelm.jury.parsing import JudgementError, parse_judgement
+from pytest_medhelm.jury.parsing_helm import parse_judgement_helm
 from pytest_medhelm.values import ChatRequest, Completion
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -156,7 +157,8 @@ def jury_score(slug: str, completions: Mapping[str, Completion | BaseException] 
         tokens_out += int(reply.tokens_out or 0)
         cost = None if cost is None or reply.cost_usd is None else cost + float(reply.cost_usd)
         try:
-            judgement = parse(reply.text, criteria)
+            judgement = (parse_judgement(reply.text, criteria, answer or "") if parse is parse_judgement
+                         else parse(reply.text, criteria))
         except JudgementError as exc:
             failures[judge] = exc.reason
             continue

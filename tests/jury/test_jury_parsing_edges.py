@@ -10,7 +10,8 @@ import math
 import pytest
 
 from pytest_medhelm.jury.agreement import icc3, judge_agreement
-from pytest_medhelm.jury.parsing import JudgementError, parse_judgement, parse_judgement_helm
+from pytest_medhelm.jury.parsing import JudgementError, parse_judgement
+from pytest_medhelm.jury.parsing_helm import parse_judgement_helm
 
 C3 = ("accuracy", "completeness", "clarity")
 
