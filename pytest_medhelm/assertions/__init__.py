@@ -91,13 +91,24 @@ def assert_metric(answer: Completion | str, instance: Instance, metric: Metric |
     detail = score.detail
     if ran_out is not None:
         detail = f"{ran_out_reason(ran_out)}; {score.detail or f'expected {instance.expected!r}'}"
+    detail = _bounded_detail(detail)
     record.update(score=score.value, raw_score=score.raw_value, metric=metric.name, missed=missed,
                   expected=instance.expected, detail=detail)
     if score.extra:
         record.setdefault("metrics", {}).update(score.extra)
     if missed:
-        raise Missed(detail or f"expected {instance.expected!r}, got {_text(answer)!r}")
+        raise Missed(detail or _bounded_detail(f"expected {instance.expected!r}, got {_text(answer)!r}"))
     return score
+
+
+#: the longest detail a miss line or a record holds (a metric may quote a huge answer or query result)
+MAX_DETAIL_CHARS = 2000
+
+
+def _bounded_detail(detail: str) -> str:
+    if len(detail) <= MAX_DETAIL_CHARS:
+        return detail
+    return f"{detail[:MAX_DETAIL_CHARS - 1]}… (a detail of {len(detail):,} characters, cut)"
 
 
 def _ran_out(answer: Completion) -> dict[str, Any] | None:

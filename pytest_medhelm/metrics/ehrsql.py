@@ -136,19 +136,30 @@ def run_query(db_path: str | Path, sql: str, time_limit: float = QUERY_TIME_LIMI
               one_row: bool = False) -> list[tuple]:
     """Run ``sql`` read-only in this process's SQL sandbox (:mod:`pytest_medhelm.metrics.sql_sandbox`) and return
     its rows (the first only when ``one_row``); :class:`QueryError` with the reason otherwise."""
-    from pytest_medhelm.metrics.sql_sandbox import SandboxError, sandbox
+    from pytest_medhelm.metrics.base import ScoringError
+    from pytest_medhelm.metrics.sql_sandbox import BudgetSpent, SandboxError, sandbox
 
     path = Path(db_path)
     if not path.is_file():
         raise FileNotFoundError(f"EHRSQL database not found: {path}")
     try:
         return sandbox().run(str(path.resolve()), sql, time_limit, max_rows, one_row=one_row)
+    except BudgetSpent as exc:  # no measurement: the item is an error saying so, never a wrong answer
+        raise ScoringError(str(exc), {"sql sandbox": str(exc)}) from None
     except SandboxError as exc:
-        raise QueryError(str(exc)) from None
+        raise QueryError(_bounded(str(exc))) from None
+
+
+#: characters of one shown value (a row, an error) in a detail: a query can return megabytes in one value
+SHOWN_CHARS = 200
+
+
+def _bounded(text: str, limit: int = SHOWN_CHARS) -> str:
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
 def _shown_rows(rows: Sequence[Any], limit: int = 3) -> str:
-    shown = ", ".join(repr(r) for r in list(rows)[:limit])
+    shown = ", ".join(_bounded(repr(r)) for r in list(rows)[:limit])
     more = f", … ({len(rows)} rows)" if len(rows) > limit else ""
     return f"[{shown}{more}]"
 

@@ -10,7 +10,10 @@ them all), so only another process keeps a query's effects to itself. Here:
   any query that hit its memory limit, and whenever it stops answering;
 * a wall-clock deadline (the query's time limit plus :data:`GRACE_S`) kills a child that overruns it, whatever it
   is doing: nothing a query does outlives the query's own deadline;
-* the child is ended when this process ends (its stdin closes; on Linux the kernel signals it too).
+* the child is ended when this process ends (its stdin closes; on Linux the kernel signals it too);
+* a time budget: the queries of this process together may take :data:`TIME_BUDGET_S` seconds (each up to its own
+  limit); once it is spent, every later query is refused unrun with :class:`BudgetSpent`, which makes its item an
+  error saying so (a whole EHRSQL run of slow queries would otherwise take hours: 1,792 items × 10 s each).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ MAX_RESULT_BYTES = 64_000_000
 RECYCLE_AFTER = 500
 #: seconds beyond a query's time limit before the child is killed (its start, reading the result)
 GRACE_S = 5.0
+#: seconds the queries of one process may take together (the gold queries and the answers' alike)
+TIME_BUDGET_S = 1800.0
 
 _CHILD = Path(__file__).with_name("sql_sandbox_child.py")
 
@@ -44,10 +49,16 @@ class SandboxError(Exception):
     """The query did not produce a result; the message says why (SQL error, refused, limit, killed)."""
 
 
+class BudgetSpent(SandboxError):
+    """The process's time budget for queries is spent: the query was not run (no measurement, not a wrong answer)."""
+
+
 class SqlSandbox:
     def __init__(self, memory_limit: int = MEMORY_LIMIT, heap_limit: int = HEAP_LIMIT,
-                 recycle_after: int = RECYCLE_AFTER) -> None:
+                 recycle_after: int = RECYCLE_AFTER, time_budget: float = TIME_BUDGET_S) -> None:
         self.memory_limit = memory_limit
+        self.time_budget = time_budget
+        self.spent_s = 0.0  # seconds the queries took so far, the budget's account
         self.heap_limit = heap_limit
         self.recycle_after = recycle_after
         self._proc: subprocess.Popen | None = None
@@ -57,28 +68,43 @@ class SqlSandbox:
 
     def run(self, db_path: str, sql: str, time_limit: float, max_rows: int, max_bytes: int = MAX_RESULT_BYTES,
             one_row: bool = False) -> list[tuple]:
-        request = marshal.dumps((str(db_path), sql, float(time_limit), int(max_rows), int(max_bytes), bool(one_row)))
         with self._lock:
-            proc = self._child()
-            deadline = time.monotonic() + time_limit + GRACE_S
+            left = self.time_budget - self.spent_s
+            if left <= 0:
+                raise BudgetSpent(f"the SQL sandbox's time budget is spent ({self.spent_s:,.0f} s of queries in this "
+                                  f"process, the most is {self.time_budget:,.0f} s: pytest_medhelm.metrics.sql_sandbox."
+                                  "TIME_BUDGET_S): the query was not run")
+            time_limit = min(time_limit, left)  # (the last query may use what is left, no more)
+            request = marshal.dumps((str(db_path), sql, float(time_limit), int(max_rows), int(max_bytes),
+                                     bool(one_row)))
+            started = time.monotonic()
             try:
-                assert proc.stdin is not None and proc.stdout is not None
-                proc.stdin.write(struct.pack(">I", len(request)) + request)
-                proc.stdin.flush()
-                header = _read_exact(proc.stdout.fileno(), 4, deadline)
-                (length,) = struct.unpack(">I", header)
-                reply = marshal.loads(_read_exact(proc.stdout.fileno(), length, deadline))
-            except TimeoutError:
-                self._end_child()
-                raise SandboxError(f"time limit of {time_limit:g} s exceeded (the query's process was killed)") \
-                    from None
-            except (OSError, EOFError, ValueError, struct.error):
-                code = self._end_child()
-                raise SandboxError(f"the query's process ended without a result ({_exit_reason(code)})") from None
-            kind, value, ending = reply
-            self._served += 1
-            if ending or self._served >= self.recycle_after:
-                self._end_child()
+                return self._serve(request, time_limit)
+            finally:
+                self.spent_s += time.monotonic() - started
+
+    def _serve(self, request: bytes, time_limit: float) -> list[tuple]:
+        """One query through the child (the caller holds the lock)."""
+        proc = self._child()
+        deadline = time.monotonic() + time_limit + GRACE_S
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(struct.pack(">I", len(request)) + request)
+            proc.stdin.flush()
+            header = _read_exact(proc.stdout.fileno(), 4, deadline)
+            (length,) = struct.unpack(">I", header)
+            reply = marshal.loads(_read_exact(proc.stdout.fileno(), length, deadline))
+        except TimeoutError:
+            self._end_child()
+            raise SandboxError(f"time limit of {time_limit:g} s exceeded (the query's process was killed)") \
+                from None
+        except (OSError, EOFError, ValueError, struct.error):
+            code = self._end_child()
+            raise SandboxError(f"the query's process ended without a result ({_exit_reason(code)})") from None
+        kind, value, ending = reply
+        self._served += 1
+        if ending or self._served >= self.recycle_after:
+            self._end_child()
         if kind == "rows":
             return value
         raise SandboxError(value)

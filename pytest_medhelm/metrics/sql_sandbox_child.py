@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import signal
 import sqlite3
 import struct
 import sys
@@ -107,6 +108,9 @@ def _connect(db_path: str) -> sqlite3.Connection:
     if tables is None:
         names = connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
         tables = _TABLES[db_path] = frozenset(str(n).lower() for (n,) in names) | _SCHEMA_TABLES
+    # temporary b-trees (DISTINCT, ORDER BY, a recursive CTE's queue) in memory, within the heap limit: never in
+    # temp files, which no memory limit bounds (set by us, before the authorizer: the query can run no PRAGMA)
+    connection.execute("PRAGMA temp_store=MEMORY")
     connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_VALUE_BYTES)
     connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
@@ -153,6 +157,11 @@ def _limit_memory(memory_bytes: int, heap_bytes: int) -> None:
         try:
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            # no file may grow at all: a temp file SQLite would still open fails with EFBIG (an SQL error) instead
+            # of filling the disk (SIGXFSZ ignored, so that the write fails rather than the process)
+            if hasattr(signal, "SIGXFSZ"):
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
         except (ValueError, OSError):  # pragma: no cover - a platform that refuses it (macOS): SQLite's limit holds
             pass
     # SQLite's heap limit is per process: set here, by us, before any query (which can never run PRAGMA)

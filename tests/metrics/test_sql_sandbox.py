@@ -187,3 +187,57 @@ def test_every_gold_query_of_the_real_data_runs_in_the_sandbox_as_it_runs_outsid
     finally:
         sandbox.close()
     assert len(gold) > 1000
+
+
+# ------------------------------------------------------------------------------------ issue 30, item 5: bounds
+def test_a_distinct_over_a_recursive_cte_stays_in_memory_never_spills_to_temp_files(db: Path) -> None:
+    """Temp b-trees stay in the child's memory (temp_store=MEMORY; no file may grow): a DISTINCT over 400,000 rows
+    of 206 bytes (80 MB of keys) is refused at a 32 MB heap. Before, SQLite spilled it to temp files, which no
+    memory limit bounds (the query then succeeded here; an endless one wrote 2.35 GB per query)."""
+    sandbox = SqlSandbox(memory_limit=400_000_000, heap_limit=32_000_000)
+    spilling = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) "
+                "SELECT COUNT(*) FROM (SELECT DISTINCT printf('%.*c', 200, 'x') || x FROM c)")
+    try:
+        with pytest.raises(SandboxError, match="memory limit of 400 MB was exceeded|out of memory"):
+            sandbox.run(str(db), spilling, 30, 10**9, max_bytes=10**12)
+        assert sandbox.run(str(db), COUNT, 5, 100) == [(2,)]
+    finally:
+        sandbox.close()
+
+
+def test_the_time_budget_of_a_process_ends_in_an_error_saying_so(db: Path) -> None:
+    from pytest_medhelm.metrics.sql_sandbox import BudgetSpent
+
+    sandbox = SqlSandbox(time_budget=0.5)
+    slow = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) "
+            "SELECT COUNT(*) FROM c")
+    try:
+        with pytest.raises(SandboxError, match="time limit of 0.5 s exceeded"):  # the budget left is its limit
+            sandbox.run(str(db), slow, 10, 100)
+        with pytest.raises(BudgetSpent, match=r"time budget is spent \(\d+ s of queries in this process, the most "
+                                              r"is 0 s: pytest_medhelm.metrics.sql_sandbox.TIME_BUDGET_S\)"):
+            sandbox.run(str(db), COUNT, 5, 100)
+    finally:
+        sandbox.close()
+
+
+def test_a_spent_budget_makes_the_item_an_error_not_a_wrong_answer(db: Path, monkeypatch) -> None:
+    import pytest_medhelm.metrics.sql_sandbox as module
+    from pytest_medhelm.metrics.base import ScoringError
+    from pytest_medhelm.metrics.ehrsql import run_query
+
+    spent = SqlSandbox(time_budget=0.0)
+    monkeypatch.setattr(module, "sandbox", lambda: spent)
+    with pytest.raises(ScoringError, match="time budget is spent"):
+        run_query(db, COUNT)
+
+
+def test_a_short_query_with_a_huge_result_gives_a_bounded_detail(db: Path) -> None:
+    from pytest_medhelm.metrics.ehrsql import EHRSQL_EXECUTION_ACCURACY
+    from pytest_medhelm.values import Instance
+
+    instance = Instance(id="q", input="how many patients?", references=(COUNT,), benchmark="ehrsql",
+                        extra={"db_path": str(db), "gold_sql": COUNT, "is_impossible": False, "value": {}})
+    answer = "SELECT printf('%.*c', 3000000, 'x')"  # 36 characters, a 3 MB value
+    score = EHRSQL_EXECUTION_ACCURACY.score(answer, instance)
+    assert score.value == 0.0 and len(score.detail) < 1000, len(score.detail)
