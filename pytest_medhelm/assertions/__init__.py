@@ -128,7 +128,8 @@ def ran_out_reason(ran_out: dict[str, Any]) -> str:
             "no reasoning budget"
         parts.append(f"a limit of {limit:,} tokens ({room})")
     said = " of ".join(parts) or "the thinking took it all"
-    return f"the token limit ran out before any answer: {said}; raise --medhelm-reasoning-budget"
+    hint = "; raise --medhelm-reasoning-budget" if ran_out.get("reasoning_model", True) else ""
+    return f"the token limit ran out before any answer: {said}{hint}"
 
 
 def _record_not_scored(score: Score, instance: Instance, metric: Metric) -> None:

@@ -328,6 +328,12 @@ class AnswerCache:
 
     def _completion(self, entry: dict[str, Any]) -> Completion:
         completion = Completion.from_cache(entry["completion"])
+        if "thinking" not in entry["completion"] and "think>" in completion.text:
+            # an answer cached before the thinking was split off (its request's key unchanged: a plain model at a
+            # URL): split now, as a fresh reply is (pytest_medhelm.models.reasoning)
+            from pytest_medhelm.models.reasoning import split_thinking
+
+            completion.text, completion.thinking = split_thinking(completion.text)
         # "cached" means: not asked in this run (an answer the answers-ahead phase just fetched is fresh)
         completion.cached = entry.get("run_id") != self.run_id
         return completion

@@ -58,7 +58,12 @@ _SERVED_REASONERS = ("deepseek-r1", "deepseek-reasoner", "qwq", "qwen3", "gpt-os
 #: plain (non-thinking) variants of a family above
 _NOT_REASONERS = ("instruct-2507", "qwen3-coder", "qwen3-embedding")
 _ANTHROPIC_PROVIDERS = ("anthropic", "bedrock", "vertex_ai")
+#: the Claude models with extended thinking (3.7 Sonnet, the Claude 4 family): another Claude refuses ``thinking``
+_CLAUDE_THINKING = re.compile(r"claude-(3-7-|(opus|sonnet|haiku)-4|4)")
 _GEMINI = re.compile(r"gemini-(2\.5|[3-9])")
+#: providers whose Gemini requests litellm translates (a thinking budget); Gemini at an OpenAI-compatible URL takes
+#: no ``thinking`` field, so it is sent as a served reasoner is
+_GEMINI_PROVIDERS = ("gemini", "vertex_ai")
 
 
 def engine_of(litellm_model: str) -> str:
@@ -76,10 +81,11 @@ def family_of(spec: ModelSpec, *, thinking_asked: bool, budget_given: bool) -> s
     provider = spec.name.partition("/")[0] if "/" in spec.name else ""
     if _OPENAI_REASONING.match(lowered):
         return "openai"
-    if lowered.startswith("claude") and provider in _ANTHROPIC_PROVIDERS:
-        return "anthropic" if thinking_asked else None
+    claude = lowered[lowered.find("claude"):] if "claude" in lowered else ""  # (Bedrock's us.anthropic.claude-...)
+    if claude and provider in _ANTHROPIC_PROVIDERS:
+        return "anthropic" if thinking_asked and _CLAUDE_THINKING.match(claude) else None
     if _GEMINI.match(lowered):
-        return "gemini"
+        return "gemini" if provider in _GEMINI_PROVIDERS else "served"
     if any(name in lowered for name in _SERVED_REASONERS) and not any(name in lowered for name in _NOT_REASONERS):
         return "served"
     if budget_given and (spec.api_base or is_llama_cpp_model(spec.name)):
@@ -96,8 +102,9 @@ def reasoning_for(spec: ModelSpec, *, budget: int | None, effort: str | None, re
     its family accepts (a gpt-5 judge), but whose mode the options do not change: they turn no Claude judge's
     thinking on (MedHELM's jury has Claude 3.7 Sonnet, thinking off) and make no plain judge at a URL a served
     reasoner."""
-    asked = not judge and (budget is not None or bool(effort))
-    family = family_of(spec, thinking_asked=asked, budget_given=not judge and budget is not None)
+    # (a budget of 0 asks for no thinking: it turns nothing on, and makes no model at a URL a served reasoner)
+    asked = not judge and (bool(budget) or bool(effort))
+    family = family_of(spec, thinking_asked=asked, budget_given=not judge and bool(budget))
     if family is None:
         return None
     if budget is not None:

@@ -166,7 +166,12 @@ def reply_reasoning_tokens(usage: Any) -> int | None:
     if isinstance(details, (str, bytes, int, float, list, tuple)):
         raise MalformedReply(f"malformed reply: usage.completion_tokens_details is {_short(details)}; expected an "
                              "object")
-    return _count(_field(details, "reasoning_tokens"), "completion_tokens_details.reasoning_tokens")
+    tokens = _count(_field(details, "reasoning_tokens"), "completion_tokens_details.reasoning_tokens")
+    completion = _field(usage, "completion_tokens")
+    if tokens is not None and isinstance(completion, int) and not isinstance(completion, bool) and tokens > completion:
+        raise MalformedReply(f"malformed reply: usage.completion_tokens_details.reasoning_tokens is {tokens:,}, more "
+                             f"than the completion_tokens ({completion:,}) it is a part of")
+    return tokens
 
 
 def _short(value: Any) -> str:

@@ -68,7 +68,7 @@ def leaderboard_table(results: Results | Mapping[str, Any]) -> Table:
     ranked = sorted(Results.read(results).models,
                     key=lambda r: (-(r.win_rate if r.win_rate is not None else -1), -(r.macro_avg or 0)))
     # reasoning models: their reasoning tokens (of tokens out) and the answers that ran out, beside tokens out
-    thinking = any(r.reasoning_tokens is not None or r.n_ran_out for r in ranked)
+    thinking = any(r.reasoning_tokens or r.n_ran_out for r in ranked)  # (a plain gpt-4o reports 0 reasoning tokens)
     if thinking:
         header[7:7] = ["reasoning tokens", "ran out"]
     for r in ranked:

@@ -71,9 +71,28 @@ def test_the_options_change_no_judges_mode_but_a_reasoning_judge_gets_its_room()
     assert judge("openai/gpt-5").budget == DEFAULT_BUDGET
 
 
+def test_claude_without_extended_thinking_is_never_sent_thinking_and_bedrock_claude_is_found():
+    assert spec("anthropic/claude-3-5-haiku-20241022", budget=2000).reasoning is None  # litellm refuses thinking
+    assert spec("anthropic/claude-3-5-sonnet-20241022", effort="high").reasoning is None
+    bedrock = spec("bedrock/us.anthropic.claude-3-7-sonnet-20250219-v1:0", budget=2000).reasoning
+    assert (bedrock.family, bedrock.budget) == ("anthropic", 2000)
+    assert spec("vertex_ai/claude-opus-4-1@20250805", budget=2000).reasoning.family == "anthropic"
+
+
+def test_a_budget_of_0_turns_nothing_on():
+    assert spec("anthropic/claude-sonnet-4-5", budget=0).reasoning is None
+    assert spec("hosted_vllm/my-finetune", "http://127.0.0.1:8000/v1", budget=0).reasoning is None
+    o3 = spec("openai/o3-mini", budget=0).reasoning
+    assert (o3.family, o3.budget) == ("openai", 0)  # an o-series still refuses max_tokens: its family stays
+
+
 def test_gemini_25_thinks_by_default():
     assert spec("gemini/gemini-2.5-pro").reasoning.family == "gemini"
     assert spec("gemini/gemini-2.0-flash").reasoning is None
+    # at an OpenAI-compatible URL Gemini takes no thinking field: it is sent as a served reasoner is
+    at_url = spec("openai/gemini-2.5-flash", "https://generativelanguage.example/v1beta/openai")
+    assert at_url.reasoning.family == "served"
+    assert "thinking" not in chat_body(at_url, ChatRequest.for_prompt(at_url, "Q", 1))
 
 
 def test_compat_modes_send_the_references_request_unless_a_budget_is_given():
@@ -121,9 +140,8 @@ def test_a_plain_models_request_and_cache_key_are_what_they_were():
     request = ChatRequest.for_prompt(model, "Q", 5, stop=("\n",))
     assert generation_parameters(model, request) == {"temperature": 0.0, "max_tokens": 5, "stop": ["\n"]}
     assert "reasoning_budget" not in request.to_json() and "reasoning_effort" not in request.to_json()
-    # (the key of this request as every earlier version computed it: existing caches keep their answers)
-    assert request.cache_key() == ChatRequest(model="openai/gpt-4o-mini", messages=(("user", "Q"),), max_tokens=5,
-                                              stop=("\n",)).cache_key()
+    # (the key of this request as every earlier version computed it, pinned: existing caches keep their answers)
+    assert request.cache_key() == "888d6d3b18d6c6c1fdf52358fe91081bfd9fdde623c968f5cbf5304b8409c0be"
 
 
 def test_the_budget_and_effort_are_in_the_cache_key_and_survive_a_round_trip():
@@ -162,6 +180,28 @@ def test_reply_thinking_reads_each_shape_and_refuses_others():
         reply_thinking({"reasoning_content": 42})
     with pytest.raises(MalformedReply, match="thinking block 0"):
         reply_thinking({"thinking_blocks": [{"type": "thinking"}]})
+
+
+def test_reasoning_tokens_beyond_the_completion_they_are_part_of_are_malformed():
+    with pytest.raises(MalformedReply, match="more than the completion_tokens"):
+        reply_reasoning_tokens({"completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 10**20}})
+
+
+def test_an_empty_answer_cut_by_the_limit_never_passes_whatever_the_metric_says():
+    from pytest_medhelm.assertions import Missed, assert_metric
+    from pytest_medhelm.metrics.base import Score
+    from pytest_medhelm.values import Instance
+
+    class EmptyIsRight:  # a metric that gives an empty answer full marks
+        name, binary, pass_mark = "empty_is_right", True, 1.0
+
+        def score(self, answer, instance, compat="default"):
+            return Score(1.0 if not answer else 0.0)
+
+    instance = Instance(id="q", input="?", references=("",), benchmark="x")
+    assert assert_metric(Completion(text="", finish_reason="stop"), instance, EmptyIsRight()).value == 1.0
+    with pytest.raises(Missed, match="the token limit ran out before any answer"):
+        assert_metric(Completion(text="", finish_reason="length", reasoning_tokens=9), instance, EmptyIsRight())
 
 
 def test_reasoning_tokens_from_usage():
@@ -227,3 +267,16 @@ def test_fuzz_a_replys_thinking_and_reasoning_tokens_are_read_or_malformed(messa
         assert tokens is None or (isinstance(tokens, int) and tokens >= 0)
     except MalformedReply as exc:
         assert exc.reason.startswith("malformed reply: ")
+
+
+def test_an_answer_cached_before_the_split_is_split_when_read(tmp_path):
+    from pytest_medhelm.models.cache import AnswerCache
+
+    cache = AnswerCache(tmp_path / "cache", run_id="earlier")
+    # written as the last version wrote it: the whole content, no thinking field
+    cache.put("k", Completion(text="<think>The abstract supports it.</think>\n\nA", tokens_out=9))
+    reader = AnswerCache(tmp_path / "cache", run_id="now")
+    answer = reader.get("k")
+    assert (answer.text, answer.thinking, answer.cached) == ("A", "The abstract supports it.", True)
+    cache.put("plain", Completion(text="B"))
+    assert (reader.get("plain").text, reader.get("plain").thinking) == ("B", "")

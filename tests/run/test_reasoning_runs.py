@@ -116,14 +116,21 @@ def test_an_unclosed_think_block_is_an_empty_answer(pytester, toy, server):
     assert all(rec["missed"] and rec["ran_out"] for rec in report["instances"])
 
 
-def test_the_thinking_text_stays_out_of_the_results_unless_asked(pytester, toy, server):
+@XDIST
+def test_the_thinking_text_stays_out_of_every_report_unless_asked(pytester, toy, server, xdist):
     data = toy(2)
     server.configure(reasoning_tokens=5, reasoning_shape="reasoning_content", thinking_text="patient Jane Doe")
-    result = inner(pytester, *args(server, data, "hosted_vllm/deepseek-r1", "--medhelm-json", "r.json",
-                                   "-p", "no:xdist"))
+    files = ("--medhelm-json", "r.json", "--medhelm-markdown", "r.md", "--medhelm-html", "r.html",
+             "--junitxml", "junit.xml")
+    result = inner(pytester, *args(server, data, "hosted_vllm/deepseek-r1", *files, "-rA", *xdist))
     assert result.ret == 0, result.stdout.str()[-3000:]
-    text = (pytester.path / "r.json").read_text()
-    assert "Jane Doe" not in text and all(rec["thinking_chars"] > 0 for rec in results(pytester)["instances"])
+    assert all(rec["thinking_chars"] > 0 for rec in results(pytester)["instances"])
+    for name in ("r.json", "r.md", "r.html", "junit.xml"):
+        assert "Jane Doe" not in (pytester.path / name).read_text(), name
+    assert "Jane Doe" not in result.stdout.str()
+    asked = inner(pytester, *args(server, data, "hosted_vllm/deepseek-r1", "--medhelm-json", "t.json",
+                                  "--medhelm-report-text", *xdist))
+    assert asked.ret == 0 and "patient Jane Doe" in (pytester.path / "t.json").read_text()
 
 
 @XDIST

@@ -243,7 +243,7 @@ def model_summaries(results: Mapping[str, Any]) -> list[ModelSummary]:
             tokens_out=fmt_int(r.get("tokens_out")), model_cost=model_cost,
             jury_tokens_in=fmt_int(r.get("jury_tokens_in")), jury_tokens_out=fmt_int(r.get("jury_tokens_out")),
             jury_cost=jury_cost, total_cost_text=total_cost,
-            thinking=r.get("reasoning_tokens") is not None or bool(r.get("n_ran_out")),
+            thinking=bool(r.get("reasoning_tokens")) or bool(r.get("n_ran_out")),  # (not a plain model's 0)
             reasoning_tokens=fmt_int(r.get("reasoning_tokens")),
             ran_out=f"{r.get('n_ran_out')}/{r.get('n_answers')}" if r.get("n_ran_out") else "0"))
     return out
