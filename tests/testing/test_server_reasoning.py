@@ -152,7 +152,8 @@ def test_max_tokens_is_the_limit_when_there_is_no_max_completion_tokens(fresh):
     fresh.configure(reasoning_tokens=4, reasoning_shape="reasoning_content", answer="B because")
     body = post(fresh.url + "/chat/completions", {"model": "deepseek-r1", "messages": OK_O3["messages"],
                                                   "max_tokens": 5})[1]
-    assert body["choices"][0]["message"] == {"role": "assistant", "content": "B", "reasoning_content": "hmm hmm hmm hmm"}
+    assert body["choices"][0]["message"] == {"role": "assistant", "content": "B",
+                                             "reasoning_content": "hmm hmm hmm hmm"}
     assert body["choices"][0]["finish_reason"] == "length" and body["usage"]["completion_tokens"] == 5
     body = post(fresh.url + "/chat/completions", {"model": "deepseek-r1", "messages": OK_O3["messages"],
                                                   "max_tokens": 1, "max_completion_tokens": 50})[1]
