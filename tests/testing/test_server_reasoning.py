@@ -207,31 +207,50 @@ def test_the_command_line_takes_the_reasoning_options():
         _parse_args(["--reasoning-tokens", "-3"])
 
 
-def test_a_batch_line_is_checked_as_a_direct_request(fresh):
+def run_batch(srv, *bodies: dict) -> dict:
+    """A batch of ``bodies`` (lines k1, k2...) through the server's Files and Batches API, polled once: the batch."""
     from pytest_medhelm.models.batch_api import batch_line  # (the plugin's own line format)
     from pytest_medhelm.testing.server.batches import configure_batches
 
-    configure_batches(fresh.url, reset=True, polls=1)
-    content = batch_line("k1", {**OK_O3, "max_tokens": 5})
+    configure_batches(srv.url, reset=True, polls=1)
+    content = b"".join(batch_line(f"k{n}", body) for n, body in enumerate(bodies, 1))
     boundary = "b0undary"
     form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--{boundary}\r\n"
             f"Content-Disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n"
             "Content-Type: application/jsonl\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
-    request = urllib.request.Request(fresh.url + "/files", data=form,
+    request = urllib.request.Request(srv.url + "/files", data=form,
                                      headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
     with urllib.request.urlopen(request, timeout=10) as response:
         file_id = json.load(response)["id"]
-    batch = post(fresh.url + "/batches", {"input_file_id": file_id, "endpoint": "/v1/chat/completions",
-                                          "completion_window": "24h"})[1]
-    with urllib.request.urlopen(fresh.url + f"/batches/{batch['id']}", timeout=10) as response:
-        batch = json.load(response)
+    batch = post(srv.url + "/batches", {"input_file_id": file_id, "endpoint": "/v1/chat/completions",
+                                        "completion_window": "24h"})[1]
+    with urllib.request.urlopen(srv.url + f"/batches/{batch['id']}", timeout=10) as response:
+        return json.load(response)
+
+
+def test_a_batch_line_is_checked_as_a_direct_request(fresh):
+    batch = run_batch(fresh, OK_O3, {**OK_O3, "max_tokens": 5})
     assert batch["status"] == "failed"
     [error] = batch["errors"]["data"]
     direct = post(fresh.url + "/chat/completions", {**OK_O3, "max_tokens": 5})[1]["error"]
     assert (error["line"], error["param"], error["code"], error["message"]) == (
-        1, "max_tokens", "unsupported_parameter", direct["message"])
+        2, "max_tokens", "unsupported_parameter", direct["message"])
     assert direct["message"].startswith("Unsupported parameter: 'max_tokens' is not supported with this model.")
     assert batch_stats(fresh.url)["batches_created"] == 1
+
+
+def test_a_batch_lines_reply_thinks_as_a_direct_one(fresh):
+    fresh.configure(reasoning_tokens=30, reasoning_shape="reasoning_content")
+    batch = run_batch(fresh, OK_O3, {**OK_O3, "max_completion_tokens": 20})
+    assert batch["status"] == "completed" and batch["request_counts"]["completed"] == 2
+    with urllib.request.urlopen(fresh.url + f"/files/{batch['output_file_id']}/content", timeout=10) as response:
+        lines = [json.loads(line) for line in response.read().splitlines()]
+    replies = {line["custom_id"]: line["response"]["body"] for line in lines}
+    assert replies["k1"]["usage"]["completion_tokens_details"] == {"reasoning_tokens": 30}
+    assert replies["k1"]["choices"][0]["message"]["reasoning_content"] == " ".join(["hmm"] * 30)
+    assert (replies["k2"]["choices"][0]["message"]["content"], replies["k2"]["choices"][0]["finish_reason"]) == (
+        "", "length")
+    assert replies["k2"]["usage"]["completion_tokens"] == 20
 
 
 ANTHROPIC = {"model": "claude-sonnet-4-5", "max_tokens": 1100, "messages": [{"role": "user", "content": "Q"}],
