@@ -9,7 +9,8 @@ Endpoints
 ``POST /v1/chat/completions`` and ``POST /chat/completions``
     OpenAI ``chat.completion`` responses (:mod:`.protocol`). ``stream=true`` is refused with a 400.
 ``POST /v1/messages`` and ``POST /messages``
-    Anthropic's Messages API (:mod:`.wire`), with extended thinking; the same answers, faults and counters.
+    Anthropic's Messages API (:mod:`.wire`), with extended thinking, where litellm sends an ``anthropic/...``
+    model's request at an ``api_base``; the same answers, faults, counters and request log (``api``: ``"anthropic"``).
 ``GET /v1/models`` and ``GET /models``
     The configured model ids (``models=``). The model of a chat request is echoed, never checked.
 ``GET /health``
@@ -21,7 +22,12 @@ Endpoints
     worker) can read counters and reconfigure it. It never needs an API key.
 
 With ``api_key`` set, a chat or models request whose ``Authorization: Bearer`` token differs gets OpenAI's 401
-("Incorrect API key provided", code ``invalid_api_key``); the key is never echoed.
+("Incorrect API key provided", code ``invalid_api_key``), a Messages request whose ``x-api-key`` differs Anthropic's
+401 (``authentication_error``); the key is never echoed.
+
+Reasoning models (:mod:`.reasoning`): a request for a model named ``o<digit>...`` or ``gpt-5...`` (after any
+``provider/``) is checked as OpenAI checks it, and ``reasoning_tokens``, ``reasoning_shape`` and ``thinking_text``
+make every reply think out of its token limit.
 
 The modules, by concern
 -----------------------

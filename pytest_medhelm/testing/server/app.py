@@ -163,7 +163,7 @@ class ServerCore:
             return web.Response(status=204)  # not reached: the stop cancels this handler
         if wire.refused(request, cfg.api_key):
             return self._error(record, wire, 401)
-        problem = wire.problem(body)
+        problem = wire.problem(body, request.headers)
         if problem is not None:
             return self._error(record, wire, 400, problem.message, param=problem.param, code=problem.code)
         assert isinstance(body, dict)  # (chat_request_problem checked it)

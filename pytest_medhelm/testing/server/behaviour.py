@@ -6,7 +6,17 @@ Answers
 For each valid request, the first of these that gives an answer wins: ``script(request_json)`` (may be async, may
 return ``None`` to fall through); ``rules``, substring of the last user message → answer, first match in order;
 the constant ``answer`` (default ``"A"``). The reply is sent after ``latency`` seconds (``asyncio.sleep``, so
-concurrent requests overlap rather than queue).
+concurrent requests overlap rather than queue). A script that returns a dict instead of a string controls the
+whole reply: the dict is sent as the response body as it is (a ``chat.completion`` at the chat endpoint, a
+Messages reply at Anthropic's, a batch line's ``response.body``), with no ``reply_shape`` or thinking applied.
+
+Reasoning
+---------
+``reasoning_tokens`` (int >= 0, default 0), ``reasoning_shape`` (``"hidden"``, ``"reasoning_content"``,
+``"reasoning"``, ``"inline"``, ``"null_content"``; default ``"hidden"``) and ``thinking_text`` (default ``""``: one
+``hmm`` per reasoning token) make each reply think before it answers, out of the request's token limit, as
+:mod:`.reasoning` describes; Anthropic's Messages API (:mod:`.wire`) spends them too, at most its
+``thinking.budget_tokens``.
 
 Faults
 ------
@@ -45,7 +55,9 @@ from pytest_medhelm.testing.server.reasoning import Thinking, think, thinking_co
 DEFAULT_ANSWER = "A"
 DEFAULT_MODELS = ("test-model",)
 
-Script = Callable[[dict], str | None | Awaitable[str | None]]
+#: what a script returns: an answer, a whole reply body (a dict), or None to fall through to the rules
+ScriptResult = str | dict[str, Any] | None
+Script = Callable[[dict], ScriptResult | Awaitable[ScriptResult]]
 AnswerSpec = str | Mapping[str, str] | Script
 
 CONFIG_KEYS = frozenset(
@@ -220,15 +232,17 @@ def validate(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def answer_for(cfg: Answering, body: dict, text: str) -> str:
-    """The answer to the request ``body`` (whose last user message is ``text``) under the policy ``cfg``."""
+async def answer_for(cfg: Answering, body: dict, text: str) -> str | dict[str, Any]:
+    """The answer to the request ``body`` (whose last user message is ``text``) under the policy ``cfg``: a string,
+    or the dict a script returned (the whole reply, sent as it is)."""
     if cfg.script is not None:
         result = cfg.script(body)
         if inspect.isawaitable(result):
             result = await result
         if result is not None:
-            if not isinstance(result, str):
-                raise TypeError(f"script must return a string or None, got {type(result).__name__}")
+            if not isinstance(result, (str, dict)):
+                raise TypeError(f"script must return a string, a dict (the whole reply) or None, got "
+                                f"{type(result).__name__}")
             return result
     for substring, answer in cfg.rules:
         if substring in text:
@@ -239,6 +253,8 @@ async def answer_for(cfg: Answering, body: dict, text: str) -> str:
 async def reply_for(cfg: Answering, body: dict, text: str) -> dict:
     """The ``chat.completion`` answering a valid request ``body``: a direct one or a batch's line."""
     answer = await answer_for(cfg, body, text)
+    if isinstance(answer, dict):
+        return answer
     thought = None
     if cfg.thinking.tokens or cfg.thinking.shape != "hidden":
         limit = body.get("max_completion_tokens", body.get("max_tokens"))

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_medhelm.testing.server.app import HOST, ServerCore
 from pytest_medhelm.testing.server.behaviour import DEFAULT_ANSWER, validate
 from pytest_medhelm.testing.server.protocol import REPLY_SHAPES
+from pytest_medhelm.testing.server.reasoning import REASONING_SHAPES
 from pytest_medhelm.testing.server.state import ServerState
 
 
@@ -67,12 +68,15 @@ def _parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, dict]:
     parser.add_argument("--model", action="append", dest="models", help="a model id for /v1/models (repeatable)")
     parser.add_argument("--stop-after", type=int, help="serve N chat requests, then go down")
     parser.add_argument("--reply-shape", choices=REPLY_SHAPES, help="bend every answer (content parts, no usage, ...)")
+    parser.add_argument("--reasoning-tokens", type=int, help="tokens of thinking each reply spends out of its limit")
+    parser.add_argument("--reasoning-shape", choices=REASONING_SHAPES, help="where the thinking goes (default hidden)")
+    parser.add_argument("--thinking-text", help="the thinking's text (default: 'hmm' per reasoning token)")
     args = parser.parse_args(argv)
     if not isinstance(args.config, dict):
         parser.error("--config must be a JSON object")
     config = dict(args.config)
     for key in ("answer", "latency", "rules", "faults", "fail_matching", "script", "api_key", "models",
-                "stop_after", "reply_shape"):
+                "stop_after", "reply_shape", "reasoning_tokens", "reasoning_shape", "thinking_text"):
         value = getattr(args, key)
         if value is not None:
             config[key] = value

@@ -150,13 +150,15 @@ class ChatServer(LoopbackURLs):
 
     def configure(self, **config: Any) -> dict:
         """Change any option at runtime (answer, rules, script, latency, faults (replaces the queue), add_faults,
-        fail_matching, api_key, models, stop_after, log_requests); returns the resulting configuration."""
+        fail_matching, api_key, models, stop_after, log_requests, reply_shape, reasoning_tokens, reasoning_shape,
+        thinking_text); returns the resulting configuration."""
         self._state.configure(**config)
         return self._state.describe()
 
     def set_answer(self, answer: AnswerSpec) -> None:
         """Replace the answering policy: a string (constant answer), a mapping (substring of the last user
-        message -> answer; the constant answer stays the fallback) or a callable ``(request_json) -> str | None``."""
+        message -> answer; the constant answer stays the fallback) or a callable ``(request_json) -> str | dict | None``
+        (a dict is the whole reply body, sent as it is)."""
         self._state.set_answer(answer)
 
     def add_faults(self, *faults: Any) -> None:

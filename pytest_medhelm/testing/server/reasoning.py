@@ -64,9 +64,11 @@ def reasoning_problem(body: dict[str, Any]) -> Problem | None:
         return Problem("Unsupported parameter: 'stop' is not supported with this model.", "stop",
                        "unsupported_parameter")
     effort = body.get("reasoning_effort")
-    if "reasoning_effort" in body and effort not in (*_EFFORTS, *(("minimal",) if gpt5 else ())):
-        return Problem(f"Unsupported value: 'reasoning_effort' does not support {effort!r} with this model.",
-                       "reasoning_effort", "unsupported_value")
+    efforts = (*(("minimal",) if gpt5 else ()), *_EFFORTS)
+    if "reasoning_effort" in body and effort not in efforts:
+        supported = ", ".join(f"'{e}'" for e in efforts[:-1]) + f", and '{efforts[-1]}'"
+        return Problem(f"Unsupported value: 'reasoning_effort' does not support {effort!r} with this model. "
+                       f"Supported values are: {supported}.", "reasoning_effort", "unsupported_value")
     return None
 
 
@@ -101,8 +103,11 @@ def think(thinking: Thinking, answer: str, limit: Any, count: Any) -> Thought:
     limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
     spent = thinking.tokens if limit is None else min(thinking.tokens, limit)
     left = None if limit is None else limit - spent
-    ran_out = False
-    if left is not None and count(answer) > left:
+    # the thinking took the whole limit: the model never got to say it was done, whatever its answer would be
+    ran_out = limit is not None and thinking.tokens >= limit
+    if ran_out:
+        answer = ""
+    elif left is not None and count(answer) > left:
         answer, ran_out = " ".join(answer.split()[:left]), True
     return Thought(answer, thinking.words(spent), spent, count(answer), ran_out)
 

@@ -2,12 +2,17 @@
 (:mod:`.app`): OpenAI's chat completions, and Anthropic's Messages API as its documentation describes it (litellm
 reaches it for ``anthropic/...`` models at ``{api_base}/v1/messages``).
 
-Anthropic's checks: ``model``, ``max_tokens`` (an integer >= 1) and non-empty ``messages``; with ``thinking:
-{"type": "enabled", "budget_tokens": N}``, N >= 1,024 and N < ``max_tokens``, and no ``temperature`` other than 1,
-no ``top_k``, no ``top_p``. The key is ``x-api-key``. Errors are ``{"type": "error", "error": {"type", "message"}}``.
-A reply is ``{"type": "message", "content": [thinking block (thinking on), text block], "stop_reason",
-"usage": {"input_tokens", "output_tokens"}}``: the thinking spends ``reasoning_tokens`` (at most the budget) out of
-``max_tokens`` and is billed in ``output_tokens``; ``stop_reason`` is ``"max_tokens"`` when the limit ended it.
+Anthropic's checks: the ``anthropic-version`` header, ``model``, ``max_tokens`` (an integer >= 1) and non-empty
+``messages``, ``stop_sequences`` a list of strings; with ``thinking: {"type": "enabled", "budget_tokens": N}``,
+N >= 1,024 and N < ``max_tokens``, and no ``temperature`` other than 1, no ``top_k``, no ``top_p``. The key is
+``x-api-key`` (401 ``authentication_error`` without it when the server has one). Errors are ``{"type": "error",
+"error": {"type", "message"}}``. A reply is ``{"id": "msg_...", "type": "message", "role": "assistant", "model",
+"content": [thinking block (thinking on), text block], "stop_reason", "stop_sequence", "usage": {"input_tokens",
+"output_tokens"}}``: the thinking spends ``reasoning_tokens`` (at most the budget) out of ``max_tokens`` and is
+billed in ``output_tokens``; the answer ends at the first of the ``stop_sequences`` it holds (``stop_reason``
+``"stop_sequence"``, ``stop_sequence`` the one met) and is cut when ``max_tokens`` runs out (``"max_tokens"``; no
+text block when nothing is left); otherwise ``"end_turn"``. Latency, faults, ``stop_after`` and the request log
+are the chat endpoint's (:mod:`.app` serves both); a fault's error is sent in Anthropic's shape.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ class Wire(Protocol):
 
     def refused(self, request: web.Request, api_key: str | None) -> bool: ...
 
-    def problem(self, body: Any) -> Problem | None: ...
+    def problem(self, body: Any, headers: Mapping[str, str]) -> Problem | None: ...
 
     def error(self, status: int, message: str | None = None, headers: Mapping[str, str] | None = None,
               param: str | None = None, code: str | None = None) -> web.Response: ...
@@ -53,7 +58,7 @@ class OpenAIChat:
     def refused(self, request: web.Request, api_key: str | None) -> bool:
         return refused(request, api_key)
 
-    def problem(self, body: Any) -> Problem | None:
+    def problem(self, body: Any, headers: Mapping[str, str]) -> Problem | None:
         return chat_request_problem(body)
 
     def error(self, status: int, message: str | None = None, headers: Mapping[str, str] | None = None,
@@ -77,7 +82,9 @@ class AnthropicMessages:
     def refused(self, request: web.Request, api_key: str | None) -> bool:
         return api_key is not None and self.key(request) != api_key
 
-    def problem(self, body: Any) -> Problem | None:
+    def problem(self, body: Any, headers: Mapping[str, str]) -> Problem | None:
+        if not headers.get("anthropic-version"):
+            return Problem("anthropic-version: header is required")
         if not isinstance(body, dict):
             return Problem("The request body is not valid JSON.")
         if not isinstance(body.get("model"), str) or not body["model"]:
@@ -87,6 +94,9 @@ class AnthropicMessages:
             return Problem("max_tokens: Field required (an integer >= 1)")
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             return Problem("messages: at least one message is required")
+        stops = body.get("stop_sequences")
+        if stops is not None and (not isinstance(stops, list) or not all(isinstance(x, str) and x for x in stops)):
+            return Problem("stop_sequences: Input should be a valid list of non-empty strings")
         if body.get("stream"):
             return Problem("stream=true is not supported by the pytest-medhelm test server")
         thinking = body.get("thinking")
@@ -116,24 +126,36 @@ class AnthropicMessages:
 
     async def reply(self, cfg: Answering, body: dict, text: str) -> dict:
         answer = await answer_for(cfg, body, text)
+        if isinstance(answer, dict):  # a script's whole reply
+            return answer
         thinking = body.get("thinking")
         on = isinstance(thinking, dict) and thinking.get("type") == "enabled"
         tokens = min(cfg.thinking.tokens, thinking["budget_tokens"]) if isinstance(thinking, dict) and on else 0
+        answer, met = _until_stop(answer, body.get("stop_sequences") or ())
         thought = think(Thinking(tokens, "hidden", cfg.thinking.text), answer, body["max_tokens"], count_tokens)
+        stop_reason = "max_tokens" if thought.ran_out else "end_turn" if met is None else "stop_sequence"
         content: list[dict[str, Any]] = []
         if on:
             content.append({"type": "thinking", "thinking": thought.thinking,
                             "signature": f"sig-{uuid.uuid4().hex[:16]}"})
         if thought.answer or not thought.ran_out:
             content.append({"type": "text", "text": thought.answer})
-        system = body.get("system")
-        prompt = [*(body["messages"]), *([{"content": system}] if isinstance(system, str) else [])]
+        prompt = [*(body["messages"]), {"content": body.get("system")}]  # (system: a string or text blocks)
         return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
                 "model": body["model"], "content": content,
-                "stop_reason": "max_tokens" if thought.ran_out else "end_turn", "stop_sequence": None,
+                "stop_reason": stop_reason, "stop_sequence": met if stop_reason == "stop_sequence" else None,
                 "usage": {"input_tokens": sum(count_tokens(message_text(m.get("content"))) for m in prompt
                                               if isinstance(m, dict)),
                           "output_tokens": thought.reasoning_tokens + thought.answer_tokens}}
+
+
+def _until_stop(answer: str, stops: Any) -> tuple[str, str | None]:
+    """``answer`` up to the first stop sequence in it (which is not sent), and that sequence (None: none met)."""
+    found = [(answer.find(stop), stop) for stop in stops if stop in answer]
+    if not found:
+        return answer, None
+    at, stop = min(found, key=lambda hit: hit[0])
+    return answer[:at], stop
 
 
 OPENAI, ANTHROPIC = OpenAIChat(), AnthropicMessages()
