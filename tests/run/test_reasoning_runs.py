@@ -70,7 +70,8 @@ def test_a_used_up_budget_is_each_items_miss_with_its_reason_never_a_pass(pytest
     report = results(pytester)
     assert all(rec["missed"] and rec["answer"] == "" for rec in report["instances"])
     assert {json.dumps(rec["ran_out"], sort_keys=True) for rec in report["instances"]} == {json.dumps(
-        {"max_output_tokens": 201, "reasoning_budget": 200, "reasoning_tokens": 201}, sort_keys=True)}
+        {"max_output_tokens": 201, "reasoning_budget": 200, "reasoning_tokens": 201, "reasoning_model": True},
+        sort_keys=True)}
     result.assert_outcomes(passed=0)
 
 
