@@ -13,14 +13,13 @@ can decide whether and when to retry.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.models.reasoning import answer_of, generation_parameters, stops_after
-from pytest_medhelm.models.replies import (MalformedReply, max_reply_bytes, reply_reasoning_tokens, reply_text,
-                                           reply_thinking, reply_usage, too_large)
+from pytest_medhelm.models.replies import (MalformedReply, believed_cost, max_reply_bytes, reply_reasoning_tokens,
+                                           reply_text, reply_thinking, reply_usage, too_large)
 from pytest_medhelm.values import LLAMA_CPP_PREFIX, ChatRequest, Completion, ModelSpec
 
 if TYPE_CHECKING:
@@ -246,7 +245,5 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
         cost = float(litellm.completion_cost(completion_response=response))
     except Exception:  # noqa: BLE001 - unknown price: reported as unknown, never as 0
         cost = None
-    if cost is not None and not (math.isfinite(cost) and cost >= 0):
-        cost = None  # a price computed from counts a server invented is no price
-    completion.cost_usd = cost
+    completion.cost_usd = believed_cost(cost)  # a price computed from counts a server invented is no price
     return completion

@@ -52,3 +52,16 @@ def _as_text(value: Any) -> Any:
 
 #: a str field that takes any value as its text (ids from a data file, a custom metric's detail)
 Text = Annotated[str | None, BeforeValidator(_as_text)]
+
+
+#: the largest token count an instance's record holds (over every call of its item; each call's own count is at
+#: most 10^9, pytest_medhelm.models.replies): a larger one is refused into ``metrics.invalid_fields``, so that no
+#: sum, price or JSON writing of the report meets an integer of thousands of digits
+MAX_RECORD_COUNT = 10**15
+#: the largest cost (USD) or duration (s) an instance's record holds, likewise
+MAX_RECORD_AMOUNT = 1e12
+
+#: an int field of token counts: 0 to MAX_RECORD_COUNT
+Count = Annotated[int, Field(ge=0, le=MAX_RECORD_COUNT)]
+#: a float field of a cost or a duration: finite, 0 to MAX_RECORD_AMOUNT
+Amount = Annotated[float, Field(ge=0, le=MAX_RECORD_AMOUNT, allow_inf_nan=False)]

@@ -25,7 +25,7 @@ from pydantic import Field, ValidationError
 
 from pytest_medhelm.report.model_order import ordered_models
 from pytest_medhelm.report.reasoning import ReasoningSettings
-from pytest_medhelm.report.record_base import Record, Text, about, many
+from pytest_medhelm.report.record_base import Amount, Count, Record, Text, about, many
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -61,10 +61,10 @@ class InstanceRecord(Record):
     score: float | None = about("the normalized score, 0 to 1 (a HealthBench rubric score can be negative); "
                                 "null: not scored")
     raw_score: float | None = about("the metric on its own scale (a jury's 1 to 5)")
-    tokens_in: int | None = about("prompt tokens, over every call of the item")
-    tokens_out: int | None = about("completion tokens, over every call of the item")
-    cost_usd: float | None = about("the calls' cost; null: a price is unknown (never counted as 0)")
-    latency_s: float | None = about("seconds the answer took (0 from the cache)")
+    tokens_in: Count | None = about("prompt tokens, over every call of the item")
+    tokens_out: Count | None = about("completion tokens, over every call of the item")
+    cost_usd: Amount | None = about("the calls' cost; null: a price is unknown (never counted as 0)")
+    latency_s: Amount | None = about("seconds the answer took (0 from the cache)")
     cached: bool | None = about("the answer came from the answer cache")
     error: str | None = about("a model, data or scoring error: no measurement")
     subset: str | None = about("the subset of a benchmark HELM runs as several runs ('' for none)")
@@ -74,17 +74,18 @@ class InstanceRecord(Record):
     detail: Text = about("what the metric says about the score (expected vs got), as text")
     metrics: dict[str, Any] | None = about("the metric's secondary values and the jury's verdicts; "
                                             "invalid_fields: per field, a value the record refused and why")
-    jury_tokens_in: int | None = about("the judges' (or rubric grader's) prompt tokens")
-    jury_tokens_out: int | None = about("the judges' (or rubric grader's) completion tokens")
-    jury_cost_usd: float | None = about("the judges' cost; null: a price is unknown")
+    jury_tokens_in: Count | None = about("the judges' (or rubric grader's) prompt tokens")
+    jury_tokens_out: Count | None = about("the judges' (or rubric grader's) completion tokens")
+    jury_cost_usd: Amount | None = about("the judges' cost; null: a price is unknown")
     jury_instrument: str | None = about("the judge prompts asked from (helm@ef439fc, pytest-medhelm@<version>)")
     judge_failures: dict[str, str] | None = about("per judge, why it gave no valid judgement")
     error_kind: str | None = about("the error's kind (ModelError, DataError, ScoringError, ScoreNotANumber)")
     not_scored: str | None = about("why the metric cannot score the instance: counted neither for nor against")
     score_nan: bool | None = about("the metric returned NaN or an infinity: counted as an error")
-    nan_fields: list[str] | None = about("where a value that is not a finite number was written as null")
-    reasoning_tokens: int | None = about("of tokens_out, the tokens spent thinking (null: the server did not say)")
-    thinking_chars: int | None = about("characters of the answer's thinking, kept apart from the answer")
+    nan_fields: list[str] | None = about("where a value that is not a finite number (or an integer beyond a "
+                                         "float's range) was written as null")
+    reasoning_tokens: Count | None = about("of tokens_out, the tokens spent thinking (null: the server did not say)")
+    thinking_chars: Count | None = about("characters of the answer's thinking, kept apart from the answer")
     thinking: str | None = about("--medhelm-report-text only: the answer's thinking")
     ran_out: dict[str, Any] | None = about("the token limit was used up before any answer (a miss): its limits")
     question: str | None = about("--medhelm-report-text only: the input with its lettered options")
@@ -154,6 +155,11 @@ class InstanceRecord(Record):
 
 def _shown(value: Any) -> str:
     """A refused value as short text (it may be any object: the record says what it was, not the object)."""
+    if isinstance(value, int) and value.bit_length() > 64:  # (repr raises past 4,300 digits)
+        try:
+            return f"an integer of {len(str(abs(value))):,} digits"
+        except ValueError:
+            return "an integer of more than 4,300 digits"
     text = repr(value)
     return text if len(text) <= 200 else text[:197] + "..."
 

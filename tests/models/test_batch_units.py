@@ -132,7 +132,10 @@ def test_a_result_line_gives_the_answer_or_the_providers_error():
     (ok_line(key="someone else's"), "did not hold"),
     (json.dumps({"custom_id": KEY}).encode(), "neither a response nor an error"),
     (ok_line(content=[{"type": "image_url", "image_url": "x"}]), "not text"),
-    (ok_line(usage={"prompt_tokens": -5, "completion_tokens": 1}), "expected an integer >= 0"),
+    (ok_line(usage={"prompt_tokens": -5, "completion_tokens": 1}), "expected an integer from 0 to 1,000,000,000"),
+    (ok_line(usage={"prompt_tokens": 1e308, "completion_tokens": 1}), r"prompt_tokens is 1e\+308; expected an integer"),
+    (ok_line(usage={"prompt_tokens": 1, "completion_tokens": int("9" * 4299)}),
+     "completion_tokens is an integer of 4,299 digits; expected an integer from 0 to 1,000,000,000"),
     (json.dumps({"custom_id": KEY, "response": {"status_code": "200", "body": {}}}).encode(), "not a number"),
 ])
 def test_a_line_that_is_not_a_result_is_named_and_never_an_answer(raw, why):
@@ -180,8 +183,20 @@ def test_fuzz_any_batch_object_is_read_or_refused_with_a_request_failure(data):
         assert exc.message
         return
     assert state.id and state.status in batch_api.KNOWN_STATUSES
-    assert min(state.total, state.completed, state.failed) >= 0
+    assert 0 <= min(state.total, state.completed, state.failed) <= max(state.total, state.completed,
+                                                                        state.failed) <= 10**9
+    assert state.took_s is None or 0 <= state.took_s <= 1e6
     assert state.output_file_id is None or "/" not in state.output_file_id
+
+
+def test_a_batch_objects_absurd_counts_and_times_are_not_believed():
+    """Issue 30, item 1: a count over 10^9 reads as 0, a duration over 10^6 s (or negative) as not said."""
+    base = {"id": "batch-1", "status": "completed"}
+    state = BatchState.of({**base, "request_counts": {"total": int("9" * 4299), "completed": 10**9 + 1,
+                                                      "failed": 3}, "created_at": 0, "completed_at": 1e308})
+    assert (state.total, state.completed, state.failed, state.took_s) == (0, 0, 3, None)
+    assert BatchState.of({**base, "created_at": 100, "completed_at": 160}).took_s == 60.0
+    assert BatchState.of({**base, "created_at": 160, "completed_at": 100}).took_s is None
 
 
 # ---------------------------------------------------------------------------------------------------- records
