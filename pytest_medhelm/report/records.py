@@ -305,6 +305,18 @@ class MergedFrom(Record):
     instances: int = about("its instances", 0)
 
 
+class SharedCacheState(Record):
+    """``--medhelm-cache-url``: the run's shared answer cache, and whether it answered."""
+
+    url: str = Field(description="the Redis URL, its password as ***")
+    answered: bool = about("it answered at start-up and through the run, as the process that wrote the results saw "
+                           "it (false: the run went on with its local cache only from then on)", True)
+    problem: str | None = about("why it did not: not reachable at start-up, no answer within the deadline of one "
+                                "operation, an error reply, stopped answering during the run")
+    hits: int = about("entries that process read from it", 0)
+    writes: int = about("entries that process wrote to it", 0)
+
+
 class RunHeader(Record):
     """Who ran what, how and when."""
 
@@ -330,6 +342,8 @@ class RunHeader(Record):
     budget: dict[str, Any] | None = about("--medhelm-budget: limit_usd, spent_usd, not_sent, exhausted")
     generation_cap: GenerationCap | None = about("--medhelm-max-tokens: the cap and the benchmarks it shortened")
     reasoning: ReasoningSettings | None = about("the reasoning options and the models treated as reasoning models")
+    shared_cache: SharedCacheState | None = about("--medhelm-cache-url: the shared cache's URL (redacted) and whether "
+                                                  "it answered (null: no shared cache)")
     rubric_graders: dict[str, RubricGraders] | None = about("per rubric-graded benchmark, its graders")
     merged_from: list[MergedFrom] | None = about("a merged run's inputs")
     machine_info: dict[str, Any] | None = about("a saved run: platform, Python, CPU count")
@@ -414,7 +428,8 @@ def schema_text() -> str:
 
 #: the records docs/contract.md's field tables describe, in its order, with the place each is found
 DOCUMENTED: tuple[tuple[str, type[Record]], ...] = (
-    ("the file", Results), ("run", RunHeader), ("benchmarks[]", BenchmarkRow), ("categories[]", CategoryRow),
+    ("the file", Results), ("run", RunHeader), ("run.shared_cache", SharedCacheState), ("benchmarks[]", BenchmarkRow),
+    ("categories[]", CategoryRow),
     ("models[]", ModelRow), ("gates[]", Gate), ("jury_agreement[]", JuryAgreementRow),
     ("rubric_breakdown[]", RubricBreakdownRow), ("instances[]", InstanceRecord))
 

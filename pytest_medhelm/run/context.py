@@ -116,6 +116,8 @@ class RunContext:
         self._local: Any = None  # LlamaEndpoints: llama.cpp servers this process started (never in a worker)
         self._data_verification: Any = None
         self._shared_unreachable = False
+        #: the start-up line saying why the shared cache is not used (it could not be reached), or None
+        self._shared_problem: str | None = None
         self._jury: Any = None  # (JuryInstrument, warning or None), loaded at first use
         self._grader_prompts: dict[bool, Any] = {}  # fork? -> GraderPrompts (HealthBench), loaded at first use
 
@@ -216,8 +218,31 @@ class RunContext:
             return None
         from pytest_medhelm.models.shared_cache import redacted
 
-        return (f"medhelm: the shared cache {redacted(shared.url)} stopped answering during the run "
-                f"({shared.failure}): the answers after that are in the local cache only")
+        return (f"medhelm: the shared cache {redacted(shared.url)} {shared.failure}: the answers after that are in "
+                "the local cache only")
+
+    def shared_cache_lines(self) -> list[str]:
+        """What the terminal summary says of the shared cache (shown under -q too): that it could not be used from
+        the start, that it failed during the run, what it held that was not read."""
+        lines = [self._shared_problem] if self._shared_problem else []
+        failure = self.shared_cache_failure()
+        if failure:
+            lines.append(failure)
+        shared = self._cache.shared if self._cache is not None else None
+        return lines + (shared.notes() if shared is not None else [])
+
+    def shared_cache_record(self) -> dict[str, Any] | None:
+        """``run.shared_cache``: the shared tier's URL (redacted) and whether it answered (this process's view:
+        the start-up probe and its own reads and writes), with the reason when it did not; None without one."""
+        url = self.run_config.cache_url if self.configured and self.run_config.cache != "off" else None
+        if not url:
+            return None
+        from pytest_medhelm.models.shared_cache import redacted
+
+        shared = self._cache.shared if self._cache is not None else None
+        problem = self._shared_problem or (shared.failure if shared is not None else None)
+        return {"url": redacted(url), "answered": problem is None, "problem": problem,
+                "hits": shared.hits if shared is not None else 0, "writes": shared.writes if shared is not None else 0}
 
     def check_cache(self) -> list[str]:
         """At start-up, before anything is sent: the cache opened (a directory or file that is not safely the
@@ -228,12 +253,17 @@ class RunContext:
         lines = []
         url = self.shared_cache_url
         if url:
-            from pytest_medhelm.models.shared_cache import probe, redacted
+            from pytest_medhelm.models.shared_cache import ClientMissing, probe, redacted
 
-            problem = probe(url)
+            try:
+                problem = probe(url)
+            except ClientMissing as exc:
+                raise pytest.UsageError(f"medhelm: {exc}") from None
             self._shared_unreachable = problem is not None  # nobody in this run waits on it again
-            lines.append(problem or f"medhelm shared cache: {redacted(url)} (answers and judgements read there "
-                                    "after a local miss, written to both)")
+            self._shared_problem = problem
+            if problem is None:  # (a problem is said in the terminal summary, shown under -q too)
+                lines.append(f"medhelm shared cache: {redacted(url)} (answers and judgements read there after a "
+                             "local miss, written to both)")
         try:
             cache = self.cache
         except CacheRefused as exc:

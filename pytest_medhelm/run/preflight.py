@@ -32,7 +32,8 @@ def check_local_only(ctx: RunContext) -> None:
         except DataMissing:
             continue  # skipped for want of data: nothing of it can be sent
         benchmarks.append((bench.slug, bench.access, bench.kind))
-    violations = private_network_violations([ctx.model_spec(m) for m in rc.models], ctx.judge_specs(), benchmarks)
+    violations = private_network_violations([ctx.model_spec(m) for m in rc.models], ctx.judge_specs(), benchmarks,
+                                            cache_url=rc.cache_url if rc.cache != "off" else None)
     if violations:
         raise pytest.UsageError(private_network_message(violations))
 
