@@ -109,8 +109,10 @@ def count_ok(value: Any) -> TypeGuard[int]:
 
 def float_ok(value: Any, upper: float) -> bool:
     """Whether ``value`` is a number to believe: finite, from 0 to ``upper`` (a cost, a duration)."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and 0 <= value <= upper)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    # (an int is compared as it is: math.isfinite of an integer of 309 digits raises OverflowError)
+    return (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= upper
 
 
 def bounded_count(value: Any, name: str) -> int | None:

@@ -153,6 +153,10 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                                                                                     max_size=5), max_leaves=20)
 
 
+USAGE_NUMBERS = (st.integers() | st.floats(allow_nan=False) | st.integers(1, 4299).map(lambda d: int("9" * d))
+                 | st.sampled_from([1e308, 10**9, 10**9 + 1]))
+
+
 @settings(max_examples=600, deadline=None)
 @given(st.one_of(
     st.binary(max_size=200),
@@ -161,6 +165,9 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
     .map(lambda v: json.dumps(v).encode()),
     st.fixed_dictionaries({"custom_id": st.just(KEY), "error": st.none(), "response": st.fixed_dictionaries(
         {"status_code": st.integers(100, 599) | JSON, "body": JSON})}).map(lambda v: json.dumps(v).encode()),
+    # a well-formed line whose usage numbers are anything (issue 30, item 1): 1e308, 4,299 digits, negatives...
+    st.fixed_dictionaries({"prompt_tokens": USAGE_NUMBERS, "completion_tokens": USAGE_NUMBERS}).map(
+        lambda usage: ok_line(usage=usage)),
 ))
 def test_fuzz_any_line_a_server_sends_is_a_result_or_a_bad_line(raw):
     try:
@@ -169,7 +176,7 @@ def test_fuzz_any_line_a_server_sends_is_a_result_or_a_bad_line(raw):
         return
     assert key == KEY and isinstance(result, (Completion, LineError))
     if isinstance(result, Completion):
-        assert isinstance(result.text, str) and result.tokens_in >= 0 and result.tokens_out >= 0
+        assert isinstance(result.text, str) and 0 <= result.tokens_in <= 10**9 and 0 <= result.tokens_out <= 10**9
 
 
 @settings(max_examples=400, deadline=None)

@@ -462,3 +462,52 @@ def test_a_redis_that_stops_during_the_sending_is_said_once(pytester, toy, tmp_p
     assert said[0].startswith(f"medhelm: the shared cache {url} stopped answering during the run ("), said
     assert said[0].endswith("the answers after that are in the local cache only")
 
+
+
+REDIS_VALUES_TRIED = 60
+
+
+def test_fuzz_values_planted_in_a_real_redis_are_answers_of_ours_or_misses(tmp_path, redis_url, redis_db):
+    """Hypothesis over a real redis-server (issue 30, item 10): whatever bytes or Redis type sits under a key of
+    ours (absurd usage numbers included), reading it through the answer cache gives an answer within the bounds or
+    a miss; the tier stays on and nothing escapes."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from pytest_medhelm.models import shared_cache
+    from pytest_medhelm.models.cache import AnswerCache
+
+    numbers = (st.integers() | st.floats(allow_nan=False) | st.integers(1, 4299).map(lambda d: int("9" * d))
+               | st.sampled_from([1e308, 10**9 + 1, -1]))
+    entries = st.fixed_dictionaries({}, optional={"tokens_in": numbers, "tokens_out": numbers,
+                                                  "cost_usd": numbers, "latency_s": numbers}).map(
+        lambda n: json.dumps({"completion": {"text": "A", **n}, "run_id": "other"}).encode())
+    value = st.binary(max_size=200) | entries | st.just(b"[" * 50_000)
+    tried = []
+
+    @settings(max_examples=REDIS_VALUES_TRIED, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(values=st.lists(value | st.just(None), min_size=1, max_size=4), as_list=st.booleans())
+    def read_back(values, as_list):
+        tried.append(1)
+        redis_db.flushdb()
+        keys = [f"k{i}" for i in range(len(values))]
+        for key, raw in zip(keys, values):
+            if raw is None:
+                continue
+            if as_list and key == "k0":
+                redis_db.rpush(shared_cache.KEY_PREFIX + key, raw or b"x")
+            else:
+                redis_db.set(shared_cache.KEY_PREFIX + key, raw)
+        cache = AnswerCache(tmp_path / f"c{len(tried)}", run_id="r", shared_url=redis_url)
+        try:
+            found = cache.get_many(keys)
+            assert cache.shared.failure is None
+        finally:
+            cache.close()
+        for answer in found.values():
+            assert answer.text == "A" and 0 <= answer.tokens_in <= 10**9 and 0 <= answer.tokens_out <= 10**9
+            assert 0 <= answer.latency_s <= 1e6 and (answer.cost_usd is None or 0 <= answer.cost_usd <= 1e6)
+
+    read_back()
+    assert len(tried) >= REDIS_VALUES_TRIED // 2
