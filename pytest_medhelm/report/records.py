@@ -149,8 +149,26 @@ class InstanceRecord(Record):
         return record
 
     def wire(self) -> dict[str, Any]:
-        """The record as plain data (what xdist carries from a worker to the controller)."""
-        return self.model_dump(exclude_unset=True)
+        """The record as plain data (what xdist carries from a worker to the controller). An integer no float can
+        hold (a metric's value of thousands of digits, which execnet cannot carry and JSON cannot write) becomes
+        null, and ``nan_fields`` says where, as the results file would say it."""
+        data = self.model_dump(exclude_unset=True)
+        found: list[str] = []
+        data = _without_huge_ints(data, "", found)
+        if found:
+            data["nan_fields"] = sorted(set(data.get("nan_fields") or []) | set(found))
+        return data
+
+
+def _without_huge_ints(value: Any, path: str, found: list[str]) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
+        found.append(path)
+        return None
+    if isinstance(value, dict):
+        return {k: _without_huge_ints(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_huge_ints(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
 
 
 def _shown(value: Any) -> str:

@@ -124,13 +124,13 @@ ABSURD_TEST = textwrap.dedent('''
 ''')
 
 
-def test_whatever_one_record_holds_the_json_of_the_others_is_written(pytester, toy):
+@MODES
+def test_whatever_one_record_holds_the_json_of_the_others_is_written(pytester, toy, mode):
     data = toy(5)
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=ABSURD_TEST)
     with running_server(answer="A") as server:
-        run = inner(pytester, *args(pytester, server, data, "-p", "no:xdist",
-                                    "--medhelm-markdown", str(pytester.path / "r.md")))
+        run = inner(pytester, *args(pytester, server, data, *mode, "--medhelm-markdown", str(pytester.path / "r.md")))
     assert run.ret == pytest.ExitCode.OK, run.stdout.str()[-3000:]
     report = results(pytester, run)
     assert (pytester.path / "r.md").is_file()
