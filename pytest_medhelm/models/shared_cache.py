@@ -147,16 +147,13 @@ class SharedCache:
     def notes(self) -> list[str]:
         """What the run says about this process's reads besides a failure (keys of another type, values left
         unread for the round trip's bound)."""
-        lines = []
-        if self.wrong_type:
-            lines.append(f"medhelm: the shared cache {redacted(self.url)}: {self.wrong_type} key(s) under "
-                         f"{KEY_PREFIX} hold another Redis type than a string (WRONGTYPE): read as misses and asked "
-                         "again; something else writes there")
-        if self.over_budget:
-            lines.append(f"medhelm: the shared cache {redacted(self.url)}: {self.over_budget} value(s) left unread "
-                         f"(more than {MAX_ROUND_TRIP_BYTES // 2**20} MB in one round trip, or more than "
-                         f"{MAX_VALUE_BYTES // 2**20} MB each): read as misses and asked again")
-        return lines
+        return notes(self.url, self.wrong_type, self.over_budget)
+
+    def state(self) -> dict[str, Any]:
+        """What this process saw of the tier (an xdist worker hands it to the controller)."""
+        return {"failure": self.failure, "hits": self.hits, "writes": self.writes, "wrong_type": self.wrong_type,
+                "over_budget": self.over_budget}
+
 
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         """The JSON values stored for ``keys``, in two round trips per
@@ -247,6 +244,20 @@ class SharedCache:
                 client.close()
             except Exception:  # noqa: BLE001 - closing a broken connection
                 pass
+
+
+def notes(url: str, wrong_type: int, over_budget: int) -> list[str]:
+    """The summary's lines on keys of another type and values left unread for the round trip's bound."""
+    lines = []
+    if wrong_type:
+        lines.append(f"medhelm: the shared cache {redacted(url)}: {wrong_type} key(s) under {KEY_PREFIX} hold "
+                     "another Redis type than a string (WRONGTYPE): read as misses and asked again; something else "
+                     "writes there")
+    if over_budget:
+        lines.append(f"medhelm: the shared cache {redacted(url)}: {over_budget} value(s) left unread (more than "
+                     f"{MAX_ROUND_TRIP_BYTES // 2**20} MB in one round trip, or more than "
+                     f"{MAX_VALUE_BYTES // 2**20} MB each): read as misses and asked again")
+    return lines
 
 
 def _pipelined(client: Any, commands: list[tuple[Any, ...]]) -> list[Any]:

@@ -118,6 +118,8 @@ class RunContext:
         self._shared_unreachable = False
         #: the start-up line saying why the shared cache is not used (it could not be reached), or None
         self._shared_problem: str | None = None
+        #: what each xdist worker saw of the shared cache, by worker id (the controller's view of its workers)
+        self._worker_shared: dict[str, dict[str, Any]] = {}
         self._jury: Any = None  # (JuryInstrument, warning or None), loaded at first use
         self._grader_prompts: dict[bool, Any] = {}  # fork? -> GraderPrompts (HealthBench), loaded at first use
 
@@ -221,28 +223,55 @@ class RunContext:
         return (f"medhelm: the shared cache {redacted(shared.url)} {shared.failure}: the answers after that are in "
                 "the local cache only")
 
+    def shared_cache_state(self) -> dict[str, Any] | None:
+        """What this process saw of the shared cache (:meth:`SharedCache.state`), None without one: an xdist
+        worker hands it to the controller (:meth:`add_shared_cache_state`)."""
+        shared = self._cache.shared if self._cache is not None else None
+        return shared.state() if shared is not None else None
+
+    def add_shared_cache_state(self, process: str, state: Any) -> None:
+        """An xdist worker's :meth:`shared_cache_state`, for the summary and ``run.shared_cache``."""
+        if isinstance(state, dict):
+            self._worker_shared[process] = state
+
+    def _shared_states(self) -> dict[str, dict[str, Any]]:
+        states = dict(self._worker_shared)
+        own = self.shared_cache_state()
+        if own is not None:
+            states[""] = own
+        return states
+
     def shared_cache_lines(self) -> list[str]:
         """What the terminal summary says of the shared cache (shown under -q too): that it could not be used from
-        the start, that it failed during the run, what it held that was not read."""
+        the start, that it failed during the run (here or in an xdist worker), what it held that was not read."""
+        from pytest_medhelm.models.shared_cache import notes, redacted
+
+        url = self.run_config.cache_url or ""
         lines = [self._shared_problem] if self._shared_problem else []
-        failure = self.shared_cache_failure()
-        if failure:
-            lines.append(failure)
-        shared = self._cache.shared if self._cache is not None else None
-        return lines + (shared.notes() if shared is not None else [])
+        states = self._shared_states()
+        for process, state in sorted(states.items()):
+            if state.get("failure"):
+                where = f" (in xdist worker {process})" if process else ""
+                lines.append(f"medhelm: the shared cache {redacted(url)} {state['failure']}{where}: the answers after "
+                             "that are in the local cache only")
+        return lines + notes(url, sum(int(s.get("wrong_type") or 0) for s in states.values()),
+                             sum(int(s.get("over_budget") or 0) for s in states.values()))
 
     def shared_cache_record(self) -> dict[str, Any] | None:
-        """``run.shared_cache``: the shared tier's URL (redacted) and whether it answered (this process's view:
-        the start-up probe and its own reads and writes), with the reason when it did not; None without one."""
+        """``run.shared_cache``: the shared tier's URL (redacted) and whether it answered (the start-up probe, and
+        the reads and writes of this process and of its xdist workers), with the reason when it did not; None
+        without one."""
         url = self.run_config.cache_url if self.configured and self.run_config.cache != "off" else None
         if not url:
             return None
         from pytest_medhelm.models.shared_cache import redacted
 
-        shared = self._cache.shared if self._cache is not None else None
-        problem = self._shared_problem or (shared.failure if shared is not None else None)
+        states = self._shared_states()
+        failures = [state["failure"] for _process, state in sorted(states.items()) if state.get("failure")]
+        problem = self._shared_problem or (failures[0] if failures else None)
         return {"url": redacted(url), "answered": problem is None, "problem": problem,
-                "hits": shared.hits if shared is not None else 0, "writes": shared.writes if shared is not None else 0}
+                "hits": sum(int(s.get("hits") or 0) for s in states.values()),
+                "writes": sum(int(s.get("writes") or 0) for s in states.values())}
 
     def check_cache(self) -> list[str]:
         """At start-up, before anything is sent: the cache opened (a directory or file that is not safely the

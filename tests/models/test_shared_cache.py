@@ -407,15 +407,22 @@ def test_an_unreachable_redis_is_said_in_the_summary_under_q_and_in_the_results(
     assert "s3cret" not in result.stdout.str() + out.read_text()
 
 
-def test_the_results_say_a_shared_cache_that_answered(pytester, toy, redis_url, redis_db):
+@MODES
+def test_the_results_say_a_shared_cache_that_answered(pytester, toy, redis_url, redis_db, mode):
     data = toy(2)
     out = pytester.path / "r.json"
     with running_server(answer="A") as server:
         result = inner(pytester, *toy_args(server, data, pytester.path / "c", "--medhelm-cache-url", redis_url,
-                                           "--medhelm-json", str(out), "-p", "no:xdist"))
-    assert result.ret == 0, result.stdout.str()
-    assert json.loads(out.read_text())["run"]["shared_cache"] == {"url": redis_url, "answered": True,
-                                                                  "problem": None, "hits": 0, "writes": 2}
+                                           "--medhelm-json", str(out), *mode))
+        assert result.ret == 0, result.stdout.str()
+        assert json.loads(out.read_text())["run"]["shared_cache"] == {"url": redis_url, "answered": True,
+                                                                      "problem": None, "hits": 0, "writes": 2}
+        # a second runner: every answer from Redis, counted by whichever process read it (an xdist worker too)
+        again = inner(pytester, *toy_args(server, data, pytester.path / "c2", "--medhelm-cache-url", redis_url,
+                                          "--medhelm-json", str(out), *mode))
+        assert again.ret == 0 and server.count == 2, again.stdout.str()
+    shared = json.loads(out.read_text())["run"]["shared_cache"]
+    assert shared["answered"] is True and shared["hits"] >= 2 and shared["writes"] == 0
 
 
 def test_a_cache_url_without_the_redis_client_is_a_usage_error(pytester, toy, monkeypatch):
