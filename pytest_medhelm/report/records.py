@@ -25,7 +25,8 @@ from pydantic import Field, ValidationError
 
 from pytest_medhelm.report.model_order import ordered_models
 from pytest_medhelm.report.reasoning import ReasoningSettings
-from pytest_medhelm.report.record_base import Amount, Count, Record, Text, about, many
+from pytest_medhelm.report.record_base import Amount, Count, Record, Text, about, many, without_huge_ints
+from pytest_medhelm.report.shared_cache import SharedCacheState
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -154,21 +155,10 @@ class InstanceRecord(Record):
         null, and ``nan_fields`` says where, as the results file would say it."""
         data = self.model_dump(exclude_unset=True)
         found: list[str] = []
-        data = _without_huge_ints(data, "", found)
+        data = without_huge_ints(data, "", found)
         if found:
             data["nan_fields"] = sorted(set(data.get("nan_fields") or []) | set(found))
         return data
-
-
-def _without_huge_ints(value: Any, path: str, found: list[str]) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
-        found.append(path)
-        return None
-    if isinstance(value, dict):
-        return {k: _without_huge_ints(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_without_huge_ints(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
-    return value
 
 
 def _shown(value: Any) -> str:
@@ -321,18 +311,6 @@ class MergedFrom(Record):
     started: str | None = about("when it started")
     git_commit: str | None = about("its commit")
     instances: int = about("its instances", 0)
-
-
-class SharedCacheState(Record):
-    """``--medhelm-cache-url``: the run's shared answer cache, and whether it answered."""
-
-    url: str = Field(description="the Redis URL, its password as ***")
-    answered: bool = about("it answered at start-up and through the run, in every process of the run (xdist "
-                           "workers included; false: the run went on with its local cache only from then on)", True)
-    problem: str | None = about("why it did not: not reachable at start-up, no answer within the deadline of one "
-                                "operation, an error reply, stopped answering during the run")
-    hits: int = about("entries the run's processes read from it", 0)
-    writes: int = about("entries the run's processes wrote to it", 0)
 
 
 class RunHeader(Record):

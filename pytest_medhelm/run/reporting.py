@@ -124,7 +124,7 @@ class Reporting:
         run.reasoning = self._reasoning(judged, slugs, catalogue)
         shared = ctx.shared_cache_record()
         if shared is not None:
-            from pytest_medhelm.report.records import SharedCacheState
+            from pytest_medhelm.report.shared_cache import SharedCacheState
 
             run.shared_cache = SharedCacheState(**shared)
         if rc.shard is None:

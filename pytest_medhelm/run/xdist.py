@@ -139,7 +139,8 @@ class Worker(Role):
         self.config.workeroutput[EVERY_MODEL_BROKEN_OUTPUT] = (  # type: ignore[attr-defined]  # xdist's
             session.shouldfail == EVERY_MODEL_BROKEN)
         if self.ctx.configured:
-            self.config.workeroutput[SHARED_CACHE_OUTPUT] = self.ctx.shared_cache_state()  # type: ignore[attr-defined]
+            output = self.config.workeroutput  # type: ignore[attr-defined]  # xdist's
+            output[SHARED_CACHE_OUTPUT] = self.ctx.shared_cache_state()
 
     @pytest.hookimpl(tryfirst=True)  # before xdist tells the controller that this worker has collected
     def pytest_collection_finish(self, session: pytest.Session) -> None:
