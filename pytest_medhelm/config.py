@@ -336,6 +336,10 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
             raise _usage(problem)
     if not sending or config.getoption("medhelm_list") or config.getoption("medhelm_tree"):
         return
+    foreign = ep.foreign_key_problems(models, "model", rc.endpoint_map)
+    foreign += ep.foreign_key_problems(judge_specs, "judge", rc.endpoint_map)
+    if foreign:
+        raise _usage("a provider's key would go to a URL that is not its API: " + "; ".join(foreign))
     for spec in models:
         problem = ep.route_problem(spec, _source(config, "--medhelm-model"))
         if problem:

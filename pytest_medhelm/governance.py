@@ -32,8 +32,10 @@ Not a private network:
   ``--medhelm-jury-api-base`` or a model's own ``--medhelm-endpoint MODEL=URL``.)
 
 A model served by several endpoints (``--medhelm-endpoint MODEL=URL1,URL2``) is local only when every one of them
-is. The models and judges checked are the session's resolved ModelSpecs (:mod:`pytest_medhelm.models.endpoints`), so
-a judge's own endpoint is the one checked, not the judges' default.
+is. The shared answer cache (``--medhelm-cache-url``) holds every prompt and answer of the run: it is held to the
+same rule (a ``unix://`` socket is on this machine). The models and judges checked are the session's resolved
+ModelSpecs (:mod:`pytest_medhelm.models.endpoints`), so a judge's own endpoint is the one checked, not the judges'
+default.
 """
 
 from __future__ import annotations
@@ -132,6 +134,29 @@ def endpoint_problem(model: Any) -> str | None:
     return f"{name} at {redact_url(api_base)} ({why})"
 
 
+def cache_url_problem(url: str | None) -> str | None:
+    """None when the shared cache at ``url`` (``--medhelm-cache-url``) is on this machine or a private network (or
+    there is none); otherwise the option, the URL (redacted) and why it is not local."""
+    if not url or urlsplit(url.strip()).scheme == "unix":
+        return None
+    if is_private_network_endpoint(url):
+        return None
+    from pytest_medhelm.values import redact_url
+
+    host = _host(url)
+    why = ("no host in the URL" if host is None else "a host name; host names are not resolved"
+           if not _is_address(host) else "not a loopback or private-network address")
+    return f"--medhelm-cache-url {redact_url(url)} ({why})"
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
 def _benchmark(entry: Any) -> tuple[str, str, str | None]:
     """(slug, access, kind) from a ``(slug, access[, kind])`` tuple or a Benchmark-like object."""
     if isinstance(entry, (tuple, list)):
@@ -141,16 +166,19 @@ def _benchmark(entry: Any) -> tuple[str, str, str | None]:
     return str(entry.slug), str(entry.access), getattr(entry, "kind", None)
 
 
-def private_network_violations(models: Iterable[Any], judges: Iterable[Any], benchmarks: Iterable[Any]) -> list[str]:
+def private_network_violations(models: Iterable[Any], judges: Iterable[Any], benchmarks: Iterable[Any],
+                               cache_url: str | None = None) -> list[str]:
     """Every gated or private benchmark × endpoint pair that would send patient data off the network.
 
     ``models`` and ``judges``: ModelSpec-like objects (``.name``, ``.api_base``) or ``(name, api_base)`` pairs; a
     model without an API base is a cloud provider; a ``local/...`` model is local. ``benchmarks``: ``(slug,
     access)`` or ``(slug, access, kind)`` tuples, or Benchmark-like objects. Judges only ever see the instances of
     open-ended benchmarks: when the kind is given and is ``"closed"``, the judges are not checked for it (without a
-    kind they are, to be safe). Returns one line per violation, in a stable order; empty when nothing would leave
-    the network. Makes no network access.
+    kind they are, to be safe). ``cache_url``: the shared answer cache (``--medhelm-cache-url``), which gets every
+    benchmark's prompts. Returns one line per violation, in a stable order; empty when nothing would leave the
+    network. Makes no network access.
     """
+    cache_problem = cache_url_problem(cache_url)
     model_problems = [(p, "model") for p in dict.fromkeys(endpoint_problem(m) for m in models) if p]
     judge_problems = [(p, "judge") for p in dict.fromkeys(endpoint_problem(j) for j in judges) if p]
     out: list[str] = []
@@ -161,6 +189,8 @@ def private_network_violations(models: Iterable[Any], judges: Iterable[Any], ben
         problems = model_problems + ([] if kind == "closed" else judge_problems)
         for problem, role in problems:
             out.append(f"{slug} ({access}) -> {role} {problem}")
+        if cache_problem:
+            out.append(f"{slug} ({access}) -> shared cache {cache_problem}")
     return out
 
 
@@ -170,6 +200,7 @@ def private_network_message(violations: Sequence[str]) -> str:
              "off this machine's network; nothing was sent:"]
     lines += [f"  {v}" for v in violations]
     lines.append("serve the model and the judges on loopback or a private-network IP address (--medhelm-api-base, "
-                 f"--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, {LLAMA_CPP_PREFIX}<model>), or leave those "
-                 "benchmarks out (--medhelm-benchmark)")
+                 f"--medhelm-jury-api-base, --medhelm-endpoint MODEL=URL, {LLAMA_CPP_PREFIX}<model>) and the shared "
+                 "cache too (--medhelm-cache-url, or leave it out), or leave those benchmarks out "
+                 "(--medhelm-benchmark)")
     return "\n".join(lines)

@@ -289,8 +289,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("report-text", "put each instance's question and reference text in the results JSON and the HTML "
            "report (off by default: they may hold patient data)", flag=True, default=False),
     # data governance
-    Option("local-only", "refuse to send gated or private benchmark data to an endpoint that is not on loopback "
-           "or a private network", flag=True, default=False),
+    Option("local-only", "refuse to send gated or private benchmark data to an endpoint or a shared cache "
+           "(--medhelm-cache-url) that is not on loopback or a private network", flag=True, default=False),
 )
 
 INI_THRESHOLDS = "medhelm_thresholds"

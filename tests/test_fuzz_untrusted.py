@@ -25,14 +25,16 @@ from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extra
 from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
 from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
 from pytest_medhelm.models.batch_api import BadLine, BatchState, ResultLines, reply_json
-from pytest_medhelm.models.replies import MalformedReply, reply_text, reply_usage
+from pytest_medhelm.models.replies import (MAX_COST_USD, MAX_SECONDS, MAX_TOKEN_COUNT, MalformedReply,
+                                           reply_reasoning_tokens, reply_text, reply_usage)
 from pytest_medhelm.models.transport import RequestFailed
 from pytest_medhelm.values import Completion
 from pytest_medhelm.values import Instance, redact_url
 
 #: inputs tried per target
 EXAMPLES = {"judge": 400, "judge_helm": 300, "verdict_after_text": 300, "metric": 150, "reader": 150, "reply": 300,
-            "redaction": 300, "batch_lines": 300, "batch_status": 300, "grader_fence": 400}
+            "redaction": 300, "batch_lines": 300, "batch_status": 300, "grader_fence": 400, "usage_numbers": 400,
+            "cache_numbers": 300, "record_numbers": 150, "redis_value": 300, "redis_lengths": 300}
 TRIED: Counter[str] = Counter()
 C3 = ("accuracy", "completeness", "clarity")
 
@@ -223,6 +225,117 @@ def test_reply_content_and_usage_are_read_or_malformed(content, usage) -> None:
         assert counts.tokens_in >= 0 and counts.tokens_out >= 0
     except MalformedReply as exc:
         assert exc.reason.startswith("malformed reply: ")
+
+
+# ------------------------------------------------------------------------------------------------- numbers
+# issue 30, item 1: what a reply, a batch line, a cache entry or an item's record may hold where a number belongs:
+# absurd magnitudes (1e308, integers of up to 4,299 digits, the longest JSON gives), infinities, NaN, negatives,
+# booleans, text, and the ordinary numbers around the bounds
+absurd_numbers = (st.integers() | st.floats() | st.booleans() | st.none() | st.text(max_size=8)
+                  | st.integers(min_value=1, max_value=4299).map(lambda digits: int("9" * digits))
+                  | st.sampled_from([1e308, -1e308, 10**9, 10**9 + 1, 10**15 + 1, 1e6, 1e6 + 1, 1e12 + 1, 0, 0.0,
+                                     -0.0, 12.0, 12.5, float("inf"), float("-inf"), float("nan")]))
+
+
+@fuzz(EXAMPLES["usage_numbers"])
+@given(prompt=absurd_numbers, completion=absurd_numbers, reasoning=absurd_numbers)
+def test_usage_numbers_are_within_their_bounds_or_the_reply_is_malformed(prompt, completion, reasoning) -> None:
+    TRIED["usage numbers (reply, batch line)"] += 1
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+             "completion_tokens_details": {"reasoning_tokens": reasoning}}
+    try:
+        counts = reply_usage(usage)
+        thinking = reply_reasoning_tokens(usage)
+    except MalformedReply as exc:
+        assert exc.reason.startswith("malformed reply: usage.") and len(exc.reason) < 300
+        return
+    for count in (counts.tokens_in, counts.tokens_out, 0 if thinking is None else thinking):
+        assert type(count) is int and 0 <= count <= MAX_TOKEN_COUNT
+
+
+def _completion_entry(numbers: dict) -> dict:
+    return {"completion": {"text": "A", **numbers}, "run_id": "earlier"}
+
+
+@fuzz(EXAMPLES["cache_numbers"])
+@given(st.dictionaries(st.sampled_from(["tokens_in", "tokens_out", "latency_s", "cost_usd", "reasoning_tokens"]),
+                       absurd_numbers, max_size=5))
+def test_a_cache_entry_with_any_numbers_is_used_within_bounds_or_is_a_miss(numbers: dict) -> None:
+    from pytest_medhelm.models.cache import valid_entry
+    from pytest_medhelm.values import Completion
+
+    TRIED["cache entry numbers (disk, Redis)"] += 1
+    entry = _completion_entry(numbers)
+    if not valid_entry(entry):
+        return  # a miss: asked again
+    answer = Completion.from_cache(entry["completion"])
+    assert 0 <= answer.tokens_in <= MAX_TOKEN_COUNT and 0 <= answer.tokens_out <= MAX_TOKEN_COUNT
+    assert math.isfinite(answer.latency_s) and 0 <= answer.latency_s <= MAX_SECONDS
+    assert answer.cost_usd is None or (math.isfinite(answer.cost_usd) and 0 <= answer.cost_usd <= MAX_COST_USD)
+
+
+@fuzz(EXAMPLES["record_numbers"])
+@given(st.lists(st.dictionaries(st.sampled_from(["tokens_in", "tokens_out", "latency_s", "cost_usd", "jury_tokens_in",
+                                                 "jury_cost_usd", "reasoning_tokens", "raw_score"]),
+                                absurd_numbers, max_size=4), min_size=1, max_size=3))
+def test_whatever_the_records_hold_the_results_are_built_priced_and_written(tmp_path_factory, records) -> None:
+    """The report stage (aggregation, the prices file's arithmetic, the JSON writer) never dies on a record's
+    numbers: each record takes what it can, and the file is written and read back."""
+    from pytest_medhelm.cost import Prices, apply_file_prices
+    from pytest_medhelm.report.records import InstanceRecord, dump
+    from pytest_medhelm.report.results import build_report, write_json
+
+    TRIED["record numbers (the report stage)"] += 1
+    typed = [InstanceRecord.of_item(numbers, benchmark="toy", model="openai/m", instance_id=f"q{i}", score=1.0)
+             for i, numbers in enumerate(records)]
+    data = dump(build_report(typed, {}, models=["openai/m"]))
+    apply_file_prices(data, Prices({"openai/m": (2.5e-6, 1e-5)}, use_litellm=False), {"openai/m": "openai/m"})
+    path = tmp_path_factory.mktemp("fuzz") / "r.json"
+    write_json(data, path)
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert len(written["instances"]) == len(records)
+    assert all(math.isfinite(m["cost_usd"]) for m in written["models"] if m.get("cost_usd") is not None)
+
+
+# ------------------------------------------------------------------------------------------------- Redis values
+@fuzz(EXAMPLES["redis_value"])
+@given(st.binary(max_size=300) | json_values.map(lambda v: json.dumps(v).encode())
+       | st.dictionaries(st.sampled_from(["tokens_in", "tokens_out", "latency_s", "cost_usd"]), absurd_numbers,
+                         max_size=4).map(lambda n: json.dumps(_completion_entry(n)).encode())
+       | st.sampled_from([b"", b"[" * 100_000, b'{"completion": {"text": "A", "tokens_in": ' + b"9" * 5000 + b"}}"])
+       | st.none() | st.integers() | st.text(max_size=20))
+def test_a_redis_value_of_any_bytes_is_an_entry_of_ours_or_a_miss(raw) -> None:
+    from pytest_medhelm.models.cache import valid_entry
+    from pytest_medhelm.models.shared_cache import SharedCache
+
+    TRIED["Redis values"] += 1
+    value = SharedCache("redis://127.0.0.1:9/0")._decoded(raw)  # (what get_many does with each reply)
+    if value is not None and valid_entry(value):
+        assert 0 <= value["completion"].get("tokens_in", 0) <= MAX_TOKEN_COUNT
+
+
+@fuzz(EXAMPLES["redis_lengths"])
+@given(st.lists(st.integers() | st.none() | st.booleans() | st.text(max_size=5)
+                | st.sampled_from(["WRONGTYPE Operation against a key holding the wrong kind of value", "LOADING"]),
+                max_size=40))
+def test_the_lengths_redis_gives_never_take_a_round_trip_past_its_bounds(lengths) -> None:
+    from redis.exceptions import ResponseError
+
+    from pytest_medhelm.models import shared_cache
+
+    TRIED["Redis lengths (a round trip's budget)"] += 1
+    replies = [ResponseError(x) if isinstance(x, str) and x.isupper() and len(x) > 5 else x for x in lengths]
+    keys = [f"k{i}" for i in range(len(replies))]
+    cache = shared_cache.SharedCache("redis://127.0.0.1:9/0")
+    try:
+        wanted = cache._budgeted(keys, replies)
+    except ResponseError as exc:
+        assert not str(exc).startswith("WRONGTYPE")  # another error reply: the tier goes off
+        return
+    sizes = [size for _key, size in wanted]
+    assert all(0 < size <= shared_cache.MAX_VALUE_BYTES for size in sizes)
+    assert sum(sizes) <= shared_cache.MAX_ROUND_TRIP_BYTES
+    assert cache.wrong_type == sum(1 for r in replies if isinstance(r, ResponseError) and str(r).startswith("WRONG"))
 
 
 # ------------------------------------------------------------------------------------------------- redaction

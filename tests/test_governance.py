@@ -133,6 +133,21 @@ def test_a_host_name_violation_says_why():
     assert "host names are not resolved" in violation and "llm.hospital.internal" in violation
 
 
+def test_the_shared_cache_is_held_to_the_same_rule():
+    """Issue 30, item 3: --medhelm-cache-url gets every prompt of the run: off the network, it is a violation."""
+    local = [("openai/m", "http://127.0.0.1:8000/v1")]
+    gated = [("mimic_bhc", "gated", "open")]
+    for url in ("redis://127.0.0.1:6379/0", "redis://10.1.2.3:6379/0", "rediss://[fd00::5]:6380/1",
+                "unix:///run/redis.sock", "redis://localhost:6379/0", None):
+        assert private_network_violations(local, [], gated, cache_url=url) == [], url
+    [violation] = private_network_violations(local, [], gated, cache_url="redis://:s3cret@198.51.100.7:6379/0")
+    assert violation.startswith("mimic_bhc (gated) -> shared cache --medhelm-cache-url redis://***@198.51.100.7:6379/0")
+    assert "not a loopback or private-network address" in violation and "s3cret" not in violation
+    [named] = private_network_violations(local, [], gated, cache_url="redis://cache.example.org:6379/0")
+    assert "host names are not resolved" in named
+    assert private_network_violations(local, [], [("pubmedqa", "public")], cache_url="redis://198.51.100.7/0") == []
+
+
 def test_every_shipped_gated_or_private_benchmark_is_protected():
     from pytest_medhelm.catalogue import builtin_benchmarks
 
@@ -193,6 +208,17 @@ def test_local_only_refuses_an_off_network_judge_and_sends_nothing_to_the_local_
     assert result.ret == 4, result.stdout.str() + result.stderr.str()
     assert "toy (gated) -> judge openai/judge at http://203.0.113.10/v1" in result.stderr.str()
     assert server.count == 0  # the (local) model was not asked either: the refusal comes before any request
+
+
+def test_local_only_refuses_a_shared_cache_off_the_network_before_anything_is_sent(pytester, server):
+    data = gated_project(pytester)
+    result = run(pytester, "--medhelm-local-only", "--medhelm-model", "openai/toy-model", "--medhelm-api-base",
+                 server.url, "--medhelm-cache-url", "redis://203.0.113.10:6379/0", "--medhelm-data-dir", str(data),
+                 "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["*toy (gated) -> shared cache --medhelm-cache-url redis://203.0.113.10:6379/0 (not "
+                                 "a loopback or private-network address)*"])
+    assert server.count == 0
 
 
 def test_local_only_lets_public_data_go_anywhere(pytester, server):

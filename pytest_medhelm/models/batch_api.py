@@ -30,8 +30,8 @@ from typing import Any
 from collections.abc import Iterable, Iterator
 
 from pytest_medhelm.models.reasoning import answer_of
-from pytest_medhelm.models.replies import (max_reply_bytes, reply_reasoning_tokens, reply_text, reply_thinking,
-                                           reply_usage)
+from pytest_medhelm.models.replies import (MAX_SECONDS, count_ok, float_ok, max_reply_bytes, reply_reasoning_tokens,
+                                           reply_text, reply_thinking, reply_usage)
 from pytest_medhelm.models.transport import RequestFailed, _error_message, _retry_after, _retryable_status
 from pytest_medhelm.values import Completion, printable
 
@@ -254,9 +254,7 @@ def _timestamp(value: Any) -> float | None:
 
 def _count(counts: dict, name: str) -> int:
     value = counts.get(name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return 0
-    return value
+    return value if count_ok(value) else 0
 
 
 @dataclass(frozen=True)
@@ -294,7 +292,8 @@ class BatchState:
         messages = tuple(printable(str(e.get("message") or e.get("code"))[:500])  # (the first few: each item's
                          for e in listed[:MAX_ERRORS_SHOWN] if isinstance(e, dict))  # error says them)
         created, finished = _timestamp(data.get("created_at")), _timestamp(data.get("completed_at"))
-        took = finished - created if created is not None and finished is not None and finished >= created else None
+        took = finished - created if created is not None and finished is not None else None
+        took = took if float_ok(took, MAX_SECONDS) else None  # (a time a server invented: not said)
 
         def file_id(name: str) -> str | None:
             value = data.get(name)

@@ -26,7 +26,6 @@ diskcache writes each entry in one SQLite transaction, so a crash or Ctrl-C leav
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import sqlite3
 import stat
@@ -35,6 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_medhelm.models.replies import MAX_COST_USD, MAX_SECONDS, count_ok, float_ok
 from pytest_medhelm.values import Completion, ModelError
 
 CACHE_MODES = ("on", "off", "refresh")
@@ -203,23 +203,17 @@ def check_cache_dir(directory: Path) -> None:
 _COMPLETION_FIELDS = {f.name for f in dataclasses.fields(Completion)} - {"cached"}
 
 
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-
-
 def valid_completion(data: Any) -> bool:
-    """Whether ``data`` is a stored answer of ours (:meth:`Completion.to_cache`): its fields, of their types."""
+    """Whether ``data`` is a stored answer of ours (:meth:`Completion.to_cache`): its fields, of their types, its
+    numbers within the bounds a reply's are held to (:mod:`pytest_medhelm.models.replies`: a token count at most
+    10^9, a cost and a latency finite and >= 0): an entry with ``tokens_in`` of ``1e308`` is a miss, asked again."""
     return (isinstance(data, dict) and set(data) <= _COMPLETION_FIELDS and isinstance(data.get("text"), str)
-            and _count(data.get("tokens_in", 0)) and _count(data.get("tokens_out", 0))
-            and _number(data.get("latency_s", 0.0))
-            and (data.get("cost_usd") is None or _number(data["cost_usd"]))
+            and count_ok(data.get("tokens_in", 0)) and count_ok(data.get("tokens_out", 0))
+            and float_ok(data.get("latency_s", 0.0), MAX_SECONDS)
+            and (data.get("cost_usd") is None or float_ok(data["cost_usd"], MAX_COST_USD))
             and (data.get("finish_reason") is None or isinstance(data["finish_reason"], str))
             and isinstance(data.get("extra", {}), dict)
-            and (data.get("reasoning_tokens") is None or _count(data["reasoning_tokens"]))
+            and (data.get("reasoning_tokens") is None or count_ok(data["reasoning_tokens"]))
             and isinstance(data.get("thinking", ""), str))
 
 
@@ -232,7 +226,7 @@ def valid_entry(entry: Any) -> bool:
 
 def valid_error(data: Any) -> bool:
     return (isinstance(data, dict) and isinstance(data.get("model"), str) and isinstance(data.get("message"), str)
-            and (data.get("status") is None or _count(data["status"])))
+            and (data.get("status") is None or (count_ok(data["status"]) and data["status"] < 1000)))
 
 
 # ---------------------------------------------------------------------------------------------------------------

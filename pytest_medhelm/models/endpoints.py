@@ -187,37 +187,63 @@ def is_local_spec(spec: ModelSpec) -> bool:
 def startup_lines(models: Sequence[ModelSpec], judges: Sequence[ModelSpec]) -> list[str]:
     """One line per judge that goes to a provider's public API although a model under test is local: a user who
     keeps the model on their network must not find out from a bill (or an audit) that the judges did not."""
-    lines = []
-    if any(is_local_spec(m) for m in models):
-        lines = [f"medhelm: judge {j.name} → {destination(j)} (no endpoint given; open-ended benchmarks only)"
-                 for j in judges if not j.api_base and not is_llama_cpp_model(j.name)]
-    return lines + provider_key_lines(judges, "judge")
+    if not any(is_local_spec(m) for m in models):
+        return []
+    return [f"medhelm: judge {j.name} → {destination(j)} (no endpoint given; open-ended benchmarks only)"
+            for j in judges if not j.api_base and not is_llama_cpp_model(j.name)]
 
 
-#: the variable litellm reads a provider's key from, for the providers people put behind a URL of their own
-PROVIDER_KEY_VARIABLES = {
-    "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "mistral": "MISTRAL_API_KEY",
-    "groq": "GROQ_API_KEY", "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY", "azure": "AZURE_API_KEY", "cohere": "COHERE_API_KEY",
-}
+def foreign_key_problems(specs: Sequence[ModelSpec], role: Role, endpoints: Mapping[str, str]) -> list[str]:
+    """A model of a provider (``anthropic/...``, ``together_ai/...``) sent to a URL that is not that provider's
+    own API, with no key variable named for its role: litellm would send the provider's public-API key
+    (``ANTHROPIC_API_KEY``) there. The usage errors' texts (issue 30, item 9), naming the model, the URL, where the
+    URL came from and the option that names the key the URL should get."""
+    from pytest_medhelm.models.provider_keys import foreign_provider_key
+
+    base_option, key_option = ROLE_OPTIONS[role]
+    problems = []
+    for spec in specs:
+        if not spec.api_base or spec.api_key_env:
+            continue
+        found = foreign_provider_key(spec.litellm_model, spec.api_base)
+        if found is None:
+            continue
+        provider, variable = found
+        source = "--medhelm-endpoint" if spec.name in endpoints else base_option
+        problems.append(f"{role} {spec.name} at {redact_url(spec.api_base)} ({source}): that URL is not {provider}'s "
+                        f"API, and litellm would send it {provider}'s key ({variable}); name the variable holding the "
+                        f"key for that URL with {key_option} NAME ({key_option} {variable} to send {provider}'s key "
+                        "there after all)")
+    return problems
 
 
-def provider_key_lines(specs: Sequence[ModelSpec], role: Role) -> list[str]:
-    """One line per model of a provider (not an OpenAI-compatible one) sent to a URL with no key variable named:
-    litellm then sends that provider's own key (``ANTHROPIC_API_KEY``, ...) to the URL, which may not be the
-    provider's (a gateway, a proxy, a typo): said before the first request, with the option that names another."""
+def key_lines(models: Sequence[ModelSpec], judges: Sequence[ModelSpec]) -> list[str]:
+    """At start-up: which key each URL gets (one line per URL and key), for the models and judges sent to a URL.
+    The lines name variables, never a key."""
+    from pytest_medhelm.models.provider_keys import foreign_provider_key, provider_key
     from pytest_medhelm.models.transport import OPENAI_COMPATIBLE_PREFIXES
 
-    option = ROLE_OPTIONS[role][1]
-    lines = []
-    for spec in specs:
-        if not spec.api_base or spec.api_key_env or spec.litellm_model.startswith(OPENAI_COMPATIBLE_PREFIXES):
-            continue
-        provider = spec.litellm_model.partition("/")[0]
-        variable = PROVIDER_KEY_VARIABLES.get(provider, f"the variable litellm reads for {provider}")
-        lines.append(f"medhelm: {role} {spec.name} → {destination(spec)} is sent {provider}'s own API key "
-                     f"({variable}) by litellm; to send another key there, name its variable with {option}")
-    return lines
+    said: dict[tuple[str, str], list[str]] = {}
+    for role, specs in (("model", models), ("judge", judges)):
+        for spec in specs:
+            if not spec.api_base or is_llama_cpp_model(spec.name):
+                continue
+            if spec.api_key_env:
+                what = f"the key in {spec.api_key_env} ({ROLE_OPTIONS[role][1]})"
+            elif spec.litellm_model.startswith("hosted_vllm/"):
+                what = ("the key in HOSTED_VLLM_API_KEY" if os.environ.get("HOSTED_VLLM_API_KEY")
+                        else "no key (a placeholder)")
+            elif spec.litellm_model.startswith(OPENAI_COMPATIBLE_PREFIXES):
+                what = "no key (a placeholder; OPENAI_API_KEY is OpenAI's, never sent elsewhere)"
+            elif foreign_provider_key(spec.litellm_model, spec.api_base) is not None:
+                what = "no key (a placeholder: the provider's key is not sent to a URL that is not its API)"
+            else:
+                found = provider_key(spec.litellm_model)
+                provider = spec.litellm_model.partition("/")[0]
+                what = (f"the key in {found[1]} ({provider}'s own API)" if found is not None
+                        else f"the key litellm reads for {provider}, if any")
+            said.setdefault((redact_url(spec.api_base), what), []).append(f"{role} {spec.name}")
+    return [f"medhelm key: {url} gets {what} ({', '.join(users)})" for (url, what), users in said.items()]
 
 
 def spec_for(rc: Any, name: str, role: Role) -> ModelSpec:

@@ -13,8 +13,9 @@ have charged for it):
 * **Content.** ``choices[0].message.content`` is a string, or a list of text parts (``{"type": "text", "text":
   "..."}``, some servers send that) joined in order; ``null`` is an empty answer. Any other value (a number, a
   dict, a part that is not text) is malformed.
-* **Usage.** ``usage.prompt_tokens`` and ``usage.completion_tokens`` are integers >= 0 when present; a negative,
-  fractional, boolean or textual count, or a ``usage`` that is not an object, is malformed. Absent usage (or an
+* **Usage.** ``usage.prompt_tokens`` and ``usage.completion_tokens`` are integers from 0 to ``MAX_TOKEN_COUNT``
+  (10^9) when present; a negative, fractional, boolean, textual or absurd count (``1e308``, an integer of 4,000
+  digits), or a ``usage`` that is not an object, is malformed. Absent usage (or an
   absent count) is allowed but unknown: ``Completion.usage_known`` is False, its counts are 0, and a budget then
   counts the request at its reserved upper bound (never at $0).
 * **Thinking.** A reasoning model's ``reasoning_content`` or ``reasoning`` field (vLLM, SGLang, llama.cpp,
@@ -23,20 +24,32 @@ have charged for it):
   is malformed. The size bound above counts the request's reasoning budget as tokens asked for
   (:attr:`~pytest_medhelm.values.ChatRequest.max_output_tokens`): a reply of a model given room to think may be as
   long as that room.
+* **Numbers.** Every number a reply, a batch line or a cache entry brings is held to the bounds here
+  (:func:`bounded_count`, :func:`bounded_float`; :func:`count_ok` and :func:`float_ok` for the cache's checks), so
+  that no sum, product or JSON writing of the report stage meets an integer of thousands of digits or an infinity.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
-__all__ = ["MAX_BYTES_PER_TOKEN", "REPLY_OVERHEAD_BYTES", "MalformedReply", "Usage", "max_reply_bytes",
-           "reply_reasoning_tokens", "reply_text", "reply_thinking", "reply_usage"]
+__all__ = ["MAX_BYTES_PER_TOKEN", "MAX_COST_USD", "MAX_SECONDS", "MAX_TOKEN_COUNT", "REPLY_OVERHEAD_BYTES",
+           "MalformedReply", "Usage", "believed_cost", "bounded_count", "bounded_float", "count_ok", "float_ok",
+           "max_reply_bytes", "reply_reasoning_tokens", "reply_text", "reply_thinking", "reply_usage"]
 
 #: bytes of reply body allowed per token of ``max_tokens`` (see the module's docstring for why 32)
 MAX_BYTES_PER_TOKEN = 32
 #: bytes allowed whatever ``max_tokens`` (the JSON envelope, ids, usage, extras a server adds)
 REPLY_OVERHEAD_BYTES = 64 * 1024
+#: the largest token count believed from a reply, a batch line or a cache entry (a billion: no model's context
+#: comes near it; a larger count is a server's invention)
+MAX_TOKEN_COUNT = 10**9
+#: the largest cost believed for one call, in USD (a million: no single request costs that)
+MAX_COST_USD = 1e6
+#: the largest duration believed, in seconds (about 11.6 days: a batch may take its provider's day, and more)
+MAX_SECONDS = 1e6
 
 
 class MalformedReply(ValueError):
@@ -89,16 +102,54 @@ class Usage:
     known: bool
 
 
-def _count(value: Any, name: str) -> int | None:
+def count_ok(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is a token count to believe: an integer (not a bool) from 0 to :data:`MAX_TOKEN_COUNT`."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
+
+
+def float_ok(value: Any, upper: float) -> bool:
+    """Whether ``value`` is a number to believe: finite, from 0 to ``upper`` (a cost, a duration)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    # (an int is compared as it is: math.isfinite of an integer of 309 digits raises OverflowError)
+    return (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= upper
+
+
+def bounded_count(value: Any, name: str) -> int | None:
+    """A token count a server sent (``name`` says where, for the message): None when absent, else an integer from
+    0 to :data:`MAX_TOKEN_COUNT` (an integral float such as ``12.0`` is taken as its integer); anything else raises
+    :class:`MalformedReply`."""
     if value is None:
         return None
+    expected = f"expected an integer from 0 to {MAX_TOKEN_COUNT:,}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MalformedReply(f"malformed reply: usage.{name} is {_short(value)}; expected an integer >= 0")
+        raise MalformedReply(f"malformed reply: usage.{name} is {_short(value)}; {expected}")
     if isinstance(value, float) and not value.is_integer():
-        raise MalformedReply(f"malformed reply: usage.{name} is {value!r}; expected an integer >= 0")
-    if value < 0:
-        raise MalformedReply(f"malformed reply: usage.{name} is {value:g}; expected an integer >= 0")
+        raise MalformedReply(f"malformed reply: usage.{name} is {value!r}; {expected}")
+    if not 0 <= value <= MAX_TOKEN_COUNT:
+        raise MalformedReply(f"malformed reply: usage.{name} is {_short(value)}; {expected}")
     return int(value)
+
+
+def bounded_float(value: Any, name: str, upper: float) -> float | None:
+    """A cost or a duration a server sent: None when absent, else a finite number from 0 to ``upper``; anything
+    else raises :class:`MalformedReply` naming ``name``."""
+    if value is None:
+        return None
+    if not float_ok(value, upper):
+        raise MalformedReply(f"malformed reply: {name} is {_short(value)}; expected a finite number from 0 to "
+                             f"{upper:,g}")
+    return float(value)
+
+
+def believed_cost(value: Any) -> float | None:
+    """A cost computed from what a server said (litellm's price of its usage): the number, or None (unknown, never
+    $0) when it is not a finite number from 0 to :data:`MAX_COST_USD`."""
+    return float(value) if float_ok(value, MAX_COST_USD) else None
+
+
+def _count(value: Any, name: str) -> int | None:
+    return bounded_count(value, name)
 
 
 def reply_usage(usage: Any) -> Usage:
@@ -175,5 +226,11 @@ def reply_reasoning_tokens(usage: Any) -> int | None:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        # (repr of an integer of more than 4,300 digits raises, and a few hundred digits say nothing)
+        try:
+            return f"an integer of {len(str(abs(value))):,} digits"
+        except ValueError:
+            return "an integer of more than 4,300 digits"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -13,14 +13,14 @@ can decide whether and when to retry.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from pytest_medhelm.models.provider_keys import foreign_provider_key
 from pytest_medhelm.models.reasoning import answer_of, generation_parameters, stops_after
-from pytest_medhelm.models.replies import (MalformedReply, max_reply_bytes, reply_reasoning_tokens, reply_text,
-                                           reply_thinking, reply_usage, too_large)
+from pytest_medhelm.models.replies import (MalformedReply, believed_cost, max_reply_bytes, reply_reasoning_tokens,
+                                           reply_text, reply_thinking, reply_usage, too_large)
 from pytest_medhelm.values import LLAMA_CPP_PREFIX, ChatRequest, Completion, ModelSpec
 
 if TYPE_CHECKING:
@@ -77,7 +77,9 @@ def api_key_for(spec: ModelSpec) -> str | None:
     * any other OpenAI-compatible model at a URL: a placeholder. ``OPENAI_API_KEY`` is OpenAI's key: it is not
       sent to someone else's server (litellm would send it there);
     * a model sent to a provider's public API: None, and litellm reads that provider's own variable
-      (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...).
+      (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...);
+    * a provider's model at a URL that is not its API (:mod:`pytest_medhelm.models.provider_keys`): a placeholder,
+      never the provider's key (a run refuses it at start-up; a plugin's spec may still get here).
     """
     if spec.api_key_env:
         return os.environ.get(spec.api_key_env) or None
@@ -87,7 +89,9 @@ def api_key_for(spec: ModelSpec) -> str | None:
         return os.environ.get("HOSTED_VLLM_API_KEY") or NO_KEY
     if spec.litellm_model.startswith(OPENAI_COMPATIBLE_PREFIXES):
         return NO_KEY
-    return None  # another provider at a URL of its own (a proxy of it): litellm reads that provider's variable
+    if foreign_provider_key(spec.litellm_model, spec.api_base) is not None:
+        return NO_KEY  # a provider's public-API key never goes to a URL not its API (refused at start-up too)
+    return None  # another provider at its own API's URL: litellm reads that provider's variable
 
 
 def uses_openai_wire(spec: ModelSpec) -> bool:
@@ -246,7 +250,5 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
         cost = float(litellm.completion_cost(completion_response=response))
     except Exception:  # noqa: BLE001 - unknown price: reported as unknown, never as 0
         cost = None
-    if cost is not None and not (math.isfinite(cost) and cost >= 0):
-        cost = None  # a price computed from counts a server invented is no price
-    completion.cost_usd = cost
+    completion.cost_usd = believed_cost(cost)  # a price computed from counts a server invented is no price
     return completion

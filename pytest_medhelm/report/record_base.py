@@ -52,3 +52,29 @@ def _as_text(value: Any) -> Any:
 
 #: a str field that takes any value as its text (ids from a data file, a custom metric's detail)
 Text = Annotated[str | None, BeforeValidator(_as_text)]
+
+
+#: the largest token count an instance's record holds (over every call of its item; each call's own count is at
+#: most 10^9, pytest_medhelm.models.replies): a larger one is refused into ``metrics.invalid_fields``, so that no
+#: sum, price or JSON writing of the report meets an integer of thousands of digits
+MAX_RECORD_COUNT = 10**15
+#: the largest cost (USD) or duration (s) an instance's record holds, likewise
+MAX_RECORD_AMOUNT = 1e12
+
+#: an int field of token counts: 0 to MAX_RECORD_COUNT
+Count = Annotated[int, Field(ge=0, le=MAX_RECORD_COUNT)]
+#: a float field of a cost or a duration: finite, 0 to MAX_RECORD_AMOUNT
+Amount = Annotated[float, Field(ge=0, le=MAX_RECORD_AMOUNT, allow_inf_nan=False)]
+
+
+def without_huge_ints(value: Any, path: str, found: list[str]) -> Any:
+    """``value`` with every integer no float can hold (bit length over 1,024) replaced by None, its path appended
+    to ``found``: execnet cannot carry one of thousands of digits, nor JSON write it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
+        found.append(path)
+        return None
+    if isinstance(value, dict):
+        return {k: without_huge_ints(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_huge_ints(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value

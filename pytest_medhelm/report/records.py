@@ -26,7 +26,8 @@ from pydantic import Field, ValidationError
 from pytest_medhelm.report.length_adjustment import LengthAdjustment
 from pytest_medhelm.report.model_order import ordered_models
 from pytest_medhelm.report.reasoning import ReasoningModel, ReasoningSettings
-from pytest_medhelm.report.record_base import Record, Text, about, many
+from pytest_medhelm.report.record_base import Amount, Count, Record, Text, about, many, without_huge_ints
+from pytest_medhelm.report.shared_cache import SharedCacheState
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -62,10 +63,10 @@ class InstanceRecord(Record):
     score: float | None = about("the normalized score, 0 to 1 (a HealthBench rubric score can be negative); "
                                 "null: not scored")
     raw_score: float | None = about("the metric on its own scale (a jury's 1 to 5)")
-    tokens_in: int | None = about("prompt tokens, over every call of the item")
-    tokens_out: int | None = about("completion tokens, over every call of the item")
-    cost_usd: float | None = about("the calls' cost; null: a price is unknown (never counted as 0)")
-    latency_s: float | None = about("seconds the answer took (0 from the cache)")
+    tokens_in: Count | None = about("prompt tokens, over every call of the item")
+    tokens_out: Count | None = about("completion tokens, over every call of the item")
+    cost_usd: Amount | None = about("the calls' cost; null: a price is unknown (never counted as 0)")
+    latency_s: Amount | None = about("seconds the answer took (0 from the cache)")
     cached: bool | None = about("the answer came from the answer cache")
     error: str | None = about("a model, data or scoring error: no measurement")
     subset: str | None = about("the subset of a benchmark HELM runs as several runs ('' for none)")
@@ -75,17 +76,18 @@ class InstanceRecord(Record):
     detail: Text = about("what the metric says about the score (expected vs got), as text")
     metrics: dict[str, Any] | None = about("the metric's secondary values and the jury's verdicts; "
                                             "invalid_fields: per field, a value the record refused and why")
-    jury_tokens_in: int | None = about("the judges' (or rubric grader's) prompt tokens")
-    jury_tokens_out: int | None = about("the judges' (or rubric grader's) completion tokens")
-    jury_cost_usd: float | None = about("the judges' cost; null: a price is unknown")
+    jury_tokens_in: Count | None = about("the judges' (or rubric grader's) prompt tokens")
+    jury_tokens_out: Count | None = about("the judges' (or rubric grader's) completion tokens")
+    jury_cost_usd: Amount | None = about("the judges' cost; null: a price is unknown")
     jury_instrument: str | None = about("the judge prompts asked from (helm@ef439fc, pytest-medhelm@<version>)")
     judge_failures: dict[str, str] | None = about("per judge, why it gave no valid judgement")
     error_kind: str | None = about("the error's kind (ModelError, DataError, ScoringError, ScoreNotANumber)")
     not_scored: str | None = about("why the metric cannot score the instance: counted neither for nor against")
     score_nan: bool | None = about("the metric returned NaN or an infinity: counted as an error")
-    nan_fields: list[str] | None = about("where a value that is not a finite number was written as null")
-    reasoning_tokens: int | None = about("of tokens_out, the tokens spent thinking (null: the server did not say)")
-    thinking_chars: int | None = about("characters of the answer's thinking, kept apart from the answer")
+    nan_fields: list[str] | None = about("where a value that is not a finite number (or an integer beyond a "
+                                         "float's range) was written as null")
+    reasoning_tokens: Count | None = about("of tokens_out, the tokens spent thinking (null: the server did not say)")
+    thinking_chars: Count | None = about("characters of the answer's thinking, kept apart from the answer")
     thinking: str | None = about("--medhelm-report-text only: the answer's thinking")
     ran_out: dict[str, Any] | None = about("the token limit was used up before any answer (a miss): its limits")
     question: str | None = about("--medhelm-report-text only: the input with its lettered options")
@@ -149,12 +151,24 @@ class InstanceRecord(Record):
         return record
 
     def wire(self) -> dict[str, Any]:
-        """The record as plain data (what xdist carries from a worker to the controller)."""
-        return self.model_dump(exclude_unset=True)
+        """The record as plain data (what xdist carries from a worker to the controller). An integer no float can
+        hold (a metric's value of thousands of digits, which execnet cannot carry and JSON cannot write) becomes
+        null, and ``nan_fields`` says where, as the results file would say it."""
+        data = self.model_dump(exclude_unset=True)
+        found: list[str] = []
+        data = without_huge_ints(data, "", found)
+        if found:
+            data["nan_fields"] = sorted(set(data.get("nan_fields") or []) | set(found))
+        return data
 
 
 def _shown(value: Any) -> str:
     """A refused value as short text (it may be any object: the record says what it was, not the object)."""
+    if isinstance(value, int) and value.bit_length() > 64:  # (repr raises past 4,300 digits)
+        try:
+            return f"an integer of {len(str(abs(value))):,} digits"
+        except ValueError:
+            return "an integer of more than 4,300 digits"
     text = repr(value)
     return text if len(text) <= 200 else text[:197] + "..."
 
@@ -328,6 +342,8 @@ class RunHeader(Record):
     budget: dict[str, Any] | None = about("--medhelm-budget: limit_usd, spent_usd, not_sent, exhausted")
     generation_cap: GenerationCap | None = about("--medhelm-max-tokens: the cap and the benchmarks it shortened")
     reasoning: ReasoningSettings | None = about("the reasoning options and the models treated as reasoning models")
+    shared_cache: SharedCacheState | None = about("--medhelm-cache-url: the shared cache's URL (redacted) and whether "
+                                                  "it answered (null: no shared cache)")
     rubric_graders: dict[str, RubricGraders] | None = about("per rubric-graded benchmark, its graders")
     length_adjustment: LengthAdjustment | None = about("HealthBench: the rule of benchmarks' length_adjusted")
     merged_from: list[MergedFrom] | None = about("a merged run's inputs")
@@ -414,7 +430,8 @@ def schema_text() -> str:
 #: the records docs/contract.md's field tables describe, in its order, with the place each is found
 DOCUMENTED: tuple[tuple[str, type[Record]], ...] = (
     ("the file", Results), ("run", RunHeader), ("run.reasoning", ReasoningSettings),
-    ("run.reasoning.models{}, run.reasoning.judges{}", ReasoningModel), ("benchmarks[]", BenchmarkRow),
+    ("run.reasoning.models{}, run.reasoning.judges{}", ReasoningModel), ("run.shared_cache", SharedCacheState),
+    ("benchmarks[]", BenchmarkRow),
     ("categories[]", CategoryRow),
     ("models[]", ModelRow), ("gates[]", Gate), ("jury_agreement[]", JuryAgreementRow),
     ("rubric_breakdown[]", RubricBreakdownRow), ("instances[]", InstanceRecord))

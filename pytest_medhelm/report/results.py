@@ -178,6 +178,10 @@ def _gate_value(results: Results, name: str, model: str) -> float | None:
 
 
 def _not_finite(value: Any) -> bool:
+    """A float that is not finite, or an integer no float can hold (JSON cannot carry it either way: an integer of
+    more than 4,300 digits cannot even be written as text)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value.bit_length() > 1024
     return isinstance(value, float) and not math.isfinite(value)
 
 
@@ -208,7 +212,8 @@ def without_nan_scores(records: Sequence[Rec]) -> list[Rec]:
 
 
 def json_safe(results: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``results`` with every float that is not finite replaced by None; each instance holding one gets
+    """A copy of ``results`` with every float that is not finite (and every integer beyond a float's range) replaced
+    by None; each instance holding one gets
     ``nan_fields`` (where they were) and, when its score was one, ``score_nan: true``."""
 
     def clean(value: Any, path: str, found: list[str]) -> Any:

@@ -116,6 +116,10 @@ class RunContext:
         self._local: Any = None  # LlamaEndpoints: llama.cpp servers this process started (never in a worker)
         self._data_verification: Any = None
         self._shared_unreachable = False
+        #: the start-up line saying why the shared cache is not used (it could not be reached), or None
+        self._shared_problem: str | None = None
+        #: what each xdist worker saw of the shared cache, by worker id (the controller's view of its workers)
+        self._worker_shared: dict[str, dict[str, Any]] = {}
         self._jury: Any = None  # (JuryInstrument, warning or None), loaded at first use
         self._grader_prompts: dict[bool, Any] = {}  # fork? -> GraderPrompts (HealthBench), loaded at first use
 
@@ -216,8 +220,58 @@ class RunContext:
             return None
         from pytest_medhelm.models.shared_cache import redacted
 
-        return (f"medhelm: the shared cache {redacted(shared.url)} stopped answering during the run "
-                f"({shared.failure}): the answers after that are in the local cache only")
+        return (f"medhelm: the shared cache {redacted(shared.url)} {shared.failure}: the answers after that are in "
+                "the local cache only")
+
+    def shared_cache_state(self) -> dict[str, Any] | None:
+        """What this process saw of the shared cache (:meth:`SharedCache.state`), None without one: an xdist
+        worker hands it to the controller (:meth:`add_shared_cache_state`)."""
+        shared = self._cache.shared if self._cache is not None else None
+        return shared.state() if shared is not None else None
+
+    def add_shared_cache_state(self, process: str, state: Any) -> None:
+        """An xdist worker's :meth:`shared_cache_state`, for the summary and ``run.shared_cache``."""
+        if isinstance(state, dict):
+            self._worker_shared[process] = state
+
+    def _shared_states(self) -> dict[str, dict[str, Any]]:
+        states = dict(self._worker_shared)
+        own = self.shared_cache_state()
+        if own is not None:
+            states[""] = own
+        return states
+
+    def shared_cache_lines(self) -> list[str]:
+        """What the terminal summary says of the shared cache (shown under -q too): that it could not be used from
+        the start, that it failed during the run (here or in an xdist worker), what it held that was not read."""
+        from pytest_medhelm.models.shared_cache import notes, redacted
+
+        url = self.run_config.cache_url or ""
+        lines = [self._shared_problem] if self._shared_problem else []
+        states = self._shared_states()
+        for process, state in sorted(states.items()):
+            if state.get("failure"):
+                where = f" (in xdist worker {process})" if process else ""
+                lines.append(f"medhelm: the shared cache {redacted(url)} {state['failure']}{where}: the answers after "
+                             "that are in the local cache only")
+        return lines + notes(url, sum(int(s.get("wrong_type") or 0) for s in states.values()),
+                             sum(int(s.get("over_budget") or 0) for s in states.values()))
+
+    def shared_cache_record(self) -> dict[str, Any] | None:
+        """``run.shared_cache``: the shared tier's URL (redacted) and whether it answered (the start-up probe, and
+        the reads and writes of this process and of its xdist workers), with the reason when it did not; None
+        without one."""
+        url = self.run_config.cache_url if self.configured and self.run_config.cache != "off" else None
+        if not url:
+            return None
+        from pytest_medhelm.models.shared_cache import redacted
+
+        states = self._shared_states()
+        failures = [state["failure"] for _process, state in sorted(states.items()) if state.get("failure")]
+        problem = self._shared_problem or (failures[0] if failures else None)
+        return {"url": redacted(url), "answered": problem is None, "problem": problem,
+                "hits": sum(int(s.get("hits") or 0) for s in states.values()),
+                "writes": sum(int(s.get("writes") or 0) for s in states.values())}
 
     def check_cache(self) -> list[str]:
         """At start-up, before anything is sent: the cache opened (a directory or file that is not safely the
@@ -228,12 +282,17 @@ class RunContext:
         lines = []
         url = self.shared_cache_url
         if url:
-            from pytest_medhelm.models.shared_cache import probe, redacted
+            from pytest_medhelm.models.shared_cache import ClientMissing, probe, redacted
 
-            problem = probe(url)
+            try:
+                problem = probe(url)
+            except ClientMissing as exc:
+                raise pytest.UsageError(f"medhelm: {exc}") from None
             self._shared_unreachable = problem is not None  # nobody in this run waits on it again
-            lines.append(problem or f"medhelm shared cache: {redacted(url)} (answers and judgements read there "
-                                    "after a local miss, written to both)")
+            self._shared_problem = problem
+            if problem is None:  # (a problem is said in the terminal summary, shown under -q too)
+                lines.append(f"medhelm shared cache: {redacted(url)} (answers and judgements read there after a "
+                             "local miss, written to both)")
         try:
             cache = self.cache
         except CacheRefused as exc:

@@ -32,7 +32,8 @@ def check_local_only(ctx: RunContext) -> None:
         except DataMissing:
             continue  # skipped for want of data: nothing of it can be sent
         benchmarks.append((bench.slug, bench.access, bench.kind))
-    violations = private_network_violations([ctx.model_spec(m) for m in rc.models], ctx.judge_specs(), benchmarks)
+    violations = private_network_violations([ctx.model_spec(m) for m in rc.models], ctx.judge_specs(), benchmarks,
+                                            cache_url=rc.cache_url if rc.cache != "off" else None)
     if violations:
         raise pytest.UsageError(private_network_message(violations))
 
@@ -40,7 +41,7 @@ def check_local_only(ctx: RunContext) -> None:
 def identity_lines(ctx: RunContext) -> list[str]:
     """The start-up lines saying where each model under test is sent, and so what its answers are cached and
     priced as; a judge too when litellm's environment (OPENAI_BASE_URL...) moves it off its provider's API."""
-    from pytest_medhelm.models.endpoints import destination
+    from pytest_medhelm.models.endpoints import destination, key_lines
     from pytest_medhelm.models.identity import endpoint_of
 
     lines = []
@@ -52,7 +53,7 @@ def identity_lines(ctx: RunContext) -> list[str]:
     for spec in ctx.judge_specs():
         if not spec.api_base and endpoint_of(spec.litellm_model, None).url is not None:
             lines.append(f"medhelm judge: {spec.name} → {destination(spec)} (cached and priced as that server's)")
-    return lines
+    return lines + key_lines([ctx.model_spec(name) for name in ctx.run_config.models], ctx.judge_specs())
 
 
 def announce_judges(ctx: RunContext, write_line: Any) -> None:

@@ -122,6 +122,11 @@ class Reporting:
         slugs = self.selected if self.selected is not None else {r.benchmark for r in self.records}
         run.generation_cap = cap_record(rc.max_tokens, (catalogue[s] for s in slugs if s in catalogue))
         run.reasoning = self._reasoning(judged, slugs, catalogue)
+        shared = ctx.shared_cache_record()
+        if shared is not None:
+            from pytest_medhelm.report.shared_cache import SharedCacheState
+
+            run.shared_cache = SharedCacheState(**shared)
         if rc.shard is None:
             benchmarks_of: dict[str, set[str]] = {}
             for bench in ctx.registry:

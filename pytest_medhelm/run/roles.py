@@ -109,9 +109,8 @@ class Role:
 
     def summarize(self, terminalreporter: Any, config: pytest.Config) -> None:
         self.run.reporting.terminal_summary(terminalreporter, config)
-        failure = self.ctx.shared_cache_failure()
-        if failure:
-            terminalreporter.write_line(failure, yellow=True)
+        for line in self.ctx.shared_cache_lines() if self.ctx.configured else []:
+            terminalreporter.write_line(line, yellow=True)
 
     def end_session(self, session: pytest.Session, exitstatus: int) -> None:
         if self.ctx.configured:

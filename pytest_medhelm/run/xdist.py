@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: the key of a worker's ``workeroutput`` saying that it stopped because every model under test fails every request
 EVERY_MODEL_BROKEN_OUTPUT = "medhelm_every_model_broken"
+#: the key of a worker's ``workeroutput`` holding what it saw of the shared cache (RunContext.shared_cache_state)
+SHARED_CACHE_OUTPUT = "medhelm_shared_cache"
 
 
 def plans_dir(cache_dir: Path) -> Path:
@@ -136,6 +138,9 @@ class Worker(Role):
         # before xdist's own pytest_sessionfinish sends the worker's output to the controller
         self.config.workeroutput[EVERY_MODEL_BROKEN_OUTPUT] = (  # type: ignore[attr-defined]  # xdist's
             session.shouldfail == EVERY_MODEL_BROKEN)
+        if self.ctx.configured:
+            output = self.config.workeroutput  # type: ignore[attr-defined]  # xdist's
+            output[SHARED_CACHE_OUTPUT] = self.ctx.shared_cache_state()
 
     @pytest.hookimpl(tryfirst=True)  # before xdist tells the controller that this worker has collected
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -196,8 +201,12 @@ class Controller(Role):
                  shared_cache=(ctx.shared_cache_url or "") if ctx.configured else None).write(node.workerinput)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        if (getattr(node, "workeroutput", None) or {}).get(EVERY_MODEL_BROKEN_OUTPUT):
+        output = getattr(node, "workeroutput", None) or {}
+        if output.get(EVERY_MODEL_BROKEN_OUTPUT):
             self._every_model_broken = True
+        if self.ctx.configured:
+            self.ctx.add_shared_cache_state(str(getattr(getattr(node, "gateway", None), "id", "?")),
+                                            output.get(SHARED_CACHE_OUTPUT))
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         if self._started:

@@ -132,7 +132,10 @@ def test_a_result_line_gives_the_answer_or_the_providers_error():
     (ok_line(key="someone else's"), "did not hold"),
     (json.dumps({"custom_id": KEY}).encode(), "neither a response nor an error"),
     (ok_line(content=[{"type": "image_url", "image_url": "x"}]), "not text"),
-    (ok_line(usage={"prompt_tokens": -5, "completion_tokens": 1}), "expected an integer >= 0"),
+    (ok_line(usage={"prompt_tokens": -5, "completion_tokens": 1}), "expected an integer from 0 to 1,000,000,000"),
+    (ok_line(usage={"prompt_tokens": 1e308, "completion_tokens": 1}), r"prompt_tokens is 1e\+308; expected an integer"),
+    (ok_line(usage={"prompt_tokens": 1, "completion_tokens": int("9" * 4299)}),
+     "completion_tokens is an integer of 4,299 digits; expected an integer from 0 to 1,000,000,000"),
     (json.dumps({"custom_id": KEY, "response": {"status_code": "200", "body": {}}}).encode(), "not a number"),
 ])
 def test_a_line_that_is_not_a_result_is_named_and_never_an_answer(raw, why):
@@ -194,6 +197,10 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                                                                                     max_size=5), max_leaves=20)
 
 
+USAGE_NUMBERS = (st.integers() | st.floats(allow_nan=False) | st.integers(1, 4299).map(lambda d: int("9" * d))
+                 | st.sampled_from([1e308, 10**9, 10**9 + 1]))
+
+
 @settings(max_examples=600, deadline=None)
 @given(st.one_of(
     st.binary(max_size=200),
@@ -202,6 +209,9 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
     .map(lambda v: json.dumps(v).encode()),
     st.fixed_dictionaries({"custom_id": st.just(KEY), "error": st.none(), "response": st.fixed_dictionaries(
         {"status_code": st.integers(100, 599) | JSON, "body": JSON})}).map(lambda v: json.dumps(v).encode()),
+    # a well-formed line whose usage numbers are anything (issue 30, item 1): 1e308, 4,299 digits, negatives...
+    st.fixed_dictionaries({"prompt_tokens": USAGE_NUMBERS, "completion_tokens": USAGE_NUMBERS}).map(
+        lambda usage: ok_line(usage=usage)),
 ))
 def test_fuzz_any_line_a_server_sends_is_a_result_or_a_bad_line(raw):
     try:
@@ -210,7 +220,7 @@ def test_fuzz_any_line_a_server_sends_is_a_result_or_a_bad_line(raw):
         return
     assert key == KEY and isinstance(result, (Completion, LineError))
     if isinstance(result, Completion):
-        assert isinstance(result.text, str) and result.tokens_in >= 0 and result.tokens_out >= 0
+        assert isinstance(result.text, str) and 0 <= result.tokens_in <= 10**9 and 0 <= result.tokens_out <= 10**9
 
 
 @settings(max_examples=400, deadline=None)
@@ -224,8 +234,20 @@ def test_fuzz_any_batch_object_is_read_or_refused_with_a_request_failure(data):
         assert exc.message
         return
     assert state.id and state.status in batch_api.KNOWN_STATUSES
-    assert min(state.total, state.completed, state.failed) >= 0
+    assert 0 <= min(state.total, state.completed, state.failed) <= max(state.total, state.completed,
+                                                                        state.failed) <= 10**9
+    assert state.took_s is None or 0 <= state.took_s <= 1e6
     assert state.output_file_id is None or "/" not in state.output_file_id
+
+
+def test_a_batch_objects_absurd_counts_and_times_are_not_believed():
+    """Issue 30, item 1: a count over 10^9 reads as 0, a duration over 10^6 s (or negative) as not said."""
+    base = {"id": "batch-1", "status": "completed"}
+    state = BatchState.of({**base, "request_counts": {"total": int("9" * 4299), "completed": 10**9 + 1,
+                                                      "failed": 3}, "created_at": 0, "completed_at": 1e308})
+    assert (state.total, state.completed, state.failed, state.took_s) == (0, 0, 3, None)
+    assert BatchState.of({**base, "created_at": 100, "completed_at": 160}).took_s == 60.0
+    assert BatchState.of({**base, "created_at": 160, "completed_at": 100}).took_s is None
 
 
 # ---------------------------------------------------------------------------------------------------- records

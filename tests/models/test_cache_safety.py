@@ -116,15 +116,22 @@ def test_a_row_that_is_not_ours_is_a_miss_not_an_exception(tmp_path, monkeypatch
         for key, value in [("text", "not json"), ("wrong", json.dumps({"completion": {"text": 5}})),
                            ("deep", "[" * 100_000 + "]" * 100_000),
                            ("extra", json.dumps({"completion": {"text": "x", "__class__": "os.system"}})),
-                           ("negative", json.dumps({"completion": {"text": "x", "tokens_in": -5}}))]:
+                           ("negative", json.dumps({"completion": {"text": "x", "tokens_in": -5}})),
+                           # absurd numbers (issue 30, item 1): a miss, asked again, never a crash of the report
+                           ("long", '{"completion": {"text": "x", "tokens_in": %s}}' % ("9" * 4299)),
+                           ("billions", json.dumps({"completion": {"text": "x", "tokens_out": 10**9 + 1}})),
+                           ("costly", json.dumps({"completion": {"text": "x", "cost_usd": 1e308}})),
+                           ("forever", '{"completion": {"text": "x", "latency_s": Infinity}}'),
+                           ("thinking", json.dumps({"completion": {"text": "x", "reasoning_tokens": 1e300}}))]:
             connection.execute("INSERT INTO Cache (key, raw, store_time, access_time, mode, value) "
                                "VALUES (?, 1, 0, 0, 1, ?)", (key, value))
     cache = AnswerCache(tmp_path / "c", run_id="r")
-    for key in ("text", "wrong", "deep", "extra", "negative"):
-        assert cache.get(key) is None
+    absurd = ("long", "billions", "costly", "forever", "thinking")
+    for key in ("text", "wrong", "deep", "extra", "negative", *absurd):
+        assert cache.get(key) is None, key
     assert cache.get("good").text == "yes"
     # read together, the same: only the answer of ours (both ways get_many reads)
-    found = cache.get_many(["text", "wrong", "deep", "extra", "negative", "good", "absent"])
+    found = cache.get_many(["text", "wrong", "deep", "extra", "negative", *absurd, "good", "absent"])
     assert {key: answer.text for key, answer in found.items()} == {"good": "yes"}
 
 

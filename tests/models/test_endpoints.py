@@ -77,6 +77,49 @@ def test_the_key_sent_is_the_named_variables_and_never_openais_to_someone_elses_
     assert api_key_for(ModelSpec("hosted_vllm/m", "hosted_vllm/m", "http://10.0.0.5/v1")) == NO_KEY
 
 
+def test_a_providers_key_never_goes_to_a_url_that_is_not_its_api(monkeypatch):
+    """Issue 30, item 9: ``anthropic/...`` at a gateway, no key variable named: refused (a usage error naming the
+    model, the URL and the option), and the sending side sends a placeholder, never ANTHROPIC_API_KEY."""
+    from pytest_medhelm.models.endpoints import foreign_key_problems, key_lines
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    claude = "anthropic/claude-3-7-sonnet-20250219"
+    gateway = ModelSpec(claude, claude, "https://gateway.example/v1")
+    [problem] = foreign_key_problems([gateway], "judge", {})
+    assert problem == (f"judge {claude} at https://gateway.example/v1 (--medhelm-jury-api-base): that URL is not "
+                       "anthropic's API, and litellm would send it anthropic's key (ANTHROPIC_API_KEY); name the "
+                       "variable holding the key for that URL with --medhelm-jury-api-key-env NAME "
+                       "(--medhelm-jury-api-key-env ANTHROPIC_API_KEY to send anthropic's key there after all)")
+    assert api_key_for(gateway) == NO_KEY
+    together = ModelSpec("together_ai/m", "together_ai/m", "http://10.0.0.5:8000/v1")
+    [own] = foreign_key_problems([together], "model", {"together_ai/m": "http://10.0.0.5:8000/v1"})
+    assert own.startswith("model together_ai/m at http://10.0.0.5:8000/v1 (--medhelm-endpoint): ")
+    assert "TOGETHERAI_API_KEY" in own and "--medhelm-api-key-env NAME" in own
+    # the provider's own API, a named variable, an OpenAI-compatible server, no URL: nothing to refuse
+    fine = [ModelSpec(claude, claude, "https://api.anthropic.com/v1"), ModelSpec(claude, claude),
+            ModelSpec(claude, claude, "https://gateway.example/v1", api_key_env="GATEWAY_KEY"),
+            ModelSpec("openai/j", "openai/j", "https://gateway.example/v1"),
+            ModelSpec("azure/gpt", "azure/gpt", "https://mine.openai.azure.com")]
+    assert foreign_key_problems(fine, "judge", {}) == []
+    assert api_key_for(fine[0]) is None  # (litellm reads the provider's own variable for its own API)
+    # http:// to the provider's host is not its API either (the key would cross the network in clear)
+    assert foreign_key_problems([ModelSpec(claude, claude, "http://api.anthropic.com/v1")], "judge", {})
+    monkeypatch.setenv("GATEWAY_KEY", "sk-gw")
+    assert api_key_for(fine[2]) == "sk-gw"
+    # said at start-up: which key each URL gets (variables' names, never a key)
+    lines = key_lines([ModelSpec("openai/ft", "openai/ft", "http://10.0.0.5/v1", api_key_env="FT_KEY")],
+                      [fine[2], fine[3], fine[0]])
+    assert lines == [
+        "medhelm key: http://10.0.0.5/v1 gets the key in FT_KEY (--medhelm-api-key-env) (model openai/ft)",
+        f"medhelm key: https://gateway.example/v1 gets the key in GATEWAY_KEY (--medhelm-jury-api-key-env) (judge "
+        f"{claude})",
+        "medhelm key: https://gateway.example/v1 gets no key (a placeholder; OPENAI_API_KEY is OpenAI's, never sent "
+        "elsewhere) (judge openai/j)",
+        f"medhelm key: https://api.anthropic.com/v1 gets the key in ANTHROPIC_API_KEY (anthropic's own API) (judge "
+        f"{claude})"]
+    assert "sk-" not in "".join(lines)
+
+
 def test_endpoint_and_key_problems_name_the_option_and_never_a_key():
     problems = endpoint_problems([("openai/a", "http://127.0.0.1:1/v1"), ("openai/a", "http://127.0.0.1:2/v1"),
                                   ("local/smollm2", "http://127.0.0.1:3/v1"), ("openai/typo", "http://x/v1")],
@@ -360,3 +403,42 @@ def test_what_counts_as_failing_every_request():
     assert not systematic_failure(ModelError("openai/m", "http://127.0.0.1:9/v1 stopped answering: refused"))
     assert not systematic_failure(ModelError("m", "The server had an error", 500))
     assert not systematic_failure(ModelError("openai/m", "no answer within 1 s (--medhelm-timeout) (after 4 attempts)"))
+
+
+@pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                   pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
+def test_a_judge_of_a_provider_at_a_gateway_is_refused_until_its_key_is_named(pytester, toy, server, monkeypatch,
+                                                                             xdist):
+    """Issue 30, item 9: the run used to announce that ANTHROPIC_API_KEY goes to the gateway and send it; now it is
+    a usage error before anything is sent, and naming the variable makes the run go, saying which key the URL
+    gets."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-never-shown")
+    monkeypatch.setenv("GATEWAY_KEY", "sk-gateway-never-shown")
+    data = toy(2)
+    claude = "anthropic/claude-3-7-sonnet-20250219"
+    common = ["-p", "no:cacheprovider", "--medhelm-data-dir", str(data), "--medhelm-model", "openai/toy-model",
+              "--medhelm-api-base", server.url, "--medhelm-jury", claude, "--medhelm-jury-api-base", server.url,
+              *xdist]
+    refused = inner(pytester, *common)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused.stdout.str()
+    refused.stderr.fnmatch_lines([f"*judge {claude} at {server.url} (--medhelm-jury-api-base): that URL is not "
+                                  "anthropic's API, and litellm would send it anthropic's key (ANTHROPIC_API_KEY); "
+                                  "name the variable holding the key for that URL with --medhelm-jury-api-key-env*"])
+    assert server.count == 0
+    named = inner(pytester, *common, "--medhelm-jury-api-key-env", "GATEWAY_KEY")
+    assert named.ret == pytest.ExitCode.OK, named.stdout.str() + named.stderr.str()
+    named.stdout.fnmatch_lines([f"medhelm key: {server.url} gets the key in GATEWAY_KEY (--medhelm-jury-api-key-env) "
+                                f"(judge {claude})"])
+    text = refused.stdout.str() + refused.stderr.str() + named.stdout.str() + named.stderr.str()
+    assert "never-shown" not in text
+
+
+def test_a_model_of_a_provider_at_a_url_is_refused_naming_the_models_option(pytester, toy, server):
+    data = toy(1)
+    result = inner(pytester, "-p", "no:cacheprovider", "--medhelm-data-dir", str(data), "--medhelm-model",
+                   "together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo", "--medhelm-api-base", server.url,
+                   "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*model together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo at {server.url} "
+                                 "(--medhelm-api-base)*TOGETHERAI_API_KEY*--medhelm-api-key-env NAME*"])
+    assert server.count == 0

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
-from pytest_medhelm.models.replies import (REPLY_OVERHEAD_BYTES, MalformedReply, Usage, max_reply_bytes,
-                                           reply_text, reply_usage)
+from pytest_medhelm.models.replies import (MAX_TOKEN_COUNT, REPLY_OVERHEAD_BYTES, MalformedReply, Usage,
+                                           believed_cost, bounded_count, bounded_float, max_reply_bytes,
+                                           reply_reasoning_tokens, reply_text, reply_usage)
 from pytest_medhelm.models.transport import OpenAIWire, RequestFailed
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import ChatRequest, ModelSpec
@@ -43,6 +45,29 @@ def test_usage_counts_are_integers_at_least_zero_or_unknown() -> None:
             reply_usage(usage)
 
 
+def test_usage_numbers_are_bounded_where_they_enter() -> None:
+    """Issue 30, item 1: a count is an integer from 0 to 10^9; a cost or a duration a finite number from 0 to its
+    bound; an absurd one is malformed (a count, a duration) or unknown (a cost), never a number to sum."""
+    assert bounded_count(MAX_TOKEN_COUNT, "x") == 10**9 and bounded_count(12.0, "x") == 12
+    assert bounded_count(None, "x") is None
+    for value, shown in [(10**9 + 1, "1000000001"), (1e308, "1e+308"), (float("inf"), "inf"),
+                         (float("nan"), "nan"), (int("9" * 4299), "an integer of 4,299 digits"),
+                         (10**5000, "an integer of more than 4,300 digits")]:
+        with pytest.raises(MalformedReply, match=re.escape(f"usage.prompt_tokens is {shown}; expected an integer "
+                                                           "from 0 to 1,000,000,000")):
+            bounded_count(value, "prompt_tokens")
+    with pytest.raises(MalformedReply, match="usage.completion_tokens_details.reasoning_tokens is 1e"):
+        reply_reasoning_tokens({"completion_tokens_details": {"reasoning_tokens": 1e300}})
+    with pytest.raises(MalformedReply, match="usage.completion_tokens is 1e"):
+        reply_usage({"prompt_tokens": 1, "completion_tokens": 1e100})
+    assert bounded_float(2.5, "latency", 10.0) == 2.5 and bounded_float(None, "latency", 10.0) is None
+    for value in (-1.0, 11.0, float("inf"), float("nan"), True, "1"):
+        with pytest.raises(MalformedReply, match="latency is .*; expected a finite number from 0 to 10"):
+            bounded_float(value, "latency", 10.0)
+    assert believed_cost(0.25) == 0.25
+    assert [believed_cost(v) for v in (1e300, float("inf"), float("nan"), -0.5, None)] == [None] * 5
+
+
 def test_the_size_bound_follows_max_tokens() -> None:
     assert max_reply_bytes(5) == REPLY_OVERHEAD_BYTES + 5 * 32 == 65_696
     assert max_reply_bytes(4096) == 196_608
@@ -70,7 +95,11 @@ def test_a_reply_in_text_parts_is_read_as_its_text() -> None:
 
 @pytest.mark.parametrize(("shape", "answer", "why"), [
     ("content_object", "A", r"^malformed reply: content is dict \({'text': 'A'}\); expected a string or a list"),
-    ("negative_usage", "A", r"^malformed reply: usage.prompt_tokens is -1000; expected an integer >= 0$"),
+    ("negative_usage", "A", r"^malformed reply: usage.prompt_tokens is -1000; expected an integer from 0 to "
+                            r"1,000,000,000$"),
+    ("huge_usage", "A", r"^malformed reply: usage.prompt_tokens is 1e\+308; expected an integer from 0 to "),
+    ("long_usage", "A", r"^malformed reply: usage.prompt_tokens is an integer of 4,299 digits; expected an "
+                        r"integer from 0 to 1,000,000,000$"),
     ("standard", "x " * 40_000, r"^malformed reply: body over 65,696 bytes \(the bound for max_tokens=5; got "),
 ])
 def test_a_malformed_reply_fails_its_request_with_the_reason(shape: str, answer: str, why: str) -> None:

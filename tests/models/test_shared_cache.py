@@ -225,7 +225,8 @@ def test_many_keys_are_read_as_one_by_one_in_one_round_trip_per_chunk(tmp_path, 
         with monkeypatch.context() as patched:
             patched.setattr(redis.client.Pipeline, "execute", counted)
             found = cache.get_many(keys)
-        assert round_trips == [500, 500, 205]  # the 1,205 keys of ours, in chunks
+        # the 1,205 keys of ours, in chunks: their lengths, then the values that fit ("large" is over the cap)
+        assert round_trips == [500, 500, 500, 500, 205, 203]
         one_by_one = {key: cache.get(key) for key in keys}
     finally:
         cache.close()
@@ -266,9 +267,177 @@ def test_a_key_redis_refuses_to_read_costs_only_itself_in_a_batch(tmp_path, redi
     try:
         found = cache.get_many([f"k{i}" for i in range(5)])
         assert sorted(found) == ["k0", "k1", "k3", "k4"]  # the others of its chunk are kept
-        assert "WRONGTYPE" in (cache.shared.failure or "")  # and the tier goes off, as after a failed round trip
+        # a key of another type is a miss, named as what it is (issue 30, item 3): not a Redis that stopped
+        assert cache.shared.failure is None and cache.shared.wrong_type == 1
+        [note] = cache.shared.notes()
+        assert "1 key(s) under medhelm:answer: hold another Redis type than a string (WRONGTYPE)" in note
+        assert "stopped answering" not in note
+        assert sorted(cache.get_many(["k2", "k3"])) == ["k3"]  # the tier still answers
     finally:
         cache.close()
+
+
+def test_one_round_trip_reads_at_most_its_byte_budget(redis_url, redis_db, monkeypatch):
+    """Issue 30, item 3: twelve planted values just under the per-value cap, asked in one pipeline, are not all
+    read: the lengths come first, and only the values within the round trip's total budget are read."""
+    from pytest_medhelm.models import shared_cache
+
+    monkeypatch.setattr(shared_cache, "MAX_VALUE_BYTES", 100_000)
+    monkeypatch.setattr(shared_cache, "MAX_ROUND_TRIP_BYTES", 250_000)
+    planted = json.dumps({"completion": {"text": "x" * 99_000}, "run_id": "r"})
+    assert len(planted) < 100_000
+    for i in range(12):
+        redis_db.set(shared_cache.KEY_PREFIX + f"big{i}", planted)
+    cache = shared_cache.SharedCache(redis_url)
+    try:
+        sent_before = redis_db.info("stats")["total_net_output_bytes"]
+        found = cache.get_many([f"big{i}" for i in range(12)])
+        sent = redis_db.info("stats")["total_net_output_bytes"] - sent_before
+        assert len(found) == 2 and cache.over_budget == 10  # two fit in 250,000 bytes; the rest are misses
+        assert sent < 250_000 + 20_000, sent  # (with the INFO reply): not 12 x 99 KB
+        assert cache.failure is None
+        assert "10 value(s) left unread" in cache.notes()[0]
+    finally:
+        cache.close()
+
+
+class DripServer:
+    """A fake Redis on loopback that answers every connection by sending one byte every ``every`` seconds, and
+    never a whole reply: no socket read ever waits long enough to time out."""
+
+    def __init__(self, every: float = 1.5) -> None:
+        import threading
+
+        self.every = every
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"redis://127.0.0.1:{self.sock.getsockname()[1]}/0"
+        self.stopped = threading.Event()
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.sendall(b"+")
+                while not self.stopped.wait(self.every):
+                    conn.sendall(b"x")
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.sock.close()
+
+
+@pytest.fixture
+def drip():
+    server = DripServer()
+    yield server
+    server.close()
+
+
+def test_a_redis_that_drips_one_byte_at_a_time_meets_the_deadline_of_one_operation(drip, monkeypatch):
+    """Issue 30, item 3: a byte every 1.5 s never trips the 2 s socket timeout; the operation's deadline ends it
+    (3 s here, to keep the test short), the connection is cut and the tier goes off, named as such."""
+    pytest.importorskip("redis", reason="the redis client (pip install 'pytest-medhelm[redis]')")
+    from pytest_medhelm.models import shared_cache
+
+    monkeypatch.setattr(shared_cache, "OPERATION_DEADLINE", 3.0)
+    cache = shared_cache.SharedCache(drip.url)
+    started = time.monotonic()
+    try:
+        assert cache.get_many(["a", "b"]) == {}
+        took = time.monotonic() - started
+        assert 2.9 < took < 6, took
+        assert cache.failure == ("did not answer within 3 s during the run (the deadline of one operation, "
+                                 "connecting included)")
+        cache.put("a", {"completion": {"text": "A"}})  # the tier is off: nothing waits on it again
+        assert time.monotonic() - started < 6
+    finally:
+        cache.close()
+    assert shared_cache.probe(drip.url).startswith(f"medhelm: the shared cache {drip.url} did not answer within 3 s")
+
+
+def test_a_dripping_redis_cannot_hang_a_run_and_is_said_under_q(pytester, toy, drip, monkeypatch):
+    pytest.importorskip("redis", reason="the redis client (pip install 'pytest-medhelm[redis]')")
+    from pytest_medhelm.models import shared_cache
+
+    monkeypatch.setattr(shared_cache, "OPERATION_DEADLINE", 2.0)  # (an in-process run: the same module)
+    data = toy(3)
+    out = pytester.path / "r.json"
+    started = time.monotonic()
+    with running_server(answer="A") as server:
+        result = inner(pytester, *toy_args(server, data, pytester.path / "c", "--medhelm-cache-url", drip.url,
+                                           "--medhelm-json", str(out), "-q", "-p", "no:xdist"))
+        assert server.count == 3
+    assert result.ret == 0, result.stdout.str()
+    assert time.monotonic() - started < 30
+    result.stdout.fnmatch_lines([f"medhelm: the shared cache {drip.url} did not answer within 2 s (the deadline "
+                                 "of one operation, connecting included): this run uses the local cache only"])
+    shared = json.loads(out.read_text())["run"]["shared_cache"]
+    assert shared["url"] == drip.url and shared["answered"] is False and "within 2 s" in shared["problem"]
+
+
+def test_an_unreachable_redis_is_said_in_the_summary_under_q_and_in_the_results(pytester, toy):
+    data = toy(2)
+    dead = f"redis://:s3cret@127.0.0.1:{_free_port()}/0"
+    out = pytester.path / "r.json"
+    with running_server(answer="A") as server:
+        result = inner(pytester, *toy_args(server, data, pytester.path / "c", "--medhelm-cache-url", dead,
+                                           "--medhelm-json", str(out), "-q", "-p", "no:xdist"))
+    assert result.ret == 0, result.stdout.str()
+    shown = dead.replace(":s3cret@", ":***@")
+    said = [line for line in result.stdout.lines if "cannot be reached" in line]
+    assert len(said) == 1 and said[0].startswith(f"medhelm: the shared cache {shown} cannot be reached ("), said
+    shared = json.loads(out.read_text())["run"]["shared_cache"]
+    assert (shared["url"], shared["answered"]) == (shown, False) and "cannot be reached" in shared["problem"]
+    assert "s3cret" not in result.stdout.str() + out.read_text()
+
+
+@MODES
+def test_the_results_say_a_shared_cache_that_answered(pytester, toy, redis_url, redis_db, mode):
+    data = toy(2)
+    out = pytester.path / "r.json"
+    with running_server(answer="A") as server:
+        result = inner(pytester, *toy_args(server, data, pytester.path / "c", "--medhelm-cache-url", redis_url,
+                                           "--medhelm-json", str(out), *mode))
+        assert result.ret == 0, result.stdout.str()
+        assert json.loads(out.read_text())["run"]["shared_cache"] == {"url": redis_url, "answered": True,
+                                                                      "problem": None, "hits": 0, "writes": 2}
+        # a second runner: every answer from Redis, counted by whichever process read it (an xdist worker too)
+        again = inner(pytester, *toy_args(server, data, pytester.path / "c2", "--medhelm-cache-url", redis_url,
+                                          "--medhelm-json", str(out), *mode))
+        assert again.ret == 0 and server.count == 2, again.stdout.str()
+    shared = json.loads(out.read_text())["run"]["shared_cache"]
+    assert shared["answered"] is True and shared["hits"] >= 2 and shared["writes"] == 0
+
+
+def test_a_cache_url_without_the_redis_client_is_a_usage_error(pytester, toy, monkeypatch):
+    """Issue 30, item 3: without the client the option is not dropped (with a header line -q hides): exit 4."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "redis", None)  # (an import of it raises ImportError, as when not installed)
+    data = toy(1)
+    with running_server(answer="A") as server:
+        result = inner(pytester, *toy_args(server, data, pytester.path / "c", "--medhelm-cache-url",
+                                           "redis://127.0.0.1:6379/0", "-q", "-p", "no:xdist"))
+        assert server.count == 0
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["*--medhelm-cache-url redis://127.0.0.1:6379/0 needs the redis client*pip install "
+                                 "'pytest-medhelm?redis?'*"])
 
 
 @pytest.mark.e2e
@@ -300,3 +469,52 @@ def test_a_redis_that_stops_during_the_sending_is_said_once(pytester, toy, tmp_p
     assert said[0].startswith(f"medhelm: the shared cache {url} stopped answering during the run ("), said
     assert said[0].endswith("the answers after that are in the local cache only")
 
+
+
+REDIS_VALUES_TRIED = 60
+
+
+def test_fuzz_values_planted_in_a_real_redis_are_answers_of_ours_or_misses(tmp_path, redis_url, redis_db):
+    """Hypothesis over a real redis-server (issue 30, item 10): whatever bytes or Redis type sits under a key of
+    ours (absurd usage numbers included), reading it through the answer cache gives an answer within the bounds or
+    a miss; the tier stays on and nothing escapes."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from pytest_medhelm.models import shared_cache
+    from pytest_medhelm.models.cache import AnswerCache
+
+    numbers = (st.integers() | st.floats(allow_nan=False) | st.integers(1, 4299).map(lambda d: int("9" * d))
+               | st.sampled_from([1e308, 10**9 + 1, -1]))
+    entries = st.fixed_dictionaries({}, optional={"tokens_in": numbers, "tokens_out": numbers,
+                                                  "cost_usd": numbers, "latency_s": numbers}).map(
+        lambda n: json.dumps({"completion": {"text": "A", **n}, "run_id": "other"}).encode())
+    value = st.binary(max_size=200) | entries | st.just(b"[" * 50_000)
+    tried = []
+
+    @settings(max_examples=REDIS_VALUES_TRIED, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(values=st.lists(value | st.just(None), min_size=1, max_size=4), as_list=st.booleans())
+    def read_back(values, as_list):
+        tried.append(1)
+        redis_db.flushdb()
+        keys = [f"k{i}" for i in range(len(values))]
+        for key, raw in zip(keys, values):
+            if raw is None:
+                continue
+            if as_list and key == "k0":
+                redis_db.rpush(shared_cache.KEY_PREFIX + key, raw or b"x")
+            else:
+                redis_db.set(shared_cache.KEY_PREFIX + key, raw)
+        cache = AnswerCache(tmp_path / f"c{len(tried)}", run_id="r", shared_url=redis_url)
+        try:
+            found = cache.get_many(keys)
+            assert cache.shared.failure is None
+        finally:
+            cache.close()
+        for answer in found.values():
+            assert answer.text == "A" and 0 <= answer.tokens_in <= 10**9 and 0 <= answer.tokens_out <= 10**9
+            assert 0 <= answer.latency_s <= 1e6 and (answer.cost_usd is None or 0 <= answer.cost_usd <= 1e6)
+
+    read_back()
+    assert len(tried) >= REDIS_VALUES_TRIED // 2

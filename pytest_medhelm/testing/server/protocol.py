@@ -7,7 +7,8 @@ Token usage is counted as whitespace-separated words (``str.split()``), at least
 ``reply_shape`` bends how every normal answer is sent (a server that bends the protocol): ``"standard"``
 (default); ``"content_parts"``, ``content`` as a list of text parts (one per word, joined they are the answer);
 ``"no_usage"``, no ``usage`` object; ``"negative_usage"``, counts of -1000; ``"content_object"``, ``content`` as a
-JSON object (not an answer).
+JSON object (not an answer); ``"huge_usage"``, ``prompt_tokens`` of ``1e308``; ``"long_usage"``, a ``prompt_tokens``
+of 4,299 digits (the longest integer Python reads by default).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from aiohttp import web
 from pytest_medhelm.testing.server.reasoning import Problem, Thought, reasoning_problem, shape_message
 
 #: the values of ``reply_shape`` (see the module's docstring)
-REPLY_SHAPES = ("standard", "content_parts", "no_usage", "negative_usage", "content_object")
+REPLY_SHAPES = ("standard", "content_parts", "no_usage", "negative_usage", "content_object", "huge_usage",
+                "long_usage")
 #: what OpenAI's chat completions are posted to, and what a batch's lines name
 CHAT_URL = "/v1/chat/completions"
 
@@ -70,6 +72,10 @@ def shaped(body: dict, shape: str) -> dict:
         del body["usage"]
     elif shape == "negative_usage":
         body["usage"] = {"prompt_tokens": -1000, "completion_tokens": -1000, "total_tokens": -2000}
+    elif shape == "huge_usage":
+        body["usage"]["prompt_tokens"] = 1e308
+    elif shape == "long_usage":
+        body["usage"]["prompt_tokens"] = int("9" * 4299)
     return body
 
 
