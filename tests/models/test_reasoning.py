@@ -184,6 +184,8 @@ def test_reply_thinking_reads_each_shape_and_refuses_others():
 
 def test_reasoning_tokens_beyond_the_completion_they_are_part_of_are_malformed():
     with pytest.raises(MalformedReply, match="more than the completion_tokens"):
+        reply_reasoning_tokens({"completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 6}})
+    with pytest.raises(MalformedReply, match="expected an integer from 0 to 1,000,000,000"):
         reply_reasoning_tokens({"completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 10**20}})
 
 
