@@ -274,17 +274,18 @@ def summary_line(spec: str, record: GatePower, *, model: str | None = None, thre
     if record.mde is None:
         return f"{head}: not planned: {record.note}"
     head += f" at {n_text(record, ns)}"
+    bits = []
     if record.design == "paired":
         what = f"detects a drop of {record.detects:.3f} or more"
-        if drop is not None:
-            what += f" ({_num(drop)} allowed + {record.mde:.3f})"
     elif threshold is not None:
         what = f"detects a true score {record.mde:.3f} or more below {_num(threshold)}"
+        bits.append(f"no baseline: the {record.variance} variance of this run's scores")
     else:
-        what = f"detects a difference of {record.mde:.3f} or more"
-    bits = [f"alpha {_num(record.alpha)} one-sided, power {_num(record.power)}"]
-    if record.design != "paired":
-        bits[0] = f"no baseline: the {record.variance} variance of this run's scores; " + bits[0]
+        what = f"detects a drop of {record.detects:.3f} or more"
+        bits.append(f"no baseline: the {record.variance} variance of this run's scores")
+    if drop is not None:
+        bits.insert(0, f"{_num(drop)} allowed + {record.mde:.3f}")
+    bits.append(f"alpha {_num(record.alpha)} one-sided, power {_num(record.power)}")
     if record.margin is not None and record.n_for_margin is not None:
         per = " per benchmark" if record.k > 1 else ""
         beyond = " beyond the allowed drop" if drop is not None else ""
