@@ -304,7 +304,7 @@ def test_summary_line_per_gate_against_the_saved_baseline(pytester, toy, xdist):
     with running_server(rules=flips, answer="A") as srv:
         result = pytester_runs.run(pytester, *toy_args(
             srv, data, "--medhelm-compare=base", "--medhelm-threshold", "toy>=0.5", "--medhelm-compare-fail",
-            "toy:0.05", "--medhelm-power", "--medhelm-json", str(out)), *xdist)
+            "toy:0.05", "--medhelm-power", "--medhelm-json", str(out), "--medhelm-markdown", "s.md"), *xdist)
     text = result.stdout.str()
     assert result.ret == 0, text
     report = json.loads(out.read_text())
@@ -328,6 +328,9 @@ def test_summary_line_per_gate_against_the_saved_baseline(pytester, toy, xdist):
     assert gates["toy>=0.5"]["power"]["n_for_margin"] == n_margin
     assert gates["compare-fail toy:0.05"]["power"]["detects"] == pytest.approx(0.05 + mde)
     assert gates["toy>=0.5"]["power"]["design"] == "paired"
+    markdown = (pytester.path / "s.md").read_text()
+    assert "#### Power of the gates" in markdown
+    assert f"- medhelm power: toy>=0.5 at n=40: detects a drop of {mde:.3f} or more" in markdown
 
 
 def test_summary_without_baseline_or_gate(pytester, toy):
@@ -339,8 +342,17 @@ def test_summary_without_baseline_or_gate(pytester, toy):
         gated = pytester_runs.run(pytester, *toy_args(srv, data, "--medhelm-power", "--medhelm-threshold",
                                                       "toy>=0.6"))
     plain.stdout.fnmatch_lines(["medhelm power: no gate to plan*"])
+    pytester.makeini("[pytest]\nmedhelm_power = true\nmedhelm_thresholds = toy>=0.6\n")
+    with running_server(answer="A") as srv:
+        from_ini = pytester_runs.run(pytester, *toy_args(srv, data))
     mde = z_sum() * math.sqrt(0.75 * 0.25 / 40)
     n_margin = math.ceil(z_sum() ** 2 * 0.75 * 0.25 / 0.15 ** 2)
-    gated.stdout.fnmatch_lines([f"medhelm power: toy>=0.6 at n=40: detects a true score {mde:.3f} or more below 0.6 "
-                                f"(no baseline: the binomial variance of this run's scores; alpha 0.05 one-sided, "
-                                f"power 0.8; {n_margin} instances for 0.15)"])
+    line = (f"medhelm power: toy>=0.6 at n=40: detects a true score {mde:.3f} or more below 0.6 (no baseline: the "
+            f"binomial variance of this run's scores; alpha 0.05 one-sided, power 0.8; {n_margin} instances for 0.15)")
+    gated.stdout.fnmatch_lines([line])
+    from_ini.stdout.fnmatch_lines([line])  # the ini key medhelm_power
+    pytester.makeini("[pytest]\nmedhelm_thresholds = toy>=0.6\n")
+    with running_server(answer="A") as srv:
+        without = pytester_runs.run(pytester, *toy_args(srv, data))
+    assert "medhelm gates: all 1 passed" in without.stdout.str()
+    assert "medhelm power" not in without.stdout.str()  # only when asked
