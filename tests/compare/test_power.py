@@ -79,8 +79,8 @@ def test_n_for_a_margin_is_the_closed_form_and_monotone(variance):
         n = power.n_for_margin(variance, m)
         assert n == expected, (variance, m)
         # at that n the MDE is the margin or less; one instance fewer and it is more
-        mde_at = lambda k: power.z_one_sided() * math.sqrt(variance / k)  # noqa: E731
-        assert mde_at(n) <= m + 1e-12 < mde_at(n - 1)
+        mde_at_n, mde_below = (power.z_one_sided() * math.sqrt(variance / k) for k in (n, n - 1))
+        assert mde_at_n <= m + 1e-12 < mde_below
     ns = [power.n_for_margin(variance, m) for m in margins]
     assert ns == sorted(ns, reverse=True) and len(set(ns)) == len(ns)  # a smaller margin needs more instances
     by_power = [power.n_for_margin(variance, 0.03, power=p) for p in (0.5, 0.7, 0.8, 0.9, 0.95)]
