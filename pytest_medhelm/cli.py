@@ -3,6 +3,8 @@
     pytest-medhelm merge A.json B.json ... --json OUT [--markdown OUT] [--threshold NAME>=VALUE ...] [--save NAME]
     pytest-medhelm runs [--rootdir DIR]   (the saved runs; ``list`` is its older name, kept as an alias)
     pytest-medhelm compare BASELINE CURRENT [--compare-fail NAME:DROP ...] [--json OUT] [--markdown OUT]
+    pytest-medhelm power RUN [--baseline BASE] [--threshold NAME>=VALUE ...] [--margin M] [--alpha A] [--power P]
+                                          (each gate's minimum detectable effect and the n for a margin)
     pytest-medhelm agreement ...          (clinician agreement of the jury; see its own --help)
     pytest-medhelm agreement --healthbench-meta META.jsonl --grader-labels LABELS.jsonl
                                           (a HealthBench grader against physicians, as simple-evals' meta-eval)
@@ -28,7 +30,7 @@ class CliError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pytest_medhelm.options import parse_compare_fail
+    from pytest_medhelm.options import parse_compare_fail, parse_threshold
 
     parser = argparse.ArgumentParser(prog=PROG, description="MedHELM results: merge shards, list saved runs, "
                                                             "compare runs with paired statistics.")
@@ -69,9 +71,47 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--rootdir", default=".", metavar="DIR", help="where .medhelm/runs lives (default: .)")
     cmp.set_defaults(func=cmd_compare)
 
+    pw = sub.add_parser("power", help="what a run's gates can detect, and the n a margin needs",
+                        description="For each gate of RUN (the thresholds and compare-fail gates it recorded, and "
+                                    "any given here) and each benchmark: the minimum detectable effect at the run's "
+                                    "n and the n needed for a margin, one-sided, by the normal approximation on the "
+                                    "paired differences from BASE (without --baseline: on RUN's own scores, the "
+                                    "binomial variance for 0/1 scores). Categories and overall are macro-averages: "
+                                    "Var = sum of the benchmarks' mean variances / k^2. See docs/comparing.md.")
+    pw.add_argument("run", metavar="RUN", help="saved run name or number, 'latest', or a results JSON")
+    pw.add_argument("--baseline", metavar="BASE", help="plan against this run's instances (paired differences)")
+    pw.add_argument("--threshold", action="append", default=[], type=parse_threshold, metavar="NAME>=VALUE",
+                    help="a gate to plan (repeatable), besides the run's own")
+    pw.add_argument("--compare-fail", action="append", default=[], type=parse_compare_fail, metavar="NAME:DROP",
+                    help="a compare-fail gate to plan (repeatable), besides the run's own")
+    pw.add_argument("--margin", type=_open_unit("--margin"), metavar="M",
+                    help="the effect to plan n for (default: per gate, the reference score minus the threshold, or "
+                         "a compare-fail gate's DROP)")
+    pw.add_argument("--alpha", type=_open_unit("--alpha"), default=0.05, metavar="A",
+                    help="one-sided significance (default 0.05)")
+    pw.add_argument("--power", type=_open_unit("--power"), default=0.8, metavar="P", help="power (default 0.8)")
+    pw.add_argument("--json", metavar="OUT", help="write the rows as JSON")
+    pw.add_argument("--rootdir", default=".", metavar="DIR", help="where .medhelm/runs lives (default: .)")
+    pw.set_defaults(func=cmd_power)
+
     sub.add_parser("agreement", help="agreement of the LLM jury with clinicians (see 'agreement --help')",
                    add_help=False)
     return parser
+
+
+def _open_unit(what: str):
+    """A parser of numbers in (0, 1), whose errors name the option."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number, got {text!r}") from None
+        if not 0.0 < value < 1.0:
+            raise argparse.ArgumentTypeError(f"{what}: expected a number in (0, 1), got {text}")
+        return value
+
+    parse.__name__ = what
+    return parse
 
 
 # ---------------------------------------------------------------------------------------------------- commands
@@ -160,6 +200,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(markdown(current, [markdown_section(current)]), encoding="utf-8")
     return 1 if _gate_lines(current, {"compare_fail"}) else 0
+
+
+def cmd_power(args: argparse.Namespace) -> int:
+    import json
+
+    from pytest_medhelm.compare import power
+    from pytest_medhelm.compare.compare import baseline_label, baseline_info, run_models
+    from pytest_medhelm.compare.storage import load
+    from pytest_medhelm.report.records import Results
+    from pytest_medhelm.report.tables import render
+
+    run = Results.read(load(args.run, args.rootdir))
+    base = Results.read(load(args.baseline, args.rootdir)) if args.baseline else None
+    if base is not None and not power.pairs_for(run, base):
+        raise CliError(f"nothing to pair: no model of {args.run} ({', '.join(run_models(run)) or 'none'}) has a "
+                       f"baseline model in {args.baseline} ({', '.join(run_models(base)) or 'none'})")
+    try:
+        gates = power.recorded_gates(run, [f"{name}>={value:g}" for name, value in args.threshold],
+                                     args.compare_fail)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    rows = power.plan_rows(run, base, gates, margin=args.margin, alpha=args.alpha, power=args.power)
+    against = f" against {baseline_label(baseline_info(base))}" if base is not None else " (no baseline)"
+    print(f"power of {baseline_label(baseline_info(run))}{against}: alpha {args.alpha:g} one-sided, "
+          f"power {args.power:g}" + (f", margin {args.margin:g}" if args.margin is not None else "") + ":")
+    print(render(*power.table(rows)) if rows else "(no gate and no benchmark with scores)")
+    print(power.note())
+    if args.json:
+        Path(args.json).write_text(json.dumps({"alpha": args.alpha, "power": args.power, "margin": args.margin,
+                                               "rows": rows}, indent=1) + "\n", encoding="utf-8")
+    return 0
 
 
 def cmd_agreement(argv: Sequence[str]) -> int:

@@ -70,6 +70,8 @@ class RunConfig(BaseModel):
     autosave: bool = False
     compare: str | None = None  # "latest", a saved run's name, or a path
     compare_fail: tuple[tuple[str, float], ...] = ()
+    #: --medhelm-power: each gate's minimum detectable effect in the summary and the results
+    power: bool = False
     shard: tuple[int, int] | None = None
     dry_run: bool = False
     budget: float | None = Field(default=None, ge=0, allow_inf_nan=False)
@@ -252,6 +254,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
             autosave=bool(values["medhelm_autosave"]),
             compare=values["medhelm_compare"],
             compare_fail=tuple(values["medhelm_compare_fail"] or ()),
+            power=bool(values["medhelm_power"]),
             shard=values["medhelm_shard"],
             dry_run=bool(values["medhelm_dry_run"]),
             budget=values["medhelm_budget"],

@@ -271,6 +271,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("compare-fail", "fail when there is significant evidence that NAME's score dropped by more than DROP "
            "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True,
            parse=parse_compare_fail, metavar="NAME:DROP"),
+    Option("power", "a line per gate in the summary (and a power record on each gate of the results): its minimum "
+           "detectable drop at this run's n against the --medhelm-compare baseline (without one: from this run's "
+           "scores) and the instances a margin needs (alpha 0.05 one-sided, power 0.8)", flag=True, default=False),
     Option("shard", "run the I-th of N deterministic slices of the items (CI matrix)", parse=parse_shard,
            metavar="I/N", ini=False),
     # cost

@@ -2,9 +2,10 @@
 
 ``register(config)`` is called by the run when it starts, in the process that reports (never in an xdist worker:
 :meth:`pytest_medhelm.run.roles.Role.register_reporting`). It registers the plugin (as "medhelm-compare") only
-when one of ``--medhelm-save``, ``--medhelm-autosave``, ``--medhelm-compare`` or ``--medhelm-compare-fail`` (or
-their ini keys) is set, and is idempotent: a second call returns the registered object. The options are read
-through the run (``config.stash[RUN_SERVICES]``). Shards (``--medhelm-shard``) are the run's collection's job.
+when one of ``--medhelm-save``, ``--medhelm-autosave``, ``--medhelm-compare``, ``--medhelm-compare-fail`` or
+``--medhelm-power`` (or their ini keys) is set, and is idempotent: a second call returns the registered object.
+The options are read through the run (``config.stash[RUN_SERVICES]``). Shards (``--medhelm-shard``) are the run's
+collection's job.
 
 Hooks:
 
@@ -12,8 +13,10 @@ Hooks:
   only ``--medhelm-compare-fail`` is given), so that a missing or malformed baseline is a usage error (exit 4)
   before any model is called.
 * ``pytest_medhelm_results`` (trylast): the comparison under ``results["comparison"]`` and the compare-fail gates
-  appended to ``results["gates"]``.
-* ``pytest_medhelm_summary_rows``: the comparison tables in the terminal summary and in the Markdown summary.
+  appended to ``results["gates"]``; with ``--medhelm-power``, a ``power`` record on each gate
+  (:mod:`pytest_medhelm.compare.power`).
+* ``pytest_medhelm_summary_rows``: the comparison tables, and the gates' power lines, in the terminal summary and in
+  the Markdown summary.
 * ``pytest_sessionfinish`` (trylast, after the run wrote its files): ``--medhelm-save NAME`` /
   ``--medhelm-autosave`` store the final results under ``.medhelm/runs/``; an interrupted run is not saved (a
   partial run must not become the next "latest" baseline).
@@ -30,7 +33,7 @@ import pytest
 from pytest_medhelm.item_api import RUN_SERVICES
 
 PLUGIN_NAME = "medhelm-compare"
-_OPTIONS = ("save", "autosave", "compare", "compare-fail")
+_OPTIONS = ("save", "autosave", "compare", "compare-fail", "power")
 
 
 def wanted(config: pytest.Config) -> bool:
@@ -69,6 +72,8 @@ class ComparePlugin:
         self.results: dict[str, Any] | None = None
         self.saved_path: Path | None = None
         self.save_note: str | None = None
+        #: --medhelm-power: the summary's lines, one per gate
+        self.power_lines: list[str] = []
 
     @property
     def run_config(self):
@@ -101,23 +106,35 @@ class ComparePlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_medhelm_results(self, results: dict, config: pytest.Config) -> None:
         self.results = results
-        if self.baseline is None:
-            return
-        from pytest_medhelm.compare.compare import build_comparison
+        if self.baseline is not None:
+            from pytest_medhelm.compare.compare import build_comparison
 
-        comparison, gates = build_comparison(self.baseline, results, compare_fail=self.run_config.compare_fail)
-        results["comparison"] = comparison
-        results["gates"].extend(gates)
+            comparison, gates = build_comparison(self.baseline, results, compare_fail=self.run_config.compare_fail)
+            results["comparison"] = comparison
+            results["gates"].extend(gates)
+        if self.run_config.power:
+            from pytest_medhelm.compare.power import annotate_gates
+
+            self.power_lines = annotate_gates(results, self.baseline) or [
+                "medhelm power: no gate to plan (--medhelm-threshold, --medhelm-compare-fail)"]
 
     def pytest_medhelm_summary_rows(self, results: dict, config: pytest.Config,
                                     fmt: str) -> list[tuple[str, str]] | None:
-        if "comparison" not in results:
-            return None
-        from pytest_medhelm.compare.compare import markdown_section, terminal_sections
+        sections: list[tuple[str, str]] = []
+        if "comparison" in results:
+            from pytest_medhelm.compare.compare import markdown_section, terminal_sections
 
-        if fmt == "markdown":
-            return [("comparison", markdown_section(results))]
-        return terminal_sections(results)
+            sections += [("comparison", markdown_section(results))] if fmt == "markdown" else terminal_sections(results)
+        if self.power_lines:
+            from pytest_medhelm.compare.power import note
+
+            if fmt == "markdown":
+                body = "\n".join(["#### Power of the gates", "", *(f"- {line}" for line in self.power_lines), "",
+                                   f"<sub>{note()}</sub>", ""])
+                sections.append(("power", body))
+            else:
+                sections.append(("power of the gates", "\n".join([*self.power_lines, note()])))
+        return sections or None
 
     # ------------------------------------------------------------------------------------------ saving
     @pytest.hookimpl(trylast=True)

@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError
 
 from pytest_medhelm.report.length_adjustment import LengthAdjustment
 from pytest_medhelm.report.model_order import ordered_models
+from pytest_medhelm.report.power_record import GatePower
 from pytest_medhelm.report.reasoning import ReasoningModel, ReasoningSettings
 from pytest_medhelm.report.record_base import Amount, Count, Record, Text, about, many, without_huge_ints
 from pytest_medhelm.report.shared_cache import SharedCacheState
@@ -256,6 +257,7 @@ class Gate(Record):
     test: str | None = about("compare-fail: the test of that p-value")
     p_holm: float | None = about("compare-fail: p Holm-adjusted over the run's compare-fail gates")
     evaluated: bool | None = about("compare-fail: false when the runs' judge prompts differ")
+    power: GatePower | None = about("--medhelm-power: what the gate can detect at the run's n (docs/comparing.md)")
 
     @property
     def failed(self) -> bool:
