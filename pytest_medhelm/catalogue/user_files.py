@@ -25,7 +25,7 @@ from typing import Any
 from collections.abc import Iterable, Sequence
 
 from pytest_medhelm.data.errors import DataError, DataMissing
-from pytest_medhelm.data.readers import Row, read_bytes
+from pytest_medhelm.data.readers import Row, inflate_limit_problem, read_bytes
 
 __all__ = [
     "DATA_EXTRA", "PANDAS_NA", "cl100k", "count_tokens", "import_pyarrow", "is_pandas_na", "pandas_strings",
@@ -112,6 +112,14 @@ def read_xlsx_rows(path: Path, required_columns: Iterable[str] = ()) -> list[Row
     if not read_bytes(path).strip():
         raise DataError(path, "", "the file is empty")
     import zipfile
+
+    try:  # (an .xlsx is a zip: its parts are not inflated past the cap on a compressed data file)
+        with zipfile.ZipFile(path) as archive:
+            problem = inflate_limit_problem(sum(info.file_size for info in archive.infolist()))
+    except (zipfile.BadZipFile, OSError, ValueError):
+        problem = None  # (openpyxl says what is wrong with it, below)
+    if problem:
+        raise DataError(path, "", f"the workbook's parts together {problem}")
 
     try:
         import openpyxl

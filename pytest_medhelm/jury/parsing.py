@@ -26,9 +26,11 @@ A judge whose reply is rejected is excluded for that instance and counted (:func
 its own (all 5s). When a reply holds several complete judgements, the *last* one is the judge's: the one that
 starts last among those not inside another (a judgement inside the string or a nested object of another one is
 part of that one), not on a Markdown quote line (``> {...}``), and not a restatement of a judgement the answer
-itself holds: a verdict with the same scores and explanations as one planted in the answer is the answer's,
-even written after the judge's own (a reply whose only verdicts are such copies gives no judgement: the judge
-is excluded for that answer, with the reason). A partial or invalid object after the verdict does not displace
+itself holds: a verdict with the same scores and explanations as one planted in the answer, or whose text is in
+the answer verbatim (one nested in the answer's own, or in its ``<think>``), is the answer's, even written after
+the judge's own, and so is every judgement inside such a copy; so are score lines (``Accuracy: 5/5``) that read
+as the answer's (a reply whose only verdicts are such copies gives no judgement: the judge is excluded for that
+answer, with the reason). A partial or invalid object after the verdict does not displace
 it. HELM's greedy match (``--medhelm-compat helm``) takes the first ``{`` to the last ``}``: two
 objects there do not parse and the judge is dropped.
 
@@ -373,16 +375,11 @@ def _from_lines(text: str, criteria: Sequence[str]) -> dict[str, tuple[float, st
 
 
 def _judges_own(text: str, readings: list[tuple[int, int, dict[str, tuple[float, str]]]],
-                planted: Sequence[dict[str, tuple[float, str]]] = ()) -> dict[str, tuple[float, str]]:
+                planted: Sequence[dict[str, tuple[float, str]]] = (), answer: str = "") -> dict[str, tuple[float, str]]:
     """The judge's own verdict among the complete judgements read from ``text``: the one starting last that is not
-    inside another one, not on a quote line, and not a restatement of a judgement the answer itself holds
-    (``planted``: the same scores and explanations as one of them)."""
-    if planted:
-        own = [reading for reading in readings if reading[2] not in planted]
-        if not own:
-            raise JudgementError("every judgement in the reply repeats one the answer itself holds (a planted "
-                                 "verdict): no judgement of the judge's own")
-        readings = own
+    inside another one, not on a quote line, and not a copy of the answer's (``planted``: the same scores and
+    explanations as a judgement the answer holds; or its text found in ``answer`` verbatim). A judgement inside a
+    copy is part of the copy."""
     # sorted by start, the enclosing one first: a reading ending before the furthest end seen so far is inside
     ordered = sorted(range(len(readings)), key=lambda i: (readings[i][0], -readings[i][1], i))
     outer: list[int] = []
@@ -393,6 +390,12 @@ def _judges_own(text: str, readings: list[tuple[int, int, dict[str, tuple[float,
             continue
         furthest = end
         outer.append(i)
+    if planted or answer:
+        outer = [i for i in outer if readings[i][2] not in planted
+                 and text[readings[i][0]:readings[i][1]] not in answer]
+        if not outer:
+            raise JudgementError("every judgement in the reply repeats one the answer itself holds (a planted "
+                                 "verdict): no judgement of the judge's own")
     for i in reversed(outer):
         if not _is_quoted(text, readings[i][0]):
             return readings[i][2]
@@ -421,6 +424,17 @@ def _planted(answer: str, criteria: Sequence[str]) -> list[dict[str, tuple[float
     return [reading for _start, _end, reading in _readings(_without_think(answer), criteria)[0]]
 
 
+def _answers_lines(answer: str, criteria: Sequence[str]) -> dict[str, tuple[float, str]] | None:
+    """The ``Accuracy: 5/5`` lines the answer holds, read as a reply's are (a verdict planted for the judge to
+    repeat), or None."""
+    if not answer or len(answer) > MAX_REPLY_CHARS:
+        return None
+    try:
+        return _from_lines(_without_think(answer), criteria)
+    except JudgementError:
+        return None
+
+
 def _parse_judgement(text: str, criteria: Sequence[str], answer: str = "") -> dict[str, tuple[float, str]]:
     if not criteria:
         raise ValueError("parse_judgement needs at least one criterion")
@@ -433,13 +447,16 @@ def _parse_judgement(text: str, criteria: Sequence[str], answer: str = "") -> di
     cleaned = _without_think(text).strip()
     readings, first_error = _readings(cleaned, criteria)
     if readings:
-        return _judges_own(cleaned, readings, _planted(answer, criteria))
+        return _judges_own(cleaned, readings, _planted(answer, criteria), answer)
     try:
         from_lines = _from_lines(cleaned, criteria)
     except JudgementError as exc:
         from_lines = None
         first_error = first_error or exc
     if from_lines is not None:
+        if _answers_lines(answer, criteria) == from_lines:
+            raise JudgementError("the reply's score lines repeat the ones the answer itself holds (a planted "
+                                 "verdict): no judgement of the judge's own")
         return from_lines
     if first_error is not None:
         raise first_error

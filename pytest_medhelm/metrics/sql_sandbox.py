@@ -71,17 +71,25 @@ class SqlSandbox:
         with self._lock:
             left = self.time_budget - self.spent_s
             if left <= 0:
-                raise BudgetSpent(f"the SQL sandbox's time budget is spent ({self.spent_s:,.0f} s of queries in this "
-                                  f"process, the most is {self.time_budget:,.0f} s: pytest_medhelm.metrics.sql_sandbox."
-                                  "TIME_BUDGET_S): the query was not run")
-            time_limit = min(time_limit, left)  # (the last query may use what is left, no more)
+                raise BudgetSpent(self._spent("the query was not run"))
+            own_limit, time_limit = time_limit, min(time_limit, left)  # (the last query may use what is left)
             request = marshal.dumps((str(db_path), sql, float(time_limit), int(max_rows), int(max_bytes),
                                      bool(one_row)))
             started = time.monotonic()
             try:
                 return self._serve(request, time_limit)
+            except SandboxError:
+                if time_limit < own_limit and self.spent_s + time.monotonic() - started >= self.time_budget:
+                    # stopped by what was left of the budget, not by its own limit: no measurement either
+                    raise BudgetSpent(self._spent(f"the query was stopped when it ran out, before its own limit of "
+                                                  f"{own_limit:g} s")) from None
+                raise
             finally:
                 self.spent_s += time.monotonic() - started
+
+    def _spent(self, what: str) -> str:
+        return (f"the SQL sandbox's time budget is spent ({self.spent_s:,.0f} s of queries in this process, the most "
+                f"is {self.time_budget:,.0f} s: pytest_medhelm.metrics.sql_sandbox.TIME_BUDGET_S): {what}")
 
     def _serve(self, request: bytes, time_limit: float) -> list[tuple]:
         """One query through the child (the caller holds the lock)."""

@@ -202,7 +202,10 @@ def main() -> int:
         except Refused as exc:
             reply = ("error", str(exc))
         except MemoryError:
-            reply, recycle = ("error", f"the memory limit of {memory_bytes // 1_000_000} MB was exceeded"), True
+            megabytes = memory_bytes // 1_000_000
+            reply = ("error", f"the memory limit of {megabytes} MB was exceeded (address space; SQLite's heap, "
+                              f"temporary storage included, at most {heap_bytes // 1_000_000} MB)")
+            recycle = True
         except Exception as exc:  # noqa: BLE001 - SQL text sqlite3 cannot take (a NUL, a lone surrogate): its item's
             reply = ("error", f"{type(exc).__name__}: {exc}")  # error, not the end of the sandbox
         try:

@@ -71,7 +71,7 @@ class ItemHooks:
         error, when = excinfo.value, call.when
         if when == "collect":  # (items are not collected through this hook)
             return None
-        longrepr = f"MISSED: {error.detail}" if isinstance(error, Missed) else f"{type(error).__name__}: {error}"
+        longrepr = _one_line(error)
         sections = [(f"Captured {key} {when}", content) for rwhen, key, content in item._report_sections
                     if rwhen == when and content]
         return pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", longrepr,
@@ -112,7 +112,7 @@ class ItemHooks:
             outcome.update(instance_texts(case.instance))
         if isinstance(error, Missed):
             outcome["missed"] = True
-            missed = f"MISSED: {error.detail}"
+            missed = _one_line(error)
             if not self.ctx.run_config.strict:
                 report.outcome = "skipped"
                 report.wasxfail = missed  # (pytest's own attribute of an xfail)
@@ -121,7 +121,7 @@ class ItemHooks:
             outcome.update(error=str(error), score=None, error_kind=type(error).__name__)
             if isinstance(error, ScoringError):
                 outcome["judge_failures"] = error.reasons
-            report.longrepr = f"{type(error).__name__}: {error}"
+            report.longrepr = _one_line(error)
         elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
             outcome.update(error=written.get("error") or f"{excinfo.typename}: {error}", score=None)
         record = InstanceRecord.of_item(written, **outcome)
@@ -180,3 +180,14 @@ def one_line_errors() -> tuple[type[BaseException], ...]:
     from pytest_medhelm.values import ModelError
 
     return (Missed, ModelError, DataError, ScoringError, ScoreNotANumber)
+
+
+def _one_line(error: BaseException) -> str:
+    """The line an item's miss or error is reported with (terminal, CI log, JUnit XML), with the control characters
+    of any server's text in it escaped (a judge's failure reason quoting its reply, a data file's, a cache's): a
+    miss's detail keeps its line breaks."""
+    from pytest_medhelm.values import printable
+
+    if isinstance(error, Missed):
+        return "\n".join(printable(line) for line in f"MISSED: {error.detail}".split("\n"))
+    return printable(f"{type(error).__name__}: {error}")

@@ -17,6 +17,7 @@ import pytest
 from datetime import UTC
 
 from pytest_medhelm.run.imports_ahead import ImportsAhead
+from pytest_medhelm.values import printable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.report.records import InstanceRecord, Results
@@ -241,12 +242,12 @@ class Reporting:
             every = config.option.verbose > 0 or any(c in (config.option.reportchars or "") for c in "Aax")
             limit = None if every else 20
             for nodeid, detail in self.misses[:limit]:
-                tr.write_line(f"MISSED {nodeid} - {detail}")
+                tr.write_line("\n".join(printable(line) for line in f"MISSED {nodeid} - {detail}".split("\n")))
             if limit is not None and len(self.misses) > limit:
                 tr.write_line(f"... and {len(self.misses) - limit} more (-v shows all; --lf runs them again)")
         tr.section("medhelm", sep="=", bold=True)
-        for line, markup in lines:
-            tr.write_line(line, **markup)
+        for line, markup in lines:  # (a server's text among them, a cache's error for one: escaped)
+            tr.write_line(printable(line), **markup)
         if self.results is None:
             return
         if lines:

@@ -24,6 +24,7 @@ from pytest_medhelm.run.collection import asked_pairs, has_medhelm_items
 from pytest_medhelm.run.context import Handover, run_every_step
 from pytest_medhelm.run.garbage import CollectorPolicy
 from pytest_medhelm.run.session import Run
+from pytest_medhelm.values import printable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ModelSpec
@@ -110,7 +111,7 @@ class Role:
     def summarize(self, terminalreporter: Any, config: pytest.Config) -> None:
         self.run.reporting.terminal_summary(terminalreporter, config)
         for line in self.ctx.shared_cache_lines() if self.ctx.configured else []:
-            terminalreporter.write_line(line, yellow=True)
+            terminalreporter.write_line(printable(line), yellow=True)  # (a Redis server's text among it: escaped)
 
     def end_session(self, session: pytest.Session, exitstatus: int) -> None:
         if self.ctx.configured:

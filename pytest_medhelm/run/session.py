@@ -20,6 +20,7 @@ from pytest_medhelm.run.delivery import Delivery
 from pytest_medhelm.run.items import ItemHooks
 from pytest_medhelm.run.plan import AnswerPlan
 from pytest_medhelm.run.reporting import Reporting
+from pytest_medhelm.values import printable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.report.records import Results
@@ -98,4 +99,4 @@ class Run:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.ensure_newline()
-            reporter.write_line(text, **(markup or {}))
+            reporter.write_line(printable(text), **(markup or {}))  # (a server's text among it: escaped)

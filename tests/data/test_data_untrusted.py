@@ -120,3 +120,36 @@ def test_a_zip_member_declared_past_the_cap_is_not_inflated(tmp_path, monkeypatc
     monkeypatch.setattr(readers, "MAX_INFLATED_BYTES", 1024 ** 2)
     with pytest.raises(readers.DataError, match=r"data/rows.jsonl inflates to 3,145,728 bytes, more than 1,048,576"):
         gdrive.zip_member(archive, "rows.jsonl")
+
+
+def test_an_xlsx_whose_parts_inflate_past_the_cap_is_refused_before_openpyxl_reads_it(tmp_path, monkeypatch):
+    import zipfile
+
+    from pytest_medhelm.catalogue import user_files
+    from pytest_medhelm.data import readers
+
+    workbook = tmp_path / "clear.xlsx"  # an .xlsx is a zip: one sheet part of 5 MB of zeros, about 5 KB on disk
+    with zipfile.ZipFile(workbook, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("xl/worksheets/sheet1.xml", b"0" * (5 * 1024 ** 2))
+    assert workbook.stat().st_size < 20_000
+    monkeypatch.setattr(readers, "MAX_INFLATED_BYTES", 2 * 1024 ** 2)
+    with pytest.raises(readers.DataError) as excinfo:
+        user_files.read_xlsx_rows(workbook)
+    message = str(excinfo.value)
+    assert str(workbook) in message and "inflates to 5,242,880 bytes, more than 2,097,152" in message
+    assert "MAX_INFLATED_BYTES" in message
+
+
+def test_healthbench_professionals_member_over_its_cap_names_the_cap(tmp_path, monkeypatch):
+    import zipfile
+
+    from pytest_medhelm.catalogue.clinical_decision_support import healthbench_professional as module
+
+    archive = tmp_path / "assets.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(f"assets/{module.MEMBER}", b"{}\n" * (1024 ** 2))
+    monkeypatch.setattr(module, "MAX_MEMBER_BYTES", 1024 ** 2)
+    with pytest.raises(module.DataError, match=r"3,145,728 bytes uncompressed, more than the cap of 1,048,576 "
+                                               r"\(healthbench_professional.MAX_MEMBER_BYTES\)") as excinfo:
+        module.member_bytes(archive)
+    assert str(archive) in str(excinfo.value)

@@ -205,6 +205,66 @@ def test_a_distinct_over_a_recursive_cte_stays_in_memory_never_spills_to_temp_fi
         sandbox.close()
 
 
+#: DISTINCT over an endless recursive CTE: a temporary b-tree that grows until a limit stops it (2.35 GB of temp
+#: files per query before temp storage was kept in memory)
+DISTINCT_FOREVER = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                    "SELECT count(*) FROM (SELECT DISTINCT printf('%.*c', 200, 'y') || x FROM c)")
+
+
+def _temp_file_bytes(pid: int, db: Path) -> int:
+    """Bytes of the regular files the process holds open other than the database (SQLite unlinks its temp files
+    as it opens them: they are only seen through /proc/PID/fd)."""
+    import stat
+
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # (closed meanwhile)
+        if stat.S_ISREG(info.st_mode) and not target.startswith(str(db)) and "/python" not in target:
+            total += info.st_size
+    return total
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads the child's open files in /proc")
+def test_an_endless_distinct_is_refused_for_its_memory_with_no_temp_file_measured(db: Path) -> None:
+    """What the child holds in temp files, measured through /proc while an endless DISTINCT runs: nothing (before
+    temp storage was kept in memory, 686 MB in 10 s on a 2-core machine, and the time limit stopped it, not memory);
+    the refusal names the heap limit that stopped it."""
+    import threading
+    import time
+
+    sandbox = SqlSandbox(heap_limit=32_000_000)  # (the default 256 MB takes longer to fill, the same way)
+    peak, done = [0], threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            proc = sandbox._proc
+            if proc is not None:
+                try:
+                    peak[0] = max(peak[0], _temp_file_bytes(proc.pid, db))
+                except OSError:
+                    pass
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(SandboxError, match=r"the memory limit of 768 MB was exceeded .* at most 32 MB"):
+            sandbox.run(str(db), DISTINCT_FOREVER, 8, 100)
+        took = time.monotonic() - started
+        assert sandbox.run(str(db), COUNT, 5, 100) == [(2,)]  # a fresh child serves the next query
+    finally:
+        done.set()
+        watcher.join()
+        sandbox.close()
+    assert peak[0] < 1_000_000, f"the child held {peak[0]:,} bytes of temp files"  # was 686 MB in 10 s here
+    assert took < 8, f"refused after {took:.1f} s: the time limit, not the memory limit, stopped it"
+
+
 def test_the_time_budget_of_a_process_ends_in_an_error_saying_so(db: Path) -> None:
     from pytest_medhelm.metrics.sql_sandbox import BudgetSpent
 
@@ -212,7 +272,9 @@ def test_the_time_budget_of_a_process_ends_in_an_error_saying_so(db: Path) -> No
     slow = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) "
             "SELECT COUNT(*) FROM c")
     try:
-        with pytest.raises(SandboxError, match="time limit of 0.5 s exceeded"):  # the budget left is its limit
+        # the budget left is its limit: stopped by the budget, not by its own 10 s, it is no measurement either
+        with pytest.raises(BudgetSpent, match=r"TIME_BUDGET_S\): the query was stopped when it ran out, before its "
+                                              r"own limit of 10 s$"):
             sandbox.run(str(db), slow, 10, 100)
         with pytest.raises(BudgetSpent, match=r"time budget is spent \(\d+ s of queries in this process, the most "
                                               r"is 0 s: pytest_medhelm.metrics.sql_sandbox.TIME_BUDGET_S\)"):
@@ -230,6 +292,31 @@ def test_a_spent_budget_makes_the_item_an_error_not_a_wrong_answer(db: Path, mon
     monkeypatch.setattr(module, "sandbox", lambda: spent)
     with pytest.raises(ScoringError, match="time budget is spent"):
         run_query(db, COUNT)
+
+
+def test_an_answer_whose_query_the_budget_stops_is_an_error_not_a_wrong_answer(db: Path, monkeypatch) -> None:
+    """The query that runs out the budget is not scored as a wrong answer timed out (nor its item "not scored" when
+    it is the gold query): its item is an error saying the budget ran out, as every later one's."""
+    import dataclasses
+
+    import pytest_medhelm.metrics.sql_sandbox as module
+    from pytest_medhelm.metrics.base import ScoringError
+    from pytest_medhelm.metrics.ehrsql import EHRSQL_EXECUTION_ACCURACY
+    from pytest_medhelm.values import Instance
+
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    instance = Instance(id="q", input="how many patients?", references=(COUNT,), benchmark="ehrsql",
+                        extra={"db_path": str(db), "is_impossible": False, "value": {}})
+    for answer, gold in ((endless, COUNT), (COUNT, endless)):  # the answer's query stopped, then the gold's
+        budgeted = SqlSandbox(time_budget=1.0)
+        monkeypatch.setattr(module, "_SANDBOX", budgeted)
+        try:
+            with pytest.raises(ScoringError, match="stopped when it ran out, before its own limit of 10 s"):
+                EHRSQL_EXECUTION_ACCURACY.score(answer, dataclasses.replace(instance, references=(gold,)))
+            with pytest.raises(ScoringError, match="the query was not run"):
+                EHRSQL_EXECUTION_ACCURACY.score(COUNT, instance)
+        finally:
+            budgeted.close()
 
 
 def test_a_short_query_with_a_huge_result_gives_a_bounded_detail(db: Path) -> None:

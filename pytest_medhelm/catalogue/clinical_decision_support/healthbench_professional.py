@@ -57,8 +57,9 @@ def member_bytes(archive: Path) -> tuple[bytes, str]:
                                              + ", ".join(info.filename for info in found))
             info = found[0]
             if info.file_size > MAX_MEMBER_BYTES:
-                raise DataError(archive, info.filename, f"{info.file_size:,} bytes uncompressed: not the published "
-                                                        "file")
+                raise DataError(archive, info.filename, f"{info.file_size:,} bytes uncompressed, more than the cap of "
+                                                        f"{MAX_MEMBER_BYTES:,} (healthbench_professional."
+                                                        "MAX_MEMBER_BYTES): not the published file, not inflated")
             return zf.read(info), f"{archive}:{info.filename}"
     except (zipfile.BadZipFile, OSError, RuntimeError) as exc:  # RuntimeError: an encrypted member
         raise DataError(archive, "", f"not a readable zip archive ({exc})") from None
