@@ -25,7 +25,7 @@ from aiohttp import web
 
 from pytest_medhelm.testing.server.behaviour import Answering, answer_for, reply_for
 from pytest_medhelm.testing.server.protocol import (bearer, chat_request_problem, count_tokens, error_response,
-                                                    last_user_text, message_text, refused)
+                                                    message_text, refused)
 from pytest_medhelm.testing.server.reasoning import Problem, Thinking, think
 
 #: the smallest thinking budget Anthropic accepts
@@ -159,8 +159,3 @@ def _until_stop(answer: str, stops: Any) -> tuple[str, str | None]:
 
 
 OPENAI, ANTHROPIC = OpenAIChat(), AnthropicMessages()
-
-
-def request_text(body: Any) -> str:
-    """The last user message of either protocol's request (what rules and faults match)."""
-    return last_user_text(body) if isinstance(body, dict) else ""
