@@ -54,11 +54,11 @@ import dataclasses
 import math
 import os
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Iterable, Iterator
 
 from pytest_medhelm.cost import Price, cost, format_usd
 from pytest_medhelm.values import BudgetExhausted, is_llama_cpp_model
@@ -76,13 +76,10 @@ BUDGET_PREFIX = "medhelm budget of $"
 FREE: Price = (0.0, 0.0)
 
 
-
 def usd_limit(value: float) -> str:
     """The limit as the user wrote it: ``0.05``, ``10``, ``12.5`` (no trailing zeros)."""
     text = f"{value:.6f}".rstrip("0").rstrip(".")
     return text if text != "0" or value == 0 else repr(value)
-
-
 
 
 def unpriced(specs: Iterable[ModelSpec], price_of: PriceOf) -> list[str]:

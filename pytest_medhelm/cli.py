@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 PROG = "pytest-medhelm"
 
@@ -206,7 +206,7 @@ def cmd_power(args: argparse.Namespace) -> int:
     import json
 
     from pytest_medhelm.compare import power
-    from pytest_medhelm.compare.compare import baseline_label, baseline_info, run_models
+    from pytest_medhelm.compare.compare import baseline_info, baseline_label, run_models
     from pytest_medhelm.compare.storage import load
     from pytest_medhelm.report.records import Results
     from pytest_medhelm.report.tables import render

@@ -15,8 +15,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pytest_medhelm.options import (INI_ENDPOINTS, INI_THRESHOLDS, OPTIONS, Option, from_ini, parse_endpoint,
-                                     parse_threshold, raw_value)
+from pytest_medhelm.options import (
+    INI_ENDPOINTS,
+    INI_THRESHOLDS,
+    OPTIONS,
+    Option,
+    from_ini,
+    parse_endpoint,
+    parse_threshold,
+    raw_value,
+)
 
 if TYPE_CHECKING:
     from pytest_medhelm.values import ModelSpec

@@ -46,10 +46,10 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Mapping
 
 from pytest_medhelm.values import is_llama_cpp_model
 

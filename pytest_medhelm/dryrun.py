@@ -24,9 +24,9 @@ For every benchmark × model of the collected items:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pytest_medhelm.cost import Prices, add_costs, cost, format_usd
 from pytest_medhelm.jury.instrument import JUDGE_MAX_TOKENS
@@ -99,8 +99,6 @@ class GraderWork:
     calls: int
     prompt_tokens: int
     max_tokens: int
-
-
 
 
 def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),

@@ -41,8 +41,8 @@ default.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 from collections.abc import Iterable, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_medhelm.values import LLAMA_CPP_PREFIX, REPLICA_SEPARATOR, is_llama_cpp_model

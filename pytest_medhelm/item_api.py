@@ -19,10 +19,9 @@ import pytest
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue import Registry
     from pytest_medhelm.config import RunConfig
-    from pytest_medhelm.report.records import Results
-    from pytest_medhelm.values import Instance
     from pytest_medhelm.metrics.base import ScoringContext
-    from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
+    from pytest_medhelm.report.records import Results
+    from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelSpec
 
 RECORD = pytest.StashKey[dict]()
 #: pytest-timeout's settings for an item whose timer it set (so that the wait for an answer can be left out)

@@ -13,10 +13,10 @@ benchmark's row or line, never a crash: a plugin's custom benchmark cannot break
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Iterable
 
 import pytest
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from typing import Any, NamedTuple
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
 def parse_threshold(text: str) -> tuple[str, float]:

@@ -50,8 +50,8 @@ def pytest_cmdline_main(config: pytest.Config):
         config.option.dist = "no"
         config.option.tx = []
     if config.getoption("medhelm_list") or config.getoption("medhelm_tree"):
-        from pytest_medhelm.listing import show_list
         from pytest_medhelm.item_api import RUN_SERVICES
+        from pytest_medhelm.listing import show_list
 
         config._do_configure()  # (a medhelm option is set: pytest_configure below starts the run)
         try:

@@ -17,9 +17,9 @@ depends on the instance (CLEAR: instructions naming each condition) defines its 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
-from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.values import Instance
 
@@ -100,7 +100,6 @@ class MultipleChoicePrompt:
         model's context window; this does not (5 short questions fit every window MedHELM runs)."""
         blocks = [self.block(example, with_answer=True) for example in examples]
         return _join(self.instructions, "\n".join([*blocks, self.block(instance)]))
-
 
 
 def fill_once(template: str, values: Mapping[str, str]) -> str:

@@ -11,7 +11,6 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-
 #: set for litellm's import only, and only when the user has not set them: LITELLM_LOCAL_MODEL_COST_MAP makes it
 #: read its bundled price table instead of fetching one from the internet at import (the only time it reads it);
 #: its tokenizer module (imported lazily by litellm, here at once) points TIKTOKEN_CACHE_DIR at its bundled
@@ -31,6 +30,7 @@ def import_litellm():
             os.environ.setdefault(name, value)
         try:
             import litellm
+
             # imported lazily by litellm on its first token count, this module points TIKTOKEN_CACHE_DIR at
             # litellm's bundled files for good: imported here, inside the window that puts the variable back
             import litellm.litellm_core_utils.default_encoding
@@ -45,7 +45,6 @@ def import_litellm():
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     return litellm
-
 
 
 def _litellm_tokenizer_dir() -> str | None:

@@ -13,15 +13,14 @@ these types without reaching up (``lint-imports`` checks it).
 
 from __future__ import annotations
 
-import re
-
 import hashlib
 import json
 import logging
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, overload
-from collections.abc import Iterable, Mapping
 
 LOG = logging.getLogger("pytest_medhelm.catalogue")
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
-
 from conftest import SHARED_DATA
+
 from pytest_medhelm.catalogue import builtin_benchmarks
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.sources import resolve_files
+from pytest_medhelm.values import Instance, Loaded
 
 REAL_DATA = SHARED_DATA
 REFERENCE_PROMPTS = SHARED_DATA.parent / "reference" / "prompts"

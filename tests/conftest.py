@@ -7,18 +7,15 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-
-from toy_benchmark import TOY_CONFTEST, TOY_TEST  # the toy benchmark (tests import it from here too)
-
 # pytester's in-process runs drop every module the inner session imported; numpy's C core cannot be imported twice
 # in one process, so what the plugin imports lazily is imported here once, before any inner session.
 import aiohttp  # noqa: F401 - imported once here, before any inner session (above)
 import diskcache  # noqa: F401 - imported once here, before any inner session (above)
-import numpy
 import numpy.fft  # noqa: F401 - a C extension too; first imported lazily, by an inner session or not
 import pydantic  # noqa: F401 - imported once here, before any inner session (above)
+import pytest
 import tabulate  # noqa: F401 - imported once here, before any inner session (above)
+from toy_benchmark import TOY_CONFTEST, TOY_TEST  # the toy benchmark (tests import it from here too)
 
 # The suite starts hundreds of interpreters (pytester's subprocess runs, their xdist workers, test servers). Under
 # PYTHONDONTWRITEBYTECODE (set on CI's machine) each of them would compile every module it imports from source and
@@ -58,8 +55,8 @@ def _import_before_inner_sessions() -> None:
     # beside the jury (an empty answer too), which loads torch inside the inner session; dropped at its end, torch's
     # objects crash the garbage collector later in the same process (a segfault, seen as a crashed xdist worker).
     try:
-        import torch  # noqa: F401 - imported once here, before any inner session (above)
         import bert_score  # noqa: F401 - imported once here, before any inner session (above)
+        import torch  # noqa: F401 - imported once here, before any inner session (above)
     except ImportError:  # without the [bertscore] extra nothing loads torch
         pass
 
@@ -197,7 +194,6 @@ def server():
 
     with running_server(answer="A") as srv:
         yield srv
-
 
 
 def toy_rows(n: int, yes_every: int = 2) -> list[dict]:

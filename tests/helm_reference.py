@@ -8,7 +8,6 @@ import ast
 import string
 from pathlib import Path
 
-
 #: slug -> (HELM's annotator file, instructions, input noun, output noun) as HELM's run specs set them
 HELM = {
     "aci_bench": ("aci_bench_annotator.py",

@@ -6,8 +6,8 @@ import contextlib
 import hashlib
 import os
 import socket
-from typing import Any
 from collections.abc import Iterator
+from typing import Any
 
 # As tests/conftest.py does for numpy and pydantic: pytester's in-process runs drop the modules an inner session
 # imported, and litellm (with the pydantic models of its dependencies) breaks when imported a second time in one

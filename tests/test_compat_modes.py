@@ -10,8 +10,8 @@ the files the fork changed, and none of these is among them.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from catalogue_helpers import BENCHMARKS

@@ -7,10 +7,18 @@ import math
 import random
 
 import pytest
-
-from pytest_medhelm.cost import (Prices, PricesError, add_costs, apply_file_prices, cost,
-                                 litellm_price, parse_prices, per_token)
 from report_fixtures import PRICES_TOML, no_network
+
+from pytest_medhelm.cost import (
+    Prices,
+    PricesError,
+    add_costs,
+    apply_file_prices,
+    cost,
+    litellm_price,
+    parse_prices,
+    per_token,
+)
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ import math
 import re
 
 import pytest
+from report_fixtures import no_network
 
 from pytest_medhelm.cost import Prices, per_token
 from pytest_medhelm.dryrun import JUDGE_MAX_TOKENS, estimate, render, totals, usd
 from pytest_medhelm.tokens import TokenCounter
-from report_fixtures import no_network
 
 JUDGES = ["openai/gpt-4o", "anthropic/claude-3-7-sonnet-20250219", "hosted_vllm/llama-3.3-70b"]
 

@@ -18,11 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from conftest import TOY_CONFTEST, TOY_TEST
 import pytester_runs
-from pytest_medhelm.governance import (is_private_network_address, is_private_network_endpoint,
-                                       private_network_message, private_network_violations)
+from conftest import TOY_CONFTEST, TOY_TEST
+
+from pytest_medhelm.governance import (
+    is_private_network_address,
+    is_private_network_endpoint,
+    private_network_message,
+    private_network_violations,
+)
 from pytest_medhelm.values import ModelSpec
 
 OFF_NETWORK = "http://203.0.113.10/v1"  # TEST-NET-3: documentation only, never contacted

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
 import pytester_runs
+from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 

@@ -7,7 +7,6 @@ import os
 import stat
 
 import pytest
-
 from conftest import toy_rows
 from pytester_runs import run
 

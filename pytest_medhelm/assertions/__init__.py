@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_medhelm.item_api import CURRENT_ITEM, RUN_SERVICES, Missed, record_for
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.values import Instance
     from pytest_medhelm.metrics.base import Metric, Score, ScoringContext
-    from pytest_medhelm.values import Completion
+    from pytest_medhelm.values import Completion, Instance
 
 __all__ = ["assert_metric", "score_answer", "Missed"]
 

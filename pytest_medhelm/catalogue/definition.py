@@ -9,11 +9,11 @@ built at collection time and must stay cheap.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Mapping, Sequence
 
 from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.values import Instance
@@ -162,6 +162,7 @@ class Benchmark:
         """Whether the LLM jury scores this benchmark (its metric asks for judges): the one answer to that
         question, for planning, sending, the dry run's estimate and the reports."""
         return bool(getattr(self.metric, "judged", False))
+
 
 def _caller_dir() -> Path:
     """The folder of the source file whose code is creating a Benchmark (past this module and the dataclass's

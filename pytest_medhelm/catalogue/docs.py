@@ -10,8 +10,8 @@ that the committed file is the output of :func:`render_markdown`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue.definition import Benchmark

@@ -8,8 +8,8 @@ private ``RandomState(0)`` so that nobody else's use of the global generator can
 
 from __future__ import annotations
 
-from typing import TypeVar
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 T = TypeVar("T")
 

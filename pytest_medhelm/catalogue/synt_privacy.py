@@ -15,8 +15,8 @@ adapter with the empty nouns (``: {text}``, options ``A. A``, ``B. B``) after th
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue import shc
 from pytest_medhelm.catalogue.definition import Benchmark

@@ -22,8 +22,8 @@ This module imports nothing heavy: the plugin loads it at configuration time.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)

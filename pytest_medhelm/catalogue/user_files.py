@@ -20,9 +20,9 @@ The SHC loader is :func:`pytest_medhelm.catalogue.shc.shc_instances`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Sequence
 
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import Row, inflate_limit_problem, read_bytes
@@ -165,8 +165,10 @@ def import_pyarrow(path: Path | str) -> Any:
     """``pyarrow`` (with its ``parquet`` and ``feather`` modules), or DataMissing saying what to install."""
     try:
         import pyarrow
-        import pyarrow.feather
-        import pyarrow.parquet
+
+        # imported so that pyarrow.feather and pyarrow.parquet exist as attributes for the callers
+        import pyarrow.feather  # noqa: F401 - see above
+        import pyarrow.parquet  # noqa: F401 - see above
     except ImportError:
         raise DataMissing(
             f"reading {path} needs pyarrow, which is not installed: {DATA_EXTRA} (or pip install pyarrow)"

@@ -68,11 +68,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from statistics import NormalDist
 from typing import Any
-from collections.abc import Mapping, Sequence
 
 ALPHA = 0.05
 POWER = 0.8

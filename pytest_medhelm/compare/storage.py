@@ -25,11 +25,11 @@ import json
 import os
 import platform
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
 from pytest_medhelm.gitinfo import commit_info
 from pytest_medhelm.report.records import SCHEMA_VERSION, Results, SavedInfo, dump
@@ -78,8 +78,6 @@ def machine_info() -> dict[str, Any]:
     return {"platform": platform.platform(), "system": platform.system(), "machine": platform.machine(),
             "python": platform.python_version(), "python_implementation": platform.python_implementation(),
             "cpu_count": os.cpu_count()}
-
-
 
 
 def list_runs(rootdir: Path | str) -> list[SavedRun]:

@@ -21,10 +21,10 @@ import csv
 import gzip
 import io
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_medhelm.data.errors import DataError, DataMissing
 

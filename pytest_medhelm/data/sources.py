@@ -22,13 +22,12 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.data.errors import DataMissing
-
 
 
 class Verifier(Protocol):

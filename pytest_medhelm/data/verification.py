@@ -20,10 +20,10 @@ from the page cache); each file is hashed once per process, remembered by (path,
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Iterable
 
 from pytest_medhelm.data.errors import DataError
 

@@ -29,8 +29,15 @@ from pytest_medhelm.jury.instrument import JUDGE_MAX_TOKENS
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement
 from pytest_medhelm.jury.parsing_helm import parse_judgement_helm
 from pytest_medhelm.jury.rubrics import RUBRICS, Rubric, rubric_for
-from pytest_medhelm.jury.scoring import (FLAG_EMPTY, FLAG_NO_JUDGE, HELM_DEFAULT_SCORE, JuryResult,
-                                         JuryVerdicts, judge_requests, jury_score)
+from pytest_medhelm.jury.scoring import (
+                                         FLAG_EMPTY,
+                                         FLAG_NO_JUDGE,
+                                         HELM_DEFAULT_SCORE,
+                                         JuryResult,
+                                         JuryVerdicts,
+                                         judge_requests,
+                                         jury_score,
+)
 
 #: the paper's jury (GPT-4o 2024-05-13, Claude 3.7 Sonnet 20250219, Llama 3.3 70B Instruct on Together AI)
 DEFAULT_JUDGES: tuple[str, ...] = (

@@ -24,8 +24,8 @@ instances. The report shows it per benchmark.
 from __future__ import annotations
 
 import math
-from typing import Any
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -36,9 +36,9 @@ import itertools
 import json
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
-from collections.abc import Sequence
 
 AXES = ("accuracy", "completeness", "clarity", "structure")
 EXIT_OK = 0

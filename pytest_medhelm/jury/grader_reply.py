@@ -23,8 +23,8 @@ Three readers, one per reference:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 #: a grader's verdict is a few hundred characters; a reply longer than this is not read (bounded work per reply)

@@ -28,10 +28,10 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Sequence
 
 CLASSES = ("pos", "neg")
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 import ast
 import functools
 import string
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.data.sources import DataFile
 

@@ -50,8 +50,8 @@ import collections
 import json
 import math
 import re
-from typing import Any
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 __all__ = ["MAX_REPLY_CHARS", "JudgementError", "parse_judgement"]
 

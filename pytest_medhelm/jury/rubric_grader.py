@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Mapping, Sequence
 
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.prompting import fill_once

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pytest_medhelm.jury.grader_reply import fork_met
-
 
 #: the length adjustment of simple-evals PR #108 (HealthBench Professional's paper, section 4.1): a score moves by
 #: this much per 500 characters of answer away from the centre, down above it and up below it

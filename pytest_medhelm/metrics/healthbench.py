@@ -43,17 +43,32 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from collections.abc import Sequence
 
-from pytest_medhelm.jury.grader_reply import (GraderReplyError, comparison_value, parse_fork_verdict,
-                                              parse_reference_verdict)
-from pytest_medhelm.jury.rubric_grader import (COMPARISON, FORK_INSTRUMENT, PROFESSIONAL_GRADER_EFFORT,
-                                               REFERENCE_INSTRUMENT, GraderCall, has_positive_points)
-from pytest_medhelm.jury.rubric_scoring import (fork_score, length_adjusted, points_of, reference_score,
-                                                reference_tag_scores)
 from pytest_medhelm.compat import reproduces_helm
+from pytest_medhelm.jury.grader_reply import (
+    GraderReplyError,
+    comparison_value,
+    parse_fork_verdict,
+    parse_reference_verdict,
+)
+from pytest_medhelm.jury.rubric_grader import (
+    COMPARISON,
+    FORK_INSTRUMENT,
+    PROFESSIONAL_GRADER_EFFORT,
+    REFERENCE_INSTRUMENT,
+    GraderCall,
+    has_positive_points,
+)
+from pytest_medhelm.jury.rubric_scoring import (
+    fork_score,
+    length_adjusted,
+    points_of,
+    reference_score,
+    reference_tag_scores,
+)
 from pytest_medhelm.metrics.base import Score, ScoringContext, ScoringError
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -21,8 +21,8 @@ Difference from HELM (default; ``compat="helm"`` restores HELM's behaviour):
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from pytest_medhelm.compat import reproduces_helm

@@ -28,8 +28,8 @@ process.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.metrics.base import Score
 

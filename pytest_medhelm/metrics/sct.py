@@ -15,8 +15,8 @@ The panel is the instance's ``extra["expert_distribution"]``: five counts in rat
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pytest_medhelm.metrics.base import Score
 

@@ -33,6 +33,7 @@ Result = Completion | ModelError
 #: called with each finished job; returns the jobs that follow from it (the jury's)
 FollowUp = Callable[[Job, Result], Iterable[Job]]
 
+
 class SenderCrashed(RuntimeError):
     """The background sender stopped on an unexpected error: the items that wait for it get this error."""
 

@@ -24,14 +24,13 @@ import math
 import os
 import re
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Iterator
 
+from pytest_medhelm.models import replies
 from pytest_medhelm.models.reasoning import answer_of
-from pytest_medhelm.models.replies import (MAX_SECONDS, count_ok, float_ok, max_reply_bytes, reply_reasoning_tokens,
-                                           reply_text, reply_thinking, reply_usage)
 from pytest_medhelm.models.transport import RequestFailed, _error_message, _retry_after, _retryable_status
 from pytest_medhelm.values import Completion, printable
 
@@ -178,9 +177,9 @@ def parse_result_line(raw: bytes | str, expected: Iterable[str] | set[str],
         choice = _choice(body)
         message = choice["message"]
         usage = body.get("usage") if isinstance(body, dict) else None
-        answer, thinking = answer_of(reply_text(message.get("content")), reply_thinking(message))
-        counts = reply_usage(usage)
-        reasoning_tokens = reply_reasoning_tokens(usage)
+        answer, thinking = answer_of(replies.reply_text(message.get("content")), replies.reply_thinking(message))
+        counts = replies.reply_usage(usage)
+        reasoning_tokens = replies.reply_reasoning_tokens(usage)
     except (ValueError, RecursionError) as exc:  # (MalformedReply is one)
         why = exc if isinstance(exc, ValueError) else "it is nested too deeply to be read"
         raise BadLine(f"the result line's response is not a chat completion: {why}", key) from None
@@ -254,7 +253,7 @@ def _timestamp(value: Any) -> float | None:
 
 def _count(counts: dict, name: str) -> int:
     value = counts.get(name)
-    return value if count_ok(value) else 0
+    return value if replies.count_ok(value) else 0
 
 
 @dataclass(frozen=True)
@@ -293,7 +292,7 @@ class BatchState:
                          for e in listed[:MAX_ERRORS_SHOWN] if isinstance(e, dict))  # error says them)
         created, finished = _timestamp(data.get("created_at")), _timestamp(data.get("completed_at"))
         took = finished - created if created is not None and finished is not None else None
-        took = took if float_ok(took, MAX_SECONDS) else None  # (a time a server invented: not said)
+        took = took if replies.float_ok(took, replies.MAX_SECONDS) else None  # (a time a server invented: not said)
 
         def file_id(name: str) -> str | None:
             value = data.get(name)
@@ -404,7 +403,7 @@ def store_all(cache: Any, stored: list[Any]) -> dict[str, Exception]:
 def line_limit(max_tokens: int) -> int:
     """The longest result line accepted for a request of ``max_tokens``: a direct reply's bound
     (:func:`~pytest_medhelm.models.replies.max_reply_bytes`) plus the line's own envelope."""
-    return max_reply_bytes(max_tokens) + LINE_ENVELOPE_BYTES
+    return replies.max_reply_bytes(max_tokens) + LINE_ENVELOPE_BYTES
 
 
 def results_limit(max_tokens: Iterable[int]) -> int:

@@ -9,9 +9,8 @@ xdist, from the shared cache (the controller submits; workers never do).
   reach by URL, or OpenAI's public API) go as one batch per endpoint and model (cut at OpenAI's 50,000 requests or
   200 MB), submitted at once and polled until they end. The judges' requests for the answers of a batch are the
   next round: a second batch once those answers are in. Requests to models without a Batch API (``local/...``,
-  litellm's other providers) are sent directly, as in a run without the option, and said once; so is an item's own
-  question (it waits now), and every request to a server that answers ``POST /files`` with 404, 405 or 501 (no
-  Batch API there).
+  litellm's other providers) are sent directly and said once; so is an item's own question (it waits now), and
+  every request to a server that answers ``POST /files`` with 404, 405 or 501 (no Batch API there).
 * **Results.** Each answer goes to the cache under the key a direct run uses (a batch run and a direct run share
   answers). A line the provider failed, a request a failed, expired or cancelled batch never answered, and a line
   that cannot be read, answers another model or shares its custom_id with another line are errors of their own
@@ -34,20 +33,34 @@ import asyncio
 import os
 import threading
 import time
-from typing import Any
 from collections.abc import Callable, Iterable
 from functools import partial
+from typing import Any
 
 from pytest_medhelm.models.background import FollowUp, Result, Sender
-from pytest_medhelm.models.batch_api import (NO_BATCH_API, WINDOW_S, BatchRecord, BatchRecords, BatchState,
-                                             LineError, OpenAIBatches, BadLine, ResultLines, batch_line, chunks,
-                                             line_limit, poll_intervals, results_limit, store_all)
+from pytest_medhelm.models.batch_api import (
+    NO_BATCH_API,
+    WINDOW_S,
+    BadLine,
+    BatchRecord,
+    BatchRecords,
+    BatchState,
+    LineError,
+    OpenAIBatches,
+    ResultLines,
+    batch_line,
+    chunks,
+    line_limit,
+    poll_intervals,
+    results_limit,
+    store_all,
+)
 from pytest_medhelm.models.cache import Stored
-from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.failures import redact
+from pytest_medhelm.models.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.models.jobs import Job
-from pytest_medhelm.models.scheduler import Scheduler
 from pytest_medhelm.models.reasoning import cut_at_stops, stops_after
+from pytest_medhelm.models.scheduler import Scheduler
 from pytest_medhelm.models.transport import RequestFailed, api_key_for, chat_body, uses_openai_wire
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec, is_llama_cpp_model
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 from pytest_medhelm.values import ModelSpec, is_llama_cpp_model, redact_url
 

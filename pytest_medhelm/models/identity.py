@@ -13,8 +13,8 @@ imported here, and litellm is never asked: the variables are the ones litellm re
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pytest_medhelm.values import ModelSpec, is_llama_cpp_model, redact_url
 

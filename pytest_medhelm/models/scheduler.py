@@ -50,12 +50,21 @@ from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.models.answer_writer import AnswerWriter
 from pytest_medhelm.models.cache import AnswerCache
 from pytest_medhelm.models.concurrency import Slots, Window, Windows, endpoint_of, run_coroutine
-from pytest_medhelm.models.failures import (RATE_LIMITED, STOPPED_ANSWERING, SYSTEMATIC_STATUSES, UNREACHABLE,
-                                            described, is_charged, is_connection_failure, redact)
+from pytest_medhelm.models.failures import (
+    RATE_LIMITED,
+    STOPPED_ANSWERING,
+    SYSTEMATIC_STATUSES,
+    UNREACHABLE,
+    described,
+    is_charged,
+    is_connection_failure,
+    redact,
+)
 from pytest_medhelm.models.jobs import Job
 from pytest_medhelm.models.replicas import ReplicaTable, is_replica_failure
 from pytest_medhelm.models.send_stats import new_stats, stats_line
-from pytest_medhelm.models.serving import OnDone, OnOutcome, Sending, priority, serve as serve_jobs
+from pytest_medhelm.models.serving import OnDone, OnOutcome, Sending, priority
+from pytest_medhelm.models.serving import serve as serve_jobs
 from pytest_medhelm.models.transport import OpenAIWire, RequestFailed, send_litellm, uses_openai_wire
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
 

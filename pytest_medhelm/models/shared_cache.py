@@ -154,7 +154,6 @@ class SharedCache:
         return {"failure": self.failure, "hits": self.hits, "writes": self.writes, "wrong_type": self.wrong_type,
                 "over_budget": self.over_budget}
 
-
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         """The JSON values stored for ``keys``, in two round trips per
         :data:`~pytest_medhelm.models.cache_disk.READ_MANY_CHUNK` keys (pipelines: the lengths, then the values that

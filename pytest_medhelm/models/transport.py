@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.models.provider_keys import foreign_provider_key
 from pytest_medhelm.models.reasoning import answer_of, generation_parameters, stops_after
-from pytest_medhelm.models.replies import (MalformedReply, believed_cost, max_reply_bytes, reply_reasoning_tokens,
-                                           reply_text, reply_thinking, reply_usage, too_large)
+from pytest_medhelm.models.replies import (
+    MalformedReply,
+    believed_cost,
+    max_reply_bytes,
+    reply_reasoning_tokens,
+    reply_text,
+    reply_thinking,
+    reply_usage,
+    too_large,
+)
 from pytest_medhelm.values import LLAMA_CPP_PREFIX, ChatRequest, Completion, ModelSpec
 
 if TYPE_CHECKING:
@@ -208,7 +216,6 @@ def _error_message(raw: bytes, status: int) -> str:
     except (ValueError, AttributeError):
         pass
     return raw[:300].decode("utf-8", "replace") or f"HTTP {status}"
-
 
 
 async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) -> Completion:

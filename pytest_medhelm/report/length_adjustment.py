@@ -43,8 +43,12 @@ def _finite(value: Any) -> bool:
 def add_length_adjusted(results: Any, records: Sequence[Any]) -> None:
     """Each benchmark row's ``length_adjusted`` from its scored records, and ``run.length_adjustment``, when some
     record carries one (a HealthBench variant ran)."""
-    from pytest_medhelm.jury.rubric_scoring import (LENGTH_CENTER_CHARS, LENGTH_PENALTY_PER_500_CHARS, LENGTH_RULE,
-                                                    clipped_mean)
+    from pytest_medhelm.jury.rubric_scoring import (
+        LENGTH_CENTER_CHARS,
+        LENGTH_PENALTY_PER_500_CHARS,
+        LENGTH_RULE,
+        clipped_mean,
+    )
 
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     clipped: set[tuple[str, str]] = set()

@@ -24,8 +24,7 @@ from typing import Any, TypeVar
 from pytest_medhelm import __version__
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.report.aggregate import benchmark_results, category_scores, instance_records, model_summaries
-from pytest_medhelm.report.records import (SCHEMA_VERSION, BenchmarkRow, Gate, InstanceRecord, Results, RunHeader,
-                                           dump)
+from pytest_medhelm.report.records import SCHEMA_VERSION, BenchmarkRow, Gate, InstanceRecord, Results, RunHeader, dump
 
 __all__ = ["SCHEMA_VERSION", "MIXED", "build_report", "build_results", "evaluate_gates", "write_json"]
 

@@ -10,8 +10,8 @@ from such results (JSON, HTML, saved runs) are private to the user (0600), as th
 from __future__ import annotations
 
 import os
-from typing import IO, TYPE_CHECKING, Any
 from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import Instance

@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.config import RunConfig
     from pytest_medhelm.cost import Prices
     from pytest_medhelm.models.cache import AnswerCache
-    from pytest_medhelm.values import ModelSpec
     from pytest_medhelm.models.scheduler import Scheduler
+    from pytest_medhelm.values import ModelSpec
 
 
 class ProcessRole(Protocol):

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,10 +26,10 @@ from pytest_medhelm.item_api import CURRENT_ITEM, TIMEOUT_SETTINGS
 from pytest_medhelm.run.imports_ahead import ImportsAhead
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
     from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.run.context import RunContext
     from pytest_medhelm.run.plan import AnswerPlan, JudgeRequest, PlannedAnswer
+    from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
 
 Line = tuple[str, dict[str, bool]]
 #: why a run stopped early: every model under test fails every request (a wrong key, an unreachable endpoint)
@@ -77,8 +77,8 @@ class Delivery:
         return self._targets[spec.name]
 
     def _job_or_error(self, spec: ModelSpec, request: ChatRequest) -> Job | None:
-        from pytest_medhelm.values import ModelError
         from pytest_medhelm.models.jobs import Job
+        from pytest_medhelm.values import ModelError
 
         target = self.target(spec)
         if isinstance(target, ModelError):

@@ -9,14 +9,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from collections.abc import Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.values import ChatRequest, Instance, ModelSpec
     from pytest_medhelm.metrics.healthbench import RubricGradedMetric
     from pytest_medhelm.run.context import RunContext
+    from pytest_medhelm.values import ChatRequest, Instance, ModelSpec
 
 
 @dataclass(frozen=True)

@@ -119,9 +119,14 @@ def grader_work(ctx: RunContext, planned: list[PlannedAnswer], counter: Any, wri
     conversation, the criterion and the answer at its longest. The template is counted once per grader, the
     conversation once per answer: the sum of the parts (token boundaries aside) is the prompt's count."""
     from pytest_medhelm.dryrun import JUDGE_PROMPT_TOKENS_ESTIMATE, GraderWork
+    from pytest_medhelm.jury.rubric_grader import (
+        FORK_MAX_TOKENS,
+        REFERENCE_MAX_TOKENS,
+        fork_rubric_item,
+        has_positive_points,
+        reference_rubric_item,
+    )
     from pytest_medhelm.run.plan import rubric_metric
-    from pytest_medhelm.jury.rubric_grader import (FORK_MAX_TOKENS, REFERENCE_MAX_TOKENS, fork_rubric_item,
-                                                  has_positive_points, reference_rubric_item)
 
     work: list[GraderWork] = []
     template_tokens: dict[tuple[str, bool], int] = {}

@@ -9,12 +9,12 @@ Markdown alike (``fmt``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable
 
 import pytest
-from datetime import UTC
 
 from pytest_medhelm.run.imports_ahead import ImportsAhead
 from pytest_medhelm.values import printable

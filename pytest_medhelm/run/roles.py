@@ -29,6 +29,7 @@ from pytest_medhelm.values import printable
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.values import ModelSpec
 
+
 class StoppedEarly(enum.Enum):
     """How a loop that stopped before its last item stopped by itself (not by Ctrl-C)."""
 

@@ -23,12 +23,12 @@ from pytest_medhelm.run.reporting import Reporting
 from pytest_medhelm.values import printable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.report.records import Results
     from pytest_medhelm.catalogue import Registry
-    from pytest_medhelm.values import Instance
     from pytest_medhelm.config import RunConfig
     from pytest_medhelm.metrics.base import ScoringContext
-    from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
+    from pytest_medhelm.report.records import Results
+    from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelSpec
+
 
 class Run:
     def __init__(self, config: pytest.Config, role: ProcessRole, handover: Handover,

@@ -94,8 +94,8 @@ def filtered_of(text: str) -> dict[str, dict[str, int]]:
 
 
 def plan_from_json(text: str) -> tuple[list[PlannedAnswer], set[str], dict[str, int], dict[str, Any]]:
-    from pytest_medhelm.values import ChatRequest, Instance
     from pytest_medhelm.run.plan import PlannedAnswer
+    from pytest_medhelm.values import ChatRequest, Instance
 
     data = json.loads(text)
     out = []

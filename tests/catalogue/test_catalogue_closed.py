@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 from catalogue_helpers import (
     BENCHMARKS,
-    REAL_DATA,
-    check_real_count_and_reference_prompt,
-    jsonl,
     MEDQA_DEV,
     MEDQA_MEMBER,
     MEDQA_TEST,
+    REAL_DATA,
     ROUTE_QUERY,
     SCHEMA,
     SCHEMA_IN_PROMPT,
+    check_real_count_and_reference_prompt,
     entry,
+    jsonl,
     load,
     loaded,
     make_database,
@@ -37,7 +37,6 @@ from catalogue_helpers import (
     write_ehrsql,
 )
 
-from pytest_medhelm.values import Instance
 from pytest_medhelm.catalogue.medical_research import racebias
 from pytest_medhelm.data import gdrive
 from pytest_medhelm.data.errors import DataError, DataMissing
@@ -49,6 +48,7 @@ from pytest_medhelm.metrics.ehrsql import (
     normalize_gold_sql,
     run_query,
 )
+from pytest_medhelm.values import Instance
 
 SLUGS = ("ehrsql", "medhallu", "racebias", "medqa", "medmcqa")
 
@@ -192,20 +192,9 @@ def test_real_medhallu_arrow_equals_jsonl() -> None:
 # (b) EHRSQL on a synthetic database
 
 
-
-
-
-
-
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return make_database(tmp_path / "db" / "eicu.sqlite")
-
-
-
-
-
-
 
 
 def test_ehrsql_loader_and_prompt(tmp_path: Path) -> None:
@@ -234,8 +223,6 @@ def test_ehrsql_loader_and_prompt(tmp_path: Path) -> None:
     assert metric.score("SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg';", first).value == 1.0
     assert metric.score("", unanswerable).value == 1.0
     assert metric.score("SELECT COUNT(*) FROM patient", last).value == 1.0
-
-
 
 
 BOTH = ("default", "helm")
@@ -716,9 +703,6 @@ def test_racebias_bad_files(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------------------------------------------
 # (e) MedQA and MedMCQA: member files or the Google Drive archive
-
-
-
 
 
 def test_medqa_member_files(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from catalogue_helpers import (
     BENCHMARKS,
-    assert_missing_column,
     REAL_DATA,
+    assert_missing_column,
     check_real_count_and_reference_prompt,
     csv_text,
     load,
@@ -21,7 +21,6 @@ from catalogue_helpers import (
     write,
 )
 
-from pytest_medhelm.values import Instance
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import data_file, read_csv_rows, read_json, read_jsonl, require
@@ -33,6 +32,7 @@ from pytest_medhelm.metrics.exact_match import (
 )
 from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
 from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
+from pytest_medhelm.values import Instance
 
 REAL_COUNTS = {"pubmedqa": 1000, "medcalc_bench": 1047, "headqa": 2675, "medbullets": 308, "medec": 597}
 

@@ -9,8 +9,8 @@ import pytest
 from catalogue_helpers import BENCHMARKS, REAL_DATA, build
 
 from pytest_medhelm.catalogue import docs
-from pytest_medhelm.values import Loaded
 from pytest_medhelm.prompting import GenerationPrompt, MultipleChoicePrompt, PromptTemplate
+from pytest_medhelm.values import Loaded
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = sorted(slug for slug, bench in BENCHMARKS.items() if bench.access == "public")

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from catalogue_helpers import BENCHMARKS, assert_missing_column, csv_text, load, loaded, write
 
-from pytest_medhelm.values import Instance
-from pytest_medhelm.catalogue.user_files import pandas_strings
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
+from pytest_medhelm.catalogue.user_files import pandas_strings
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
 from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract
+from pytest_medhelm.values import Instance
 
 GATED = ("ehrshot", "medalign", "dischargeme", "mimic_rrs", "mimic_bhc", "n2c2_ct", "mimic_billing")
 PRIVATE = (
@@ -889,8 +889,9 @@ HYPERTENSION_CODES = (
 
 def write_ehrshot(tmp_path: Path, readmission: list[tuple] | None = None) -> None:
     pa = pytest.importorskip("pyarrow")
-    import pyarrow.parquet as pq
     from datetime import datetime as dt
+
+    import pyarrow.parquet as pq
 
     def table(path: str, columns: dict) -> None:
         target = tmp_path / "ehrshot" / path

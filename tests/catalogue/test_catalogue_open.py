@@ -17,13 +17,13 @@ from catalogue_helpers import BENCHMARKS, load, real, write
 
 from pytest_medhelm.catalogue.clinical_decision_support import mtsamples
 from pytest_medhelm.catalogue.clinical_note_generation import mtsamples_procedures
-from pytest_medhelm.values import Instance
 from pytest_medhelm.catalogue.patient_communication import medicationqa
 from pytest_medhelm.catalogue.sampling import helm_sample, helm_sample_by_subset
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
 from pytest_medhelm.metrics.rouge import ROUGE_L, RougeL, remove_braces, rouge_scorer, rouge_scores
+from pytest_medhelm.values import Instance
 
 OPEN = ("mtsamples", "mtsamples_procedures", "aci_bench", "medicationqa", "mediqa", "meddialog")
 

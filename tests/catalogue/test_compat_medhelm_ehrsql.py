@@ -17,9 +17,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from catalogue_helpers import BENCHMARKS, load
+from catalogue_helpers import (
+    BENCHMARKS,
+    ROUTE_QUERY,
+    SCHEMA_IN_PROMPT,
+    entry,
+    load,
+    make_database,
+    sql_instance,
+    write_ehrsql,
+)
 from conftest import SHARED_DATA, SUITE
-from catalogue_helpers import ROUTE_QUERY, SCHEMA_IN_PROMPT, entry, make_database, sql_instance, write_ehrsql
 
 from pytest_medhelm.metrics.ehrsql import EHRSQL_EXECUTION_ACCURACY, medhelm_gold_sql
 

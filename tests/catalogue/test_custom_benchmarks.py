@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import TOY_CONFTEST, TOY_TEST
 from pytester_runs import run
 

@@ -12,13 +12,27 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import SUITE, report_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from medhelm08_fixtures import (
+    MEDXPERT_LABELS,
+    PROMPTS,
+    SCT_ROWS,
+    SYNT,
+    TEMPLATE_SOURCE,
+    healthqa_expected,
+    medxpert_expected,
+    medxpert_row,
+    sct_expected,
+    synt_expected,
+    synt_rows,
+    write_healthqa,
+    write_medxpert,
+    write_sct,
+    write_synt,
+)
 
-from conftest import SUITE, report_line
-from medhelm08_fixtures import (MEDXPERT_LABELS, PROMPTS, SCT_ROWS, SYNT, TEMPLATE_SOURCE, healthqa_expected,
-                                medxpert_expected, medxpert_row, sct_expected, synt_expected, synt_rows, write_healthqa,
-                                write_medxpert, write_sct, write_synt)
 from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.clinical_decision_support.healthqa_br import split_question
 from pytest_medhelm.data.errors import DataError

@@ -14,13 +14,14 @@ import statistics
 from pathlib import Path
 
 import pytest
-
 import pytester_runs
+
 from pytest_medhelm.compare import stats
 from pytest_medhelm.compare.compare import build_comparison, model_pairs
 from pytest_medhelm.compare.storage import StorageError, list_runs, load, sanitize, save
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
+
 
 # ============================================================================================== statistics
 @pytest.mark.parametrize("b, c, expected", [

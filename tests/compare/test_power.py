@@ -16,8 +16,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 import pytester_runs
+
 from pytest_medhelm.compare import power
 from pytest_medhelm.compare.storage import save
 

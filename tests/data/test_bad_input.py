@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
-
 import pytester_runs
+
 from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.sources import resolve_files

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
 import pytester_runs
+from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+
 from pytest_medhelm.data.verification import DataVerification, file_sha256
 
 ROWS = json.dumps(toy_rows(4))

@@ -7,12 +7,11 @@ import json
 import textwrap
 
 import pytest
+from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
 
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import jsonl_rows, read_json
 from pytest_medhelm.testing.server import running_server
-
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
 
 DEEP = "[" * 200_000 + "]" * 200_000
 

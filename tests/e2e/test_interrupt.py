@@ -29,8 +29,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import TOY_CONFTEST, report_line, toy_rows
+
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.testing.server.protocol import key_fingerprint
 
@@ -51,6 +51,7 @@ def _report_figures(request):
     if FIGURES:
         report_line(request.config, "\ninterruptions (measured): "
                     + ", ".join(f"{k}: {v}" for k, v in sorted(FIGURES.items())))
+
 
 TEST_MODULE = textwrap.dedent('''
     import os

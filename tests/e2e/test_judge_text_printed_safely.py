@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import suite_args
 
 C3 = ("accuracy", "completeness", "clarity")

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 
 import pytest
-from catalogue_helpers import load
 import pytester_runs
+from catalogue_helpers import load
 from conftest import NO_BERTSCORE
 from helm_reference import HELM, helm_judge_prompt, helm_model_prompt, helm_template
 
@@ -26,15 +26,8 @@ JUDGES = ("openai/judge-1", "openai/judge-2", "openai/judge-3")
 ANSWER = "PLAN: rest and fluids {RESPONSE} $GOLD_RESPONSE\u00a0\n\n"  # not stripped by anyone
 
 
-
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-
-
-
-
 
 
 def is_empty_for(prompt: str) -> bool:

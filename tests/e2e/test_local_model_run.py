@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import NO_BERTSCORE
 from llama_processes import find_llama_processes
 

@@ -20,8 +20,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from llama_processes import find_llama_processes
+
 from pytest_medhelm.models.llama import cpu, gguf
 from pytest_medhelm.models.llama.gguf import (
     INSTALL_LOCAL,

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import pytester_runs
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"

@@ -16,10 +16,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.jury.grader_reply import (MAX_REPLY_CHARS, GraderReplyError, comparison_value, fork_met,
-                                              parse_fork_verdict, parse_reference_verdict)
-from pytest_medhelm.jury.rubric_scoring import (clipped_bootstrap_std, clipped_mean, fork_score, reference_score,
-                                                reference_tag_scores)
+from pytest_medhelm.jury.grader_reply import (
+    MAX_REPLY_CHARS,
+    GraderReplyError,
+    comparison_value,
+    fork_met,
+    parse_fork_verdict,
+    parse_reference_verdict,
+)
+from pytest_medhelm.jury.rubric_scoring import (
+    clipped_bootstrap_std,
+    clipped_mean,
+    fork_score,
+    reference_score,
+    reference_tag_scores,
+)
 
 PROMPTS = SHARED_DATA.parent / "reference" / "prompts"
 FIGURES: Counter = Counter()
@@ -248,8 +259,13 @@ def prompts_dir() -> Path:
 
 def test_our_prompts_are_medhelms_rendered_examples(prompts_dir):
     """medhelm 0.8.0 rendered these files from synthetic inputs; ours, from the same inputs, are byte-identical."""
-    from pytest_medhelm.jury.rubric_grader import (conversation_text, fill, fill_comparison, fork_rubric_item,
-                                                   load_grader_prompts)
+    from pytest_medhelm.jury.rubric_grader import (
+        conversation_text,
+        fill,
+        fill_comparison,
+        fork_rubric_item,
+        load_grader_prompts,
+    )
     from pytest_medhelm.prompting import messages_json
 
     prompts = load_grader_prompts(SHARED_DATA, download_allowed=False)

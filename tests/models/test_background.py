@@ -18,10 +18,10 @@ from toy_benchmark import TIMED_TEST
 
 from pytest_medhelm.models.background import Sender, SenderCrashed
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.jobs import Job
 from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.testing.server import last_user_text, running_server
+from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 
 SETTINGS = Settings(concurrency=8, timeout=10.0, retries=1, backoff_base=0.01)
 
@@ -254,8 +254,6 @@ def _alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
 
 
 @pytest.mark.e2e

@@ -15,9 +15,9 @@ import sys
 import time
 
 import pytest
+from pytester_runs import run as inner
 
 from pytest_medhelm.testing.server import batch_stats, configure_batches
-from pytester_runs import run as inner
 
 XDIST = pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
                                           pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
+import test_batch
+from pytester_runs import run as inner
+from test_batch import XDIST, results, scores
 
 from pytest_medhelm.models.batch_api import REPLY_MAX_BYTES
 from pytest_medhelm.testing.server import batch_stats, configure_batches
-from pytester_runs import run as inner
-import test_batch
-from test_batch import XDIST, results, scores
 
 fast_polls = test_batch.fast_polls  # (test_batch's fixtures, used here too: fast polls, the toy project's arguments)
 project = test_batch.project

@@ -14,8 +14,18 @@ from hypothesis import strategies as st
 
 from pytest_medhelm.cost import Prices, PricesError
 from pytest_medhelm.models import batch_api, batches
-from pytest_medhelm.models.batch_api import (BadLine, BatchRecord, BatchRecords, BatchState, LineError, ResultLines,
-                                             batch_line, chunks, parse_result_line, same_model)
+from pytest_medhelm.models.batch_api import (
+    BadLine,
+    BatchRecord,
+    BatchRecords,
+    BatchState,
+    LineError,
+    ResultLines,
+    batch_line,
+    chunks,
+    parse_result_line,
+    same_model,
+)
 from pytest_medhelm.models.batches import batch_rates, batchable, unbatchable_line
 from pytest_medhelm.models.transport import RequestFailed
 from pytest_medhelm.values import Completion, ModelSpec

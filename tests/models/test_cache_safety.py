@@ -16,11 +16,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from pytester_runs import run as inner
 
 from pytest_medhelm.models.cache import FEW_KEYS, AnswerCache, CacheRefused, Stored, make_private_dir
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import Completion
-from pytester_runs import run as inner
 
 MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
                                          pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
@@ -395,7 +395,8 @@ FUZZED = {"inputs": 0}
 def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_path, monkeypatch):
     """Hypothesis: whatever a row of ``cache.db`` holds (any JSON value, any text, any bytes, any diskcache mode),
     reading it gives a valid Completion or None; nothing raises, and a well-formed entry is never lost."""
-    from hypothesis import HealthCheck, given, settings, strategies as st
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
 
     from pytest_medhelm.models import cache as cache_module
     from pytest_medhelm.models.cache import valid_entry

@@ -23,15 +23,21 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import NO_BERTSCORE, TOY_CONFTEST, TOY_TEST, toy_rows
-from pytest_medhelm.models.endpoints import (destination, endpoint_problems, key_problem, resolve_spec,
-                                             route_problem, startup_lines)
-from pytest_medhelm.values import ModelSpec
-from pytest_medhelm.models.transport import NO_KEY, api_key_for
-from pytest_medhelm.testing.server import key_fingerprint, running_server
 from pytester_runs import run as inner
 from test_secrets import scan
+
+from pytest_medhelm.models.endpoints import (
+    destination,
+    endpoint_problems,
+    key_problem,
+    resolve_spec,
+    route_problem,
+    startup_lines,
+)
+from pytest_medhelm.models.transport import NO_KEY, api_key_for
+from pytest_medhelm.testing.server import key_fingerprint, running_server
+from pytest_medhelm.values import ModelSpec
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 VERDICT = json.dumps({axis: {"score": 4, "explanation": f"{axis} is fine"}
@@ -225,7 +231,6 @@ def test_openais_key_and_the_retired_medhelm_api_key_never_reach_a_servers_endpo
     assert fingerprints == {key_fingerprint(NO_KEY)}
 
 
-
 def test_every_model_goes_to_its_own_endpoint_from_the_command_line_and_the_ini_file(pytester, toy):
     data = toy(3)
     with running_server(answer="A") as a, running_server(answer="A") as b, running_server(answer="A") as default:
@@ -389,8 +394,8 @@ def test_a_refused_connection_is_said_once_and_stops_the_run(pytester, toy, xdis
 
 
 def test_what_counts_as_failing_every_request():
-    from pytest_medhelm.values import ModelError
     from pytest_medhelm.models.failures import systematic_failure
+    from pytest_medhelm.values import ModelError
 
     assert systematic_failure(ModelError("m", "Incorrect API key", 401))
     assert systematic_failure(ModelError("m", "The model does not exist", 404))

@@ -23,15 +23,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import report_line, toy_rows
 from pytester_runs import run
+
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.values import ChatRequest, ModelSpec
 from pytest_medhelm.models.failures import redact
 from pytest_medhelm.models.jobs import Job
 from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.testing.server import running_server, start_subprocess_server
+from pytest_medhelm.values import ChatRequest, ModelSpec
 
 FIGURES: Counter = Counter()
 

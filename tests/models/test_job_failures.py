@@ -18,11 +18,11 @@ import pytest
 from pytest_medhelm.models import scheduler as scheduler_module
 from pytest_medhelm.models.background import Sender
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 from pytest_medhelm.models.jobs import Job
 from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.models.transport import OpenAIWire
 from pytest_medhelm.testing.server import running_server
+from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 
 SETTINGS = Settings(concurrency=4, timeout=10.0, retries=1, backoff_base=0.01, backoff_max=0.05)
 N = 12

@@ -12,17 +12,17 @@ import threading
 from pathlib import Path
 
 import pytest
-
+import pytester_runs
 from conftest import NO_BERTSCORE
+
 from pytest_medhelm.jury import JUDGE_MAX_TOKENS, judge_requests, llama_judges, parse_judgement, rubric_for
-from pytest_medhelm.models.llama import endpoints as llama_endpoints
 from pytest_medhelm.models.background import Sender
 from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 from pytest_medhelm.models.jobs import Job
+from pytest_medhelm.models.llama import endpoints as llama_endpoints
 from pytest_medhelm.models.scheduler import Scheduler, Settings
 from pytest_medhelm.testing.server import running_server
-import pytester_runs
+from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 CRITERIA = ("accuracy", "completeness", "clarity")

@@ -8,8 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_medhelm.models.reasoning import (ANTHROPIC_MIN_BUDGET, DEFAULT_BUDGET, answer_of, family_of,
-                                             generation_parameters, reasoning_for, split_thinking, stops_after)
+from pytest_medhelm.models.reasoning import (
+    ANTHROPIC_MIN_BUDGET,
+    DEFAULT_BUDGET,
+    answer_of,
+    family_of,
+    generation_parameters,
+    reasoning_for,
+    split_thinking,
+    stops_after,
+)
 from pytest_medhelm.models.replies import MalformedReply, reply_reasoning_tokens, reply_thinking
 from pytest_medhelm.models.transport import chat_body
 from pytest_medhelm.values import ChatRequest, Completion, ModelSpec

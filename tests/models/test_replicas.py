@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from conftest import suite_args, toy_rows
 import pytester_runs
+from conftest import suite_args, toy_rows
+
 from pytest_medhelm.options import parse_endpoint
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import ModelSpec, replica_group

@@ -9,15 +9,24 @@ import json
 import re
 
 import pytest
+from test_budget import DOLLAR_PER_ANSWER, budget_run
 
-from pytest_medhelm.models.replies import (MAX_TOKEN_COUNT, REPLY_OVERHEAD_BYTES, MalformedReply, Usage,
-                                           believed_cost, bounded_count, bounded_float, max_reply_bytes,
-                                           reply_reasoning_tokens, reply_text, reply_usage)
+from pytest_medhelm.models.replies import (
+    MAX_TOKEN_COUNT,
+    REPLY_OVERHEAD_BYTES,
+    MalformedReply,
+    Usage,
+    believed_cost,
+    bounded_count,
+    bounded_float,
+    max_reply_bytes,
+    reply_reasoning_tokens,
+    reply_text,
+    reply_usage,
+)
 from pytest_medhelm.models.transport import OpenAIWire, RequestFailed
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import ChatRequest, ModelSpec
-
-from test_budget import DOLLAR_PER_ANSWER, budget_run
 
 
 # ------------------------------------------------------------------------------------------------- the rules

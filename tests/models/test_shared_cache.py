@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from pytester_runs import run as inner
 
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import Completion
-from pytester_runs import run as inner
 
 MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
                                          pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
@@ -468,7 +468,6 @@ def test_a_redis_that_stops_during_the_sending_is_said_once(pytester, toy, tmp_p
     assert len(said) == 1, text
     assert said[0].startswith(f"medhelm: the shared cache {url} stopped answering during the run ("), said
     assert said[0].endswith("the answers after that are in the local cache only")
-
 
 
 REDIS_VALUES_TRIED = 60

@@ -46,8 +46,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_processes import (PytestRun, answers_time, as_installed_folder, bare_aiohttp, median, run_pytest,
-                             toy_bodies, toy_project)
+from bench_processes import (
+    PytestRun,
+    answers_time,
+    as_installed_folder,
+    bare_aiohttp,
+    median,
+    run_pytest,
+    toy_bodies,
+    toy_project,
+)
 
 #: this script's checkout: the one measured unless --repo names another
 REPO = Path(__file__).resolve().parents[2]

@@ -37,8 +37,6 @@ AS_INSTALLED = textwrap.dedent('''
 ''')
 
 
-
-
 @dataclass(frozen=True)
 class PytestRun:
     """One pytest subprocess: its wall time, the CPU time of it and its children, max RSS, exit code, output."""

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from llama_processes import find_llama_processes
+
 from pytest_medhelm.models.llama.gguf import resolve_gguf, served_model_name
 from pytest_medhelm.models.llama.server import LlamaServer
 

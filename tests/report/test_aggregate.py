@@ -15,8 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_medhelm.report import aggregate
-from pytest_medhelm.report.aggregate import (benchmark_results, bootstrap_ci, category_scores, model_summaries,
-                                             win_rates)
+from pytest_medhelm.report.aggregate import benchmark_results, bootstrap_ci, category_scores, model_summaries, win_rates
 
 np = pytest.importorskip("numpy")
 

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
 import pytester_runs
+from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+
 from pytest_medhelm.report.generation_cap import cap_note, capped
 from pytest_medhelm.testing.server import running_server
 

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from report_fixtures import BENCHMARKS, HOSTILE_ANSWER, JUDGES, MODELS, sample_results
 
 from pytest_medhelm.report.html import JudgeVerdict, jury_entries, render_html, script_json, viridis, write_html
 from pytest_medhelm.report.html.views import instance_view
-from report_fixtures import BENCHMARKS, HOSTILE_ANSWER, JUDGES, MODELS, sample_results
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +180,9 @@ def test_viridis_runs_dark_to_light():
 
 
 def test_a_single_model_and_an_empty_run_still_render():
-    from pytest_medhelm.report.results import build_results
     from report_fixtures import catalogue, sample_records
+
+    from pytest_medhelm.report.results import build_results
 
     one = [r for r in sample_records() if r["model"] == MODELS[0]]
     html = render_html(build_results(one, catalogue(), models=[MODELS[0]]))
@@ -612,8 +613,8 @@ def test_chromium_shows_untrusted_names_as_text(browser, results, tmp_path):
     assert HOSTILE_CATEGORY in shown["categories"]
     assert any(o.startswith(HOSTILE_SLUG + " (") for o in shown["options"])
     # the drill-down of the hostile benchmark: the model's name in its cells, the judge's in the verdicts
-    from selenium.webdriver.support.ui import Select
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     select = Select(browser.find_element(By.ID, "bench-select"))
     select.select_by_visible_text(next(o.text for o in select.options if o.text.startswith("mtsamples ")))

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 import pytester_runs
 from conftest import NO_BERTSCORE, SUITE, suite_args
+
 from pytest_medhelm.compare.compare import build_comparison
 from pytest_medhelm.report.agreement import NEEDS_TWO, agreement_table, jury_agreement_records
 

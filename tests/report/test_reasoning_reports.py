@@ -10,12 +10,17 @@ import re
 from types import SimpleNamespace
 
 import pytest
+from report_fixtures import MODELS, RAN_OUT_IDS, THINKER, reasoning_results
 
 from pytest_medhelm.report.aggregate import benchmark_results, model_summaries
-from pytest_medhelm.report.reasoning import (ReasoningSettings, merged_reasoning, ran_out_lines, reasoning_note,
-                                             reasoning_record)
+from pytest_medhelm.report.reasoning import (
+    ReasoningSettings,
+    merged_reasoning,
+    ran_out_lines,
+    reasoning_note,
+    reasoning_record,
+)
 from pytest_medhelm.values import Reasoning
-from report_fixtures import MODELS, RAN_OUT_IDS, THINKER, reasoning_results
 
 CATALOGUE = {"b1": SimpleNamespace(category="medical_research", subcategory="s", metric=SimpleNamespace(name="em")),
              "b2": SimpleNamespace(category="medical_research", subcategory="s", metric=SimpleNamespace(name="em"))}
@@ -120,8 +125,9 @@ def test_terminal_and_markdown_show_reasoning_tokens_beside_tokens_out_and_what_
 
 
 def test_a_plain_runs_tables_are_as_they_were(results):
-    from pytest_medhelm.report.tables import leaderboard_table, markdown
     from report_fixtures import sample_results
+
+    from pytest_medhelm.report.tables import leaderboard_table, markdown
 
     plain = sample_results()
     header, rows = leaderboard_table(plain)
@@ -155,8 +161,9 @@ def test_a_hostile_model_name_in_the_reasoning_note_is_text():
 
 
 def test_a_plain_runs_html_has_no_reasoning():
-    from pytest_medhelm.report.html import render_html
     from report_fixtures import sample_results
+
+    from pytest_medhelm.report.html import render_html
 
     page = render_html(sample_results())
     assert 'id="reasoning"' not in page and "Reasoning tokens" not in page

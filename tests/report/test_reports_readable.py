@@ -7,9 +7,8 @@ import json
 import re
 
 import pytest
-
-from report_fixtures import MODELS, sample_results
 from pytester_runs import run
+from report_fixtures import MODELS, sample_results
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import suite_args
+
 from pytest_medhelm.report.records import SCHEMA_FILE, Results, dump, field_tables, schema_text
 
 jsonschema = pytest.importorskip("jsonschema")

@@ -11,10 +11,10 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from conftest import suite_args
-from pytest_medhelm.testing.server import running_server
 from pytester_runs import run as inner
+
+from pytest_medhelm.testing.server import running_server
 
 
 def toy_args(server, data, *extra: str) -> list[str]:

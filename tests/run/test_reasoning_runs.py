@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from pytester_runs import run as inner
 
 XDIST = pytest.mark.parametrize("xdist", [pytest.param(("-p", "no:xdist"), id="serial"),

@@ -8,8 +8,8 @@ import json
 import textwrap
 
 import pytest
-
 from conftest import TOY_CONFTEST
+
 from pytest_medhelm.report.records import SCHEMA_FILE, Results
 
 jsonschema = pytest.importorskip("jsonschema")

@@ -3,7 +3,6 @@ directory (prompts, answers: patient text) never stays on disk because the cache
 
 from __future__ import annotations
 
-
 import pytest
 from conftest import TOY_CONFTEST
 

@@ -11,10 +11,10 @@ import re
 import textwrap
 
 import pytest
-
-from pytest_medhelm.testing.server import last_user_text, running_server
 from pytester_runs import run as inner
 from toy_benchmark import TIMED_TEST  # the items that note when they started
+
+from pytest_medhelm.testing.server import last_user_text, running_server
 
 FOLLOW_UP_TEST = textwrap.dedent('''
     import pytest
@@ -61,7 +61,6 @@ def test_under_xdist_the_first_item_runs_before_the_last_answer_arrives(pytester
     # the controller sends in the background: a worker's first item started before the last request reached the
     # server (6 rounds of 0.25 s at concurrency 2)
     assert min(starts.values()) < arrivals[-1] - 0.5, (min(starts.values()), arrivals)
-
 
 
 @pytest.mark.e2e

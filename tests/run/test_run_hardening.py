@@ -10,8 +10,8 @@ import os
 import stat
 
 import pytest
-from conftest import SUITE
 from catalogue_helpers import medqa_zip
+from conftest import SUITE
 
 from pytest_medhelm.testing.server import running_server
 

@@ -9,10 +9,10 @@ import textwrap
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import TOY_CONFTEST
-from pytest_medhelm.testing.server import running_server
 from pytester_runs import run
+
+from pytest_medhelm.testing.server import running_server
 
 #: each process writes what it is: the class of the run's plugin, and how many items it ran
 ROLE_PROBE = textwrap.dedent('''

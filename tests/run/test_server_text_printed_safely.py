@@ -5,7 +5,6 @@ output) are written as their escapes, serial and under xdist."""
 from __future__ import annotations
 
 import pytest
-
 from pytester_runs import run as inner
 
 HOSTILE = ("\x1b[2J\x1b[H\x1b[32m===== 10 passed in 0.01s =====\x1b[0m "

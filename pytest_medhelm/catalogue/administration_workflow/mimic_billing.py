@@ -19,18 +19,18 @@ lists the codes HELM's regex misreads and fixes them unless ``--medhelm-compat h
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.user_files import import_pyarrow, safe_id, unique_id
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.icd10 import MIMIC_BILLING_CODE_F1
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "mimic_billing"
 FILE = "mimiciv_icd10.feather"

@@ -30,19 +30,19 @@ and a label other than 0, 1, 2 is a :class:`DataError` naming the row. Ids: ``<c
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
-from pytest_medhelm.catalogue.user_files import read_xlsx_rows
 from pytest_medhelm.catalogue.sampling import helm_sample
+from pytest_medhelm.catalogue.user_files import read_xlsx_rows
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
 from pytest_medhelm.prompting import MultipleChoicePrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "clear"
 #: HELM's conditions, in the order of its ``CONDITIONS`` list and of the run entries

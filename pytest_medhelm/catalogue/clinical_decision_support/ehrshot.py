@@ -48,20 +48,20 @@ HELM's ``encode`` would raise.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
-from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.user_files import count_tokens, import_pyarrow
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.base import Score
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
 from pytest_medhelm.prompting import MultipleChoicePrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "ehrshot"
 DATA = "data/data.parquet"

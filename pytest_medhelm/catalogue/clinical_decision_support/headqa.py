@@ -14,17 +14,17 @@ this loader. Instance ids are ``<exam>-<question number>``, e.g. ``2017_1_F-30``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, require
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
 from pytest_medhelm.prompting import MultipleChoicePrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "headqa"
 FULL_FILE = "HEAD_EN.json"

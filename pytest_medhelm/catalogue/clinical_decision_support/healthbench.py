@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Mapping, Sequence
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.data.errors import DataError

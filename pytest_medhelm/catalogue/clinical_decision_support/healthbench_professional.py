@@ -21,11 +21,14 @@ and ``physician_response`` (default ``""``), kept in ``extra["grading"]`` as the
 from __future__ import annotations
 
 import zipfile
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
-from pytest_medhelm.catalogue.clinical_decision_support.healthbench import (check_messages, check_rubric,
-                                                                           conversation_input)
+from pytest_medhelm.catalogue.clinical_decision_support.healthbench import (
+    check_messages,
+    check_rubric,
+    conversation_input,
+)
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import check_not_empty, jsonl_rows, read_bytes

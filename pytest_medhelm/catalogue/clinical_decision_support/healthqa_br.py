@@ -18,8 +18,8 @@ the correct option's text, either letter counts (HELM's reference texts).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.data.errors import DataError, DataMissing

@@ -35,17 +35,17 @@ told to treat special-token text such as ``<|endoftext|>`` as plain text where H
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.user_files import cl100k, safe_id, unique_id
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_bytes, read_csv_rows, universal_newlines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "medalign"
 INSTRUCTIONS = "clinician-reviewed-model-responses.tsv"

@@ -9,16 +9,16 @@ question's ``link``: the Medbullets question number (``108992``) or the short-li
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import Row, data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
 from pytest_medhelm.prompting import MultipleChoicePrompt
+from pytest_medhelm.values import Instance
 
 SLUG = "medbullets"
 FILE = "medbullets_op5.csv"

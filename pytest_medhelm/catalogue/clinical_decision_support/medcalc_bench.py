@@ -7,16 +7,16 @@ repository's ``version-1.0`` tag, pinned here. Instance ids are the ``Row Number
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.medcalc import MEDCALC_ACCURACY
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance
 
 SLUG = "medcalc_bench"
 FILE = "test_data.csv"

@@ -10,16 +10,16 @@ sentence id is also kept in ``extra`` so that the default metric can score sente
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.medec import MEDEC_ERROR_FLAG_ACCURACY
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "medec"
 FILE = "MEDEC-MS-TestSet-with-GroundTruth-and-ErrorType.csv"

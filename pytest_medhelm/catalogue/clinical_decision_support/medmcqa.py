@@ -16,17 +16,17 @@ Instance ids are ``dev-<line>``; the dataset's own id is in ``Instance.extra["id
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.clinical_decision_support import medqa
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
 from pytest_medhelm.data import gdrive
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import Row, read_jsonl, require
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
+from pytest_medhelm.values import Instance
 
 SLUG = "medmcqa"
 DRIVE_ID = "15VkJdq5eyWIkfb_aoD3oS8i4tScbHYky"

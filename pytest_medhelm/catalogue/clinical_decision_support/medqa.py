@@ -20,17 +20,17 @@ in the row's order. Instance ids are ``dev-<line>`` and ``test-<line>``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
 from pytest_medhelm.data import gdrive
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import Row, read_jsonl, require
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
 from pytest_medhelm.prompting import MultipleChoicePrompt
+from pytest_medhelm.values import Instance
 
 SLUG = "medqa"
 DRIVE_ID = "1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw"

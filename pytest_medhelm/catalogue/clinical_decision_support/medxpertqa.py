@@ -18,8 +18,8 @@ twice, inside the question and as the lettered list, as medhelm sends them.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.data.errors import DataError

@@ -40,9 +40,9 @@ token; ``exact_match``. The same prompt in every ``--medhelm-compat`` mode (HELM
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.catalogue.sampling import TooFewExamples, helm_in_context_examples

@@ -44,17 +44,17 @@ copy is damaged); HELM would have skipped the first and decoded the second with 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
-from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
+from pytest_medhelm.compat import reproduces_helm
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_text, universal_newlines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "mtsamples"
 FOLDER = "mtsamples_processed"

@@ -32,9 +32,9 @@ not a non-negative number is a :class:`~pytest_medhelm.data.errors.DataError` na
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
 from pytest_medhelm.compat import reproduces_helm
@@ -42,9 +42,8 @@ from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_csv_rows, read_python_strings
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.sct import PANEL_LABELS, SCT_SCORE
-from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.prompting import GenerationPrompt, fill_once
 from pytest_medhelm.values import Instance, Loaded
-from pytest_medhelm.prompting import fill_once
 
 SLUG = "sct_bench"
 FILE = "sct_cleaned_full.csv"

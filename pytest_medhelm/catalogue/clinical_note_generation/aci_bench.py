@@ -9,16 +9,16 @@ Instance ids are each record's ``file`` field (``D2N088-virtassist``). Licence: 
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, require
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance
 
 SLUG = "aci_bench"
 COMMIT = "e75b383172195414a7a68843ec4876e83e5409f7"

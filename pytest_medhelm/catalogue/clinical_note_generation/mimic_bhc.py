@@ -14,16 +14,16 @@ Scored by the LLM jury (``metrics/jury.py``), ROUGE-1/2/L and BERTScore beside i
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_jsonl, require
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "mimic_bhc"
 FILE = "mimic_iv_bhc.json"

@@ -14,16 +14,16 @@ Prompt: ``Generate the impression section … Be as concise as possible.⏎⏎Fi
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, text_lines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "mimic_rrs"
 FINDINGS = "test.findings.tok"

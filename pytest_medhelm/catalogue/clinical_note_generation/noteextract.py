@@ -20,16 +20,16 @@ a clinical note …Clinical Note:⏎{note}⏎⏎:`` (the ``": "`` and the final 
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.user_files import is_pandas_na
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "noteextract"
 FILE = "CHW_Dataset.csv"

@@ -33,17 +33,17 @@ and ``eicu.sqlite`` from raulista1997/benchmarkdata at ``c4c25244``.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, read_text, require, universal_newlines
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.ehrsql import EHRSQL_EXECUTION_ACCURACY
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "ehrsql"
 SPLIT_FILES = ("valid.json", "test.json")  # HELM's order: valid, then test

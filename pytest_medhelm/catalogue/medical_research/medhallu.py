@@ -24,17 +24,17 @@ Files, any one of (in ``--medhelm-data-dir DIR/medhallu/``):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.readers import read_jsonl, require
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import GENERATION_EXACT_MATCH
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance
 
 SLUG = "medhallu"
 JSONL_FILE = "medhallu_pqa_labeled.jsonl"

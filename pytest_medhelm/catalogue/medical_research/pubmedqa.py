@@ -6,16 +6,16 @@ way Liévin et al. did: every context paragraph prefixed by its section label in
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_json, require
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.exact_match import MULTIPLE_CHOICE_EXACT_MATCH
 from pytest_medhelm.prompting import MultipleChoicePrompt
+from pytest_medhelm.values import Instance
 
 SLUG = "pubmedqa"
 FILE = "ori_pqal.json"

@@ -24,18 +24,18 @@ HELM downloads the file from the ``master`` branch, unpinned; it is pinned here 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.catalogue.user_files import PANDAS_NA
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import check_not_empty, data_file
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "medicationqa"
 FILE = "MedInfo2019-QA-Medications.xlsx"

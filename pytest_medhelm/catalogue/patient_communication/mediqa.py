@@ -16,16 +16,16 @@ question), as is a question without text or an answer list. Licence: none stated
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import data_file, read_text
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance
 
 SLUG = "mediqa"
 FILE = "MEDIQA2019-Task3-QA-TestSet-wLabels.xml"

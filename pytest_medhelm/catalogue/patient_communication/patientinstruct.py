@@ -13,15 +13,15 @@ Instructions:``; 256 tokens. Scored by the LLM jury (``metrics/jury.py``), ROUGE
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 
 from pytest_medhelm.catalogue.definition import Benchmark
-from pytest_medhelm.values import Instance, Loaded
 from pytest_medhelm.data.readers import data_file, read_csv_rows
 from pytest_medhelm.data.sources import DataFile
 from pytest_medhelm.metrics.jury import jury_metric
 from pytest_medhelm.prompting import GenerationPrompt
+from pytest_medhelm.values import Instance, Loaded
 
 SLUG = "patientinstruct"
 FILE = "dataset_cases_qc.csv"

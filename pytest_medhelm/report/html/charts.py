@@ -10,9 +10,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_medhelm.report.html.colours import (DARK_OKABE_ITO, OKABE_ITO, PATTERNS, WHITE, BLACK, ink_on,
-                                                viridis)
 from pytest_medhelm.cost import format_usd
+from pytest_medhelm.report.html.colours import BLACK, DARK_OKABE_ITO, OKABE_ITO, PATTERNS, WHITE, ink_on, viridis
 from pytest_medhelm.report.html.views import BenchmarkScore, CategoryScore, ModelSummary, fmt
 
 

@@ -23,11 +23,27 @@ from markupsafe import Markup
 
 from pytest_medhelm.report.html.charts import CategoryChart, CostChart, Heatmap, category_chart, cost_chart, heatmap
 from pytest_medhelm.report.html.verdicts import MAX_TEXT
-from pytest_medhelm.report.html.views import (BenchmarkInstances, GateRow, ModelSummary, RunFacts, TextTable,
-                                              benchmark_instances, benchmark_scores, category_order,
-                                              category_scores, gate_rows, jury_agreement, length_adjusted, model_names,
-                                              model_summaries, results_mapping, rubric_breakdown, run_benchmarks,
-                                              run_facts, script_json)
+from pytest_medhelm.report.html.views import (
+    BenchmarkInstances,
+    GateRow,
+    ModelSummary,
+    RunFacts,
+    TextTable,
+    benchmark_instances,
+    benchmark_scores,
+    category_order,
+    category_scores,
+    gate_rows,
+    jury_agreement,
+    length_adjusted,
+    model_names,
+    model_summaries,
+    results_mapping,
+    rubric_breakdown,
+    run_benchmarks,
+    run_facts,
+    script_json,
+)
 
 #: rows of the instance table built at a time (then "show more")
 PAGE_ROWS = 500

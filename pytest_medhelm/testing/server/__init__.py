@@ -50,8 +50,15 @@ from pytest_medhelm.testing.server.batches import batch_stats, configure_batches
 from pytest_medhelm.testing.server.behaviour import DEFAULT_ANSWER, DEFAULT_MODELS, Fault
 from pytest_medhelm.testing.server.cli import main
 from pytest_medhelm.testing.server.inprocess import ChatServer, running_server
-from pytest_medhelm.testing.server.protocol import (REPLY_SHAPES, completion_body, count_tokens, error_body,
-                                                    key_fingerprint, last_user_text, message_text)
+from pytest_medhelm.testing.server.protocol import (
+                                                    REPLY_SHAPES,
+                                                    completion_body,
+                                                    count_tokens,
+                                                    error_body,
+                                                    key_fingerprint,
+                                                    last_user_text,
+                                                    message_text,
+)
 from pytest_medhelm.testing.server.subprocess_server import SubprocessServer, start_subprocess_server
 
 __all__ = [

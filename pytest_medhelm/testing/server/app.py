@@ -21,10 +21,15 @@ from aiohttp import web
 
 from pytest_medhelm.testing.server.batches import BatchService
 from pytest_medhelm.testing.server.behaviour import TRUNCATED_COMPLETION
-from pytest_medhelm.testing.server.protocol import (error_response, key_fingerprint, last_user_text,
-                                                    loggable_headers, refused)
-from pytest_medhelm.testing.server.wire import ANTHROPIC, OPENAI, Wire
+from pytest_medhelm.testing.server.protocol import (
+    error_response,
+    key_fingerprint,
+    last_user_text,
+    loggable_headers,
+    refused,
+)
 from pytest_medhelm.testing.server.state import ServerState
+from pytest_medhelm.testing.server.wire import ANTHROPIC, OPENAI, Wire
 
 HOST = "127.0.0.1"
 

@@ -59,8 +59,14 @@ from typing import Any
 from aiohttp import web
 
 from pytest_medhelm.testing.server.behaviour import reply_for
-from pytest_medhelm.testing.server.protocol import (CHAT_URL, chat_request_problem, error_body, error_response,
-                                                    last_user_text, refused)
+from pytest_medhelm.testing.server.protocol import (
+    CHAT_URL,
+    chat_request_problem,
+    error_body,
+    error_response,
+    last_user_text,
+    refused,
+)
 from pytest_medhelm.testing.server.state import ServerState
 
 OUTCOMES = ("completed", "failed", "expired", "in_progress")

@@ -8,8 +8,15 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_medhelm.testing.server.behaviour import (DEFAULT_ANSWER, DEFAULT_MODELS, AnswerSpec, Answering, Fault,
-                                                     Script, validate)
+from pytest_medhelm.testing.server.behaviour import (
+    DEFAULT_ANSWER,
+    DEFAULT_MODELS,
+    Answering,
+    AnswerSpec,
+    Fault,
+    Script,
+    validate,
+)
 from pytest_medhelm.testing.server.reasoning import Thinking
 
 

@@ -24,8 +24,14 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from pytest_medhelm.testing.server.behaviour import Answering, answer_for, reply_for
-from pytest_medhelm.testing.server.protocol import (bearer, chat_request_problem, count_tokens, error_response,
-                                                    message_text, refused)
+from pytest_medhelm.testing.server.protocol import (
+    bearer,
+    chat_request_problem,
+    count_tokens,
+    error_response,
+    message_text,
+    refused,
+)
 from pytest_medhelm.testing.server.reasoning import Problem, Thinking, think
 
 #: the smallest thinking budget Anthropic accepts
