@@ -5,7 +5,8 @@
 * every page of docs/ is linked from docs/index.md, the index of the documentation;
 * every relative link of README.md and docs/*.md names a file that exists, and an anchor (``page.md#section``) a
   heading of that page, as GitHub makes anchors of headings;
-* the README's test command is the one CI runs (.ci/run repeats it: a change to one must be made to the other).
+* the README's test command is the one CI runs (.ci/run repeats it: a change to one must be made to the other);
+* every option ``pytest --help`` lists is in docs/options.md, the table that moved out of the README.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from pytester_runs import run
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -146,6 +148,14 @@ def test_ci_runs_the_readmes_test_command():
                    if part.strip().split()[0] in ("pip", "python", "pytest")]
     for part in tests:
         assert normalized(part) in ci_commands, f"the README's {part!r} is not what .ci/run runs"
+
+
+def test_every_option_is_in_the_options_page(pytester):
+    help_text = run(pytester, "--help").stdout.str()
+    options = set(re.findall(r"--medhelm-[a-z0-9-]+", help_text))
+    assert len(options) > 30, "pytest --help lists the plugin's options"
+    documented = set(re.findall(r"--medhelm-[a-z0-9-]+", (DOCS / "options.md").read_text(encoding="utf-8")))
+    assert not options - documented, f"docs/options.md does not say what {sorted(options - documented)} do"
 
 
 def test_the_checks_bite(tmp_path):
