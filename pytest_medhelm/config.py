@@ -29,9 +29,7 @@ from pytest_medhelm.options import (
 if TYPE_CHECKING:
     from pytest_medhelm.values import ModelSpec
 
-
-if TYPE_CHECKING:  # a type checker reads the fields from their declarations; pydantic is given them below
-    _Declared = RunOptions
+    _Declared = RunOptions  # a type checker reads the fields from their declarations; pydantic is given them below
 else:
     _Declared = object
 

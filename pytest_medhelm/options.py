@@ -266,7 +266,7 @@ class RunOptions:
         "max-tokens", "cap every benchmark's answer at N tokens: a departure from MedHELM's generation settings "
         "(said in the header, the summary and every report; recorded as run.generation_cap), for demonstrations "
         "on small machines", parse=_number("--medhelm-max-tokens", int, 1), metavar="N")
-    #: (pytest_medhelm.models.reasoning); None: not given
+    #: None: not given (the reasoning models' own default then applies)
     reasoning_budget: int | None = option(
         "reasoning-budget", "reasoning tokens a reasoning model may spend on top of each request's answer limit "
         "(OpenAI o-series and gpt-5: max_completion_tokens = N + limit; Claude: thinking budget_tokens = N; a "
@@ -385,7 +385,7 @@ class RunOptions:
     prices: Path | None = option(
         "prices", "TOML file of prices for models litellm does not know: [\"model\"] input_per_million, "
         "output_per_million (USD)", metavar="FILE", path=True)
-    #: requests to endpoints with a Batch API go as batches (pytest_medhelm.models.batches)
+    #: requests to endpoints with a Batch API go as batches
     batch: bool = option(
         "batch", "send the run's requests to endpoints with a Batch API (OpenAI's Files + Batches) as batches: "
         "resumable, priced at the batch rate; other models are sent directly", flag=True)
