@@ -205,16 +205,17 @@ class Option(NamedTuple):  # (not a frozen dataclass: building one costs millise
 
 
 def option(name: str, help: str, **details: Any) -> Any:
-    """The declaration of ``--medhelm-<name>`` as the value of its :class:`RunOptions` field (typed ``Any`` so that
-    the field keeps the type it is annotated with, as ``dataclasses.field`` does)."""
+    """``--medhelm-<name>`` declared as its :class:`RunOptions` field's value (``Any``, as ``dataclasses.field``)."""
     return Option(name, help, **details)
 
 
-class Derived(NamedTuple):
-    """A run configuration field that no option sets by itself: :func:`pytest_medhelm.config.from_pytest` computes
-    it from other options."""
+class Derived:
+    """A field that no option sets by itself: :func:`pytest_medhelm.config.from_pytest` computes it from others."""
 
-    default: Any
+    __slots__ = ("default",)
+
+    def __init__(self, default: Any) -> None:
+        self.default = default
 
 
 def derived(default: Any) -> Any:
@@ -261,7 +262,6 @@ class RunOptions:
     max_instances: int | None = option(
         "max-instances", "per benchmark: HELM's deterministic sample of N instances",
         parse=_number("--medhelm-max-instances", int, 1), metavar="N")
-    #: every benchmark's max_tokens capped at this (a departure from MedHELM's settings)
     max_tokens: int | None = option(
         "max-tokens", "cap every benchmark's answer at N tokens: a departure from MedHELM's generation settings "
         "(said in the header, the summary and every report; recorded as run.generation_cap), for demonstrations "
@@ -281,7 +281,6 @@ class RunOptions:
     data_dir: Path | None = option(
         "data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR",
         path=True)
-    #: benchmarks whose files may differ from their pinned sha256
     data_unverified: tuple[str, ...] = option(
         "data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "
         "sha256 (repeatable; recorded in the results as run.data_unverified)", repeat=True, metavar="SLUG")
@@ -368,7 +367,6 @@ class RunOptions:
         "compare-fail", "fail when there is significant evidence that NAME's score dropped by more than DROP "
         "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True,
         parse=parse_compare_fail, metavar="NAME:DROP")
-    #: each gate's minimum detectable effect in the summary and the results
     power: bool = option(
         "power", "a line per gate in the summary (and a power record on each gate of the results): its minimum "
         "detectable drop at this run's n against the --medhelm-compare baseline (without one: from this run's "
@@ -385,11 +383,9 @@ class RunOptions:
     prices: Path | None = option(
         "prices", "TOML file of prices for models litellm does not know: [\"model\"] input_per_million, "
         "output_per_million (USD)", metavar="FILE", path=True)
-    #: requests to endpoints with a Batch API go as batches
     batch: bool = option(
         "batch", "send the run's requests to endpoints with a Batch API (OpenAI's Files + Batches) as batches: "
         "resumable, priced at the batch rate; other models are sent directly", flag=True)
-    #: seconds a run waits for one submitted batch (the provider's window by default)
     batch_timeout: float = option(
         "batch-timeout", "--medhelm-batch: seconds a run waits for a submitted batch to end (default 86400, the "
         "provider's 24 h window); a batch not ended by then is its items' errors and stays collectable by the next "
@@ -409,10 +405,9 @@ def declared(declaration: type) -> tuple[dict[str, Option], dict[str, Derived]]:
     attribute is one or the other, and nothing else is declared (a TypeError names the one that is not)."""
     annotated = declaration.__dict__.get("__annotations__", {})
     values = {name: value for name, value in vars(declaration).items() if isinstance(value, Option | Derived)}
-    for name in annotated.keys() - values.keys():
-        raise TypeError(f"{declaration.__name__}.{name}: a field without its option (= option(...) or derived(...))")
-    for name in values.keys() - annotated.keys():
-        raise TypeError(f"{declaration.__name__}.{name}: an option without its field's type annotation")
+    for name in annotated.keys() ^ values.keys():
+        raise TypeError(f"{declaration.__name__}.{name}: " + ("a field without its option (= option(...) or "
+                        "derived(...))" if name in annotated else "an option without its field's type annotation"))
     fields = {name: value for name, value in values.items() if isinstance(value, Option)}
     return fields, {name: value for name, value in values.items() if isinstance(value, Derived)}
 
@@ -479,8 +474,7 @@ def raw_value(config: Any, opt: Option) -> Any:
 
 
 def ini_lines(config: Any, opt: Option) -> list[Any]:
-    """The lines of the option's ini list of its own name (``medhelm_thresholds``), each parsed as the option's
-    value; [] for any other option."""
+    """The lines of the option's ini list of its own name (``medhelm_thresholds``), parsed; [] for other options."""
     if not isinstance(opt.ini, str):
         return []
     return [opt.parse(line) if opt.parse else line for line in config.getini(opt.ini)]
