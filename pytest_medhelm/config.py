@@ -10,98 +10,37 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, create_model, field_validator
 
 from pytest_medhelm.options import (
-    INI_ENDPOINTS,
-    INI_THRESHOLDS,
-    OPTIONS,
+    DERIVED,
+    FIELDS,
     Option,
+    RunOptions,
+    Threshold,
     from_ini,
-    parse_endpoint,
-    parse_threshold,
+    ini_lines,
     raw_value,
 )
 
 if TYPE_CHECKING:
     from pytest_medhelm.values import ModelSpec
 
-
-class Threshold(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    name: str  # a benchmark slug, a category slug, or "overall" (normalized in from_pytest)
-    value: float = Field(ge=0.0, le=1.0)
-    spec: str  # as the user wrote it
+    _Declared = RunOptions  # a type checker reads the fields from their declarations; pydantic is given them below
+else:
+    _Declared = object
 
 
-class RunConfig(BaseModel):
+class _RunConfigBase(BaseModel, _Declared):
+    """What the run configuration does; its fields are declared in :class:`pytest_medhelm.options.RunOptions`."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    models: tuple[str, ...] = ()
-    api_base: str | None = None
-    #: (model or judge name, its own URL), from --medhelm-endpoint and the ini key medhelm_endpoints
-    endpoints: tuple[tuple[str, str], ...] = ()
-    #: NAMES of environment variables holding the keys of the models' / the judges' endpoints (never keys)
-    api_key_env: str | None = None
-    jury_api_key_env: str | None = None
-    benchmarks: tuple[str, ...] = ()
-    max_instances: int | None = Field(default=None, ge=1)
-    #: --medhelm-max-tokens: every benchmark's max_tokens capped at this (a departure from MedHELM's settings)
-    max_tokens: int | None = Field(default=None, ge=1)
-    #: --medhelm-reasoning-budget / --medhelm-reasoning-effort (pytest_medhelm.models.reasoning); None: not given
-    reasoning_budget: int | None = Field(default=None, ge=0)
-    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
-    data_dir: Path | None = None
-    cache_dir: Path
-    cache: Literal["on", "off", "refresh"] = "on"
-    #: the shared answer cache behind the local one (--medhelm-cache-url), a redis:// URL
-    cache_url: str | None = None
-    concurrency: int = Field(default=16, ge=1)
-    timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
-    retries: int = Field(default=3, ge=0)
-    thresholds: tuple[Threshold, ...] = ()
-    json_path: Path | None = None
-    markdown_path: Path | None = None
-    strict: bool = False
-    strict_gates: bool = False
-    compat: Literal["default", "helm", "medhelm"] = "default"
-    local_ctx: int = Field(default=8192, ge=256)
-    local_threads: int | None = Field(default=None, ge=1)
-    judges: tuple[str, ...] = ()  # empty: the paper's three (pytest_medhelm.jury)
-    jury_api_base: str | None = None
-    bertscore_model: str | None = None
-    save: str | None = None
-    autosave: bool = False
-    compare: str | None = None  # "latest", a saved run's name, or a path
-    compare_fail: tuple[tuple[str, float], ...] = ()
-    #: --medhelm-power: each gate's minimum detectable effect in the summary and the results
-    power: bool = False
-    shard: tuple[int, int] | None = None
-    dry_run: bool = False
-    budget: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    prices: Path | None = None
-    html_path: Path | None = None
-    local_only: bool = False
-    #: --medhelm-batch: requests to endpoints with a Batch API go as batches (pytest_medhelm.models.batches)
-    batch: bool = False
-    #: --medhelm-batch-timeout: seconds a run waits for one submitted batch (the provider's window by default)
-    batch_timeout: float = Field(default=86400.0, gt=0, allow_inf_nan=False)
-    #: benchmarks whose files may differ from their pinned sha256 (--medhelm-data-unverified)
-    data_unverified: tuple[str, ...] = ()
-    #: HELM run-entry arguments per benchmark (--medhelm-benchmark-args SLUG:NAME=VALUE,...): (slug, ((name, value),))
-    benchmark_args: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
-    report_text: bool = False
-    #: HealthBench's rubric grader (--medhelm-grader) and examples (--medhelm-healthbench-subset)
-    grader: str = "openai/gpt-4.1-2025-04-14"
-    #: HealthBench Professional's grader: its reference's (simple-evals PR #108), or --medhelm-grader when given
-    professional_grader: str = "openai/gpt-5.4-2026-03-05"
-    healthbench_subset: Literal["full", "hard", "consensus"] = "full"
-
-    @field_validator("cache_url")
+    # (the rule is the engine's, a layer above the declarations: so checked here rather than by the option)
+    @field_validator("cache_url", check_fields=False)
     @classmethod
     def _cache_url(cls, value: str | None) -> str | None:
         from pytest_medhelm.models.shared_cache import url_problem
@@ -109,35 +48,6 @@ class RunConfig(BaseModel):
         problem = None if value is None else url_problem(value)
         if problem:
             raise ValueError(problem)
-        return value
-
-    @field_validator("jury_api_base")
-    @classmethod
-    def _jury_url(cls, value: str | None) -> str | None:
-        return cls._url(value)
-
-    @field_validator("api_base")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/") if value else value
-
-    @field_validator("models")
-    @classmethod
-    def _models(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
-            if not name.strip() or name != name.strip():
-                raise ValueError(f"expected a litellm model string like 'openai/gpt-4o', got {name!r}")
-        if len(set(value)) != len(value):
-            raise ValueError(f"a model is given twice: {list(value)}")
-        return value
-
-    @field_validator("grader", "professional_grader")
-    @classmethod
-    def _grader(cls, value: str) -> str:
-        if not value.strip() or value != value.strip():
-            raise ValueError(f"expected a litellm model string like 'openai/gpt-4.1-2025-04-14', got {value!r}")
         return value
 
     @property
@@ -152,7 +62,8 @@ class RunConfig(BaseModel):
         """The options for the results JSON (no secrets are ever in here: keys come from the environment)."""
         from pytest_medhelm.values import redact_url
 
-        data = self.model_dump(mode="json")
+        # (--medhelm-list and --medhelm-tree print and exit: never a measured run's)
+        data = self.model_dump(mode="json", exclude={"list_benchmarks", "tree"})
         data["thresholds"] = [t.spec for t in self.thresholds]
         for name in ("api_base", "jury_api_base", "cache_url"):  # (URLs may carry credentials: never stored)
             if isinstance(data.get(name), str):
@@ -161,58 +72,72 @@ class RunConfig(BaseModel):
         return data
 
 
+def _field_definitions() -> dict[str, Any]:
+    """pydantic's field definitions from the declarations: each field's type (with its option's check) and default."""
+    definitions: dict[str, Any] = {}
+    for name, annotation in get_type_hints(RunOptions).items():
+        opt = FIELDS.get(name)
+        if opt is None:
+            definitions[name] = (annotation, DERIVED[name].default)
+            continue
+        if opt.check is not None:
+            annotation = Annotated[annotation, AfterValidator(opt.check)]
+        definitions[name] = (annotation, opt.field_default)
+    return definitions
+
+
+if TYPE_CHECKING:
+    RunConfig = _RunConfigBase
+else:
+    RunConfig = create_model("RunConfig", __base__=_RunConfigBase, __module__=__name__, **_field_definitions())
+
+
 def _usage(message: str) -> pytest.UsageError:
     return pytest.UsageError(f"pytest-medhelm: {message}")
 
 
 def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any = None) -> RunConfig:
     """``registry`` (the run's benchmarks) checks --medhelm-benchmark-args; without it, the built-in ones."""
-    values: dict[str, Any] = {}
-    for opt in OPTIONS:
+    values: dict[str, Any] = {name: derived.default for name, derived in DERIVED.items()}
+    for name, opt in FIELDS.items():
         try:
-            values[opt.dest] = raw_value(config, opt)
+            values[name] = raw_value(config, opt)
         except argparse.ArgumentTypeError as exc:
             raise _usage(f"ini key {opt.dest}: {exc}") from None
-
-    thresholds = list(values.pop("medhelm_threshold") or [])
-    for line in config.getini(INI_THRESHOLDS):
+    # the ini lists of their own name (medhelm_thresholds, medhelm_endpoints) add to the command line's values
+    from_ini_lists: dict[str, list[Any]] = {}
+    for name, opt in FIELDS.items():
         try:
-            thresholds.append(parse_threshold(line))
+            from_ini_lists[name] = ini_lines(config, opt)
         except argparse.ArgumentTypeError as exc:
-            raise _usage(f"ini key {INI_THRESHOLDS}: {exc}") from None
+            raise _usage(f"ini key {opt.ini}: {exc}") from None
+
+    thresholds = [*values["thresholds"], *from_ini_lists["thresholds"]]
     gates = [_threshold(name, value, known_benchmarks) for name, value in thresholds]
+    endpoints_cli, endpoints_ini = list(values["endpoints"]), from_ini_lists["endpoints"]
 
-    endpoints_cli = list(values.pop("medhelm_endpoint") or [])
-    endpoints_ini = []
-    for line in config.getini(INI_ENDPOINTS):
-        try:
-            endpoints_ini.append(parse_endpoint(line))
-        except argparse.ArgumentTypeError as exc:
-            raise _usage(f"ini key {INI_ENDPOINTS}: {exc}") from None
-
-    for slug in values["medhelm_benchmark"] or []:
+    for slug in values["benchmarks"]:
         if slug not in known_benchmarks:
-            raise _usage(f"{_where(config, OPTION['medhelm_benchmark'])} {slug!r}: unknown benchmark; known: "
+            raise _usage(f"{_where(config, FIELDS['benchmarks'])} {slug!r}: unknown benchmark; known: "
                          f"{', '.join(sorted(known_benchmarks))}")
-    for slug in values["medhelm_data_unverified"] or []:
+    for slug in values["data_unverified"]:
         if slug not in known_benchmarks:
             raise _usage(f"--medhelm-data-unverified {slug!r} (ini key medhelm_data_unverified): unknown benchmark; "
                          f"known: {', '.join(sorted(known_benchmarks))}")
 
-    benchmark_args = tuple(values["medhelm_benchmark_args"] or ())
-    _check_benchmark_args(config, benchmark_args, known_benchmarks, values["medhelm_compat"], registry)
+    _check_benchmark_args(config, tuple(values["benchmark_args"]), known_benchmarks, values["compat"], registry)
 
     rootdir = Path(str(config.rootpath))
-    for name, _drop in values["medhelm_compare_fail"] or []:
+    for name, _drop in values["compare_fail"]:
         if name.lower() != "overall":
             _threshold(name, 0.0, known_benchmarks, what=f"--medhelm-compare-fail {name}:{_drop:g}")
     given = dict(values)
-    for opt in OPTIONS:
-        if opt.path and values[opt.dest] is not None:
-            values[opt.dest] = _resolve(config, opt, values[opt.dest])
-    prices = values["medhelm_prices"]
+    for name, opt in FIELDS.items():
+        if opt.path and values[name] is not None:
+            values[name] = _resolve(config, opt, values[name])
+    prices = values["prices"]
     if prices is not None and not prices.is_file():
-        raise _usage(f"{_named(config, 'medhelm_prices', given, prices)}: no such file (expected a TOML file of "
+        raise _usage(f"{_named(config, 'prices', given, prices)}: no such file (expected a TOML file of "
                      "model prices)")
     if prices is not None:
         from pytest_medhelm.cost import PricesError, parse_prices
@@ -222,62 +147,20 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
         except PricesError as exc:
             raise _usage(str(exc)) from None
 
-    data_dir = values["medhelm_data_dir"]
+    data_dir = values["data_dir"]
     if data_dir is not None and not data_dir.is_dir():
-        raise _usage(f"{_named(config, 'medhelm_data_dir', given, data_dir)}: not a directory")
-    cache_dir = values["medhelm_cache_dir"] or rootdir / ".medhelm_cache"
+        raise _usage(f"{_named(config, 'data_dir', given, data_dir)}: not a directory")
 
+    values.update(
+        cache_dir=values["cache_dir"] or rootdir / ".medhelm_cache",
+        thresholds=tuple(gates),
+        # the command line wins over the ini file, model by model
+        endpoints=tuple(dict([*endpoints_ini, *endpoints_cli]).items()),
+    )
+    if config.getoption("medhelm_grader") is not None or from_ini(config, FIELDS["grader"]):
+        values["professional_grader"] = values["grader"]  # one grader given: it grades both HealthBenches
     try:
-        rc = RunConfig(
-            models=tuple(values["medhelm_model"] or ()),
-            api_base=values["medhelm_api_base"],
-            # the command line wins over the ini file, model by model
-            endpoints=tuple(dict([*endpoints_ini, *endpoints_cli]).items()),
-            api_key_env=values["medhelm_api_key_env"],
-            jury_api_key_env=values["medhelm_jury_api_key_env"],
-            benchmarks=tuple(values["medhelm_benchmark"] or ()),
-            max_instances=values["medhelm_max_instances"],
-            max_tokens=values["medhelm_max_tokens"],
-            reasoning_budget=values["medhelm_reasoning_budget"],
-            reasoning_effort=values["medhelm_reasoning_effort"],
-            data_dir=data_dir,
-            cache_dir=cache_dir,
-            cache=values["medhelm_cache"],
-            cache_url=values["medhelm_cache_url"],
-            concurrency=values["medhelm_concurrency"],
-            timeout=values["medhelm_timeout"],
-            retries=values["medhelm_retries"],
-            thresholds=tuple(gates),
-            json_path=values["medhelm_json"],
-            markdown_path=values["medhelm_markdown"],
-            strict=bool(values["medhelm_strict"]),
-            strict_gates=bool(values["medhelm_strict_gates"]),
-            compat=values["medhelm_compat"],
-            local_ctx=values["medhelm_local_ctx"],
-            local_threads=values["medhelm_local_threads"],
-            judges=tuple(values["medhelm_jury"] or ()),
-            jury_api_base=values["medhelm_jury_api_base"],
-            bertscore_model=values["medhelm_bertscore_model"],
-            save=values["medhelm_save"],
-            autosave=bool(values["medhelm_autosave"]),
-            compare=values["medhelm_compare"],
-            compare_fail=tuple(values["medhelm_compare_fail"] or ()),
-            power=bool(values["medhelm_power"]),
-            shard=values["medhelm_shard"],
-            dry_run=bool(values["medhelm_dry_run"]),
-            budget=values["medhelm_budget"],
-            prices=values["medhelm_prices"],
-            html_path=values["medhelm_html"],
-            local_only=bool(values["medhelm_local_only"]),
-            data_unverified=tuple(values["medhelm_data_unverified"] or ()),
-            report_text=bool(values["medhelm_report_text"]),
-            grader=values["medhelm_grader"] or "openai/gpt-4.1-2025-04-14",
-            professional_grader=values["medhelm_grader"] or "openai/gpt-5.4-2026-03-05",
-            healthbench_subset=values["medhelm_healthbench_subset"] or "full",
-            benchmark_args=benchmark_args,
-            batch=bool(values["medhelm_batch"]),
-            batch_timeout=values["medhelm_batch_timeout"],
-        )
+        rc = RunConfig(**values)
     except ValidationError as exc:
         problems = "; ".join(f"{_field_name(config, err['loc'])}: {err['msg']}" for err in exc.errors())
         raise _usage(problems) from None
@@ -289,7 +172,7 @@ def _check_benchmark_args(config: pytest.Config, given: tuple, known_benchmarks:
                           registry: Any) -> None:
     """Each --medhelm-benchmark-args names a known benchmark that takes arguments, and its values read (a usage
     error otherwise, before anything is collected)."""
-    where = _where(config, OPTION["medhelm_benchmark_args"])
+    where = _where(config, FIELDS["benchmark_args"])
     for slug in dict(given):
         if slug not in known_benchmarks:
             raise _usage(f"{where} {slug!r}: unknown benchmark; known: {', '.join(sorted(known_benchmarks))}")
@@ -333,7 +216,7 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
     judges = (*(rc.judges or DEFAULT_JUDGES), *graders)
     problems = ep.endpoint_problems(endpoints_cli, source="--medhelm-endpoint", models=rc.models, judges=judges,
                                     strict_names=True)
-    problems += ep.endpoint_problems(endpoints_ini, source=f"ini key {INI_ENDPOINTS}", models=rc.models,
+    problems += ep.endpoint_problems(endpoints_ini, source=f"ini key {FIELDS['endpoints'].ini}", models=rc.models,
                                      judges=judges, strict_names=False)
     if problems:
         raise _usage("; ".join(problems))
@@ -393,12 +276,6 @@ def _check_local_models(rc: RunConfig, models: Sequence[str], judges: Sequence[s
                     raise _usage(f"{_source(config, option)} {name!r} cannot run on this machine: {reason}")
 
 
-OPTION = {opt.dest: opt for opt in OPTIONS}
-#: RunConfig fields whose name is not the option's
-_FIELD_OPTION = {"models": "model", "benchmarks": "benchmark", "thresholds": "threshold", "json_path": "json",
-                 "markdown_path": "markdown", "html_path": "html", "list_benchmarks": "list", "judges": "jury"}
-
-
 def _where(config: pytest.Config, opt: Option) -> str:
     """``--medhelm-<name>``, or ``ini key medhelm_<name> (in FILE)`` when the value came from the ini file."""
     if from_ini(config, opt):
@@ -406,15 +283,14 @@ def _where(config: pytest.Config, opt: Option) -> str:
     return f"--medhelm-{opt.name}"
 
 
-def _named(config: pytest.Config, dest: str, given: dict[str, Any], path: Path) -> str:
+def _named(config: pytest.Config, field: str, given: dict[str, Any], path: Path) -> str:
     """The option or ini key, the value as written, and the path it was resolved to when that differs."""
-    text = f"{_where(config, OPTION[dest])} {str(given[dest])!r}"
-    return text if str(given[dest]) == str(path) else f"{text} (resolved to {path})"
+    text = f"{_where(config, FIELDS[field])} {str(given[field])!r}"
+    return text if str(given[field]) == str(path) else f"{text} (resolved to {path})"
 
 
 def _field_name(config: pytest.Config, loc: tuple) -> str:
-    field = str(loc[0]) if loc else ""
-    opt = OPTION.get("medhelm_" + _FIELD_OPTION.get(field, field))
+    opt = FIELDS.get(str(loc[0])) if loc else None
     return _where(config, opt) if opt is not None else ".".join(str(p) for p in loc)
 
 

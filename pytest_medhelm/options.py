@@ -1,9 +1,12 @@
 """The command-line options and ini keys of the interface contract (docs/contract.md), declared once.
 
-Every option ``--medhelm-<name>`` has an ini key ``medhelm_<name>`` unless noted. The command line wins over the
-ini file. Cheap syntax checks run as argparse ``type=`` functions so that a bad value is a usage error (exit 4)
-before anything else happens; checks that need the catalogue run in :mod:`pytest_medhelm.config`.
-This module imports nothing heavy: it is loaded by every pytest session that has the plugin installed.
+:class:`RunOptions` holds one declaration per option: its field of the run configuration (name and type) and the
+option that sets it. The command-line option, the ini key, the field of :class:`pytest_medhelm.config.RunConfig`,
+its default and its checks are all derived from that one line. Every option ``--medhelm-<name>`` has an ini key
+``medhelm_<name>`` unless noted. The command line wins over the ini file. Cheap syntax checks run as argparse
+``type=`` functions so that a bad value is a usage error (exit 4) before anything else happens; checks that need the
+catalogue run in :mod:`pytest_medhelm.config`. This module imports nothing heavy: it is loaded by every pytest
+session that has the plugin installed.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import argparse
 import math
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 
 def parse_threshold(text: str) -> tuple[str, float]:
@@ -51,18 +55,6 @@ def _number(what: str, kind: type = int, minimum: float = 0, strict: bool = Fals
 
     parse.__name__ = what
     return parse
-
-
-def _positive_int(what: str) -> Callable[[str], int]:
-    return _number(what, int, 1)
-
-
-def _non_negative_int(what: str) -> Callable[[str], int]:
-    return _number(what, int, 0)
-
-
-def _positive_float(what: str) -> Callable[[str], float]:
-    return _number(what, float, 0, strict=True)
 
 
 def _choice(what: str, choices: tuple[str, ...]) -> Callable[[str], str]:
@@ -155,8 +147,26 @@ def parse_benchmark_args(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     return slug.strip(), tuple((name.strip(), value.strip()) for name, _, value in pairs)
 
 
-def _non_negative_float(what: str) -> Callable[[str], float]:
-    return _number(what, float, 0)
+# checks of a value as the run configuration holds it (pydantic runs them; their errors name the option)
+def http_url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return value.rstrip("/") if value else value
+
+
+def model_string(value: str) -> str:
+    if not value.strip() or value != value.strip():
+        raise ValueError(f"expected a litellm model string like 'openai/gpt-4.1-2025-04-14', got {value!r}")
+    return value
+
+
+def distinct_model_strings(value: tuple[str, ...]) -> tuple[str, ...]:
+    for name in value:
+        if not name.strip() or name != name.strip():
+            raise ValueError(f"expected a litellm model string like 'openai/gpt-4o', got {name!r}")
+    if len(set(value)) != len(value):
+        raise ValueError(f"a model is given twice: {list(value)}")
+    return value
 
 
 class Option(NamedTuple):  # (not a frozen dataclass: building one costs milliseconds at every pytest start)
@@ -166,7 +176,10 @@ class Option(NamedTuple):  # (not a frozen dataclass: building one costs millise
     flag: bool = False
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
-    ini: bool = True
+    #: True: an ini key medhelm_<name> that the command line overrides; False: none; a key's own name: a list whose
+    #: lines add to the command line's values (``ini_help`` then says what a line is)
+    ini: bool | str = True
+    ini_help: str = ""
     default: Any = None
     #: "?" for an option whose value may be left out (then ``const``)
     nargs: str | None = None
@@ -174,130 +187,234 @@ class Option(NamedTuple):  # (not a frozen dataclass: building one costs millise
     #: a file or directory: relative to the invocation directory on the command line, to the ini file's directory
     #: in the ini file (as pytest does for its own path options)
     path: bool = False
+    #: a check of the value as the run configuration holds it, raising ValueError (run by pydantic)
+    check: Callable[[Any], Any] | None = None
 
     @property
     def dest(self) -> str:
         return "medhelm_" + self.name.replace("-", "_")
 
+    @property
+    def ini_key(self) -> str | None:
+        return self.dest if self.ini is True else (self.ini or None)
 
-OPTIONS: tuple[Option, ...] = (
-    Option("model", "model under test, a litellm string (openai/gpt-4o, hosted_vllm/..., local/smollm2); "
-           "repeatable: items are parametrized per model", repeat=True, metavar="MODEL"),
-    Option("api-base", "OpenAI-compatible endpoint for the models under test (vLLM, llama.cpp, a gateway)",
-           metavar="URL"),
-    Option("endpoint", "one model's (or judge's) own endpoint, MODEL=URL; MODEL=URL1,URL2,... for several replicas of "
-           "it (each request to the least busy); wins over --medhelm-api-base and --medhelm-jury-api-base; "
-           "repeatable; ini key medhelm_endpoints, one per line", repeat=True,
-           parse=parse_endpoint, metavar="MODEL=URL[,URL...]", ini=False),
-    Option("api-key-env", "the NAME of the environment variable holding the API key of the models under test's "
-           "endpoints (not the key); default: the provider's own variable (litellm's convention), and never "
-           "OpenAI's key to a server of someone else's",
-           parse=parse_env_name, metavar="NAME"),
-    Option("benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG"),
-    Option("benchmark-args", "a benchmark's arguments as in HELM's run entries, SLUG:NAME=VALUE[,NAME=VALUE] "
-           "(sct_bench: reason, few_shot); repeatable; ini key one per line", repeat=True,
-           parse=parse_benchmark_args, metavar="SLUG:ARGS"),
-    Option("max-instances", "per benchmark: HELM's deterministic sample of N instances",
-           parse=_positive_int("--medhelm-max-instances"), metavar="N"),
-    Option("max-tokens", "cap every benchmark's answer at N tokens: a departure from MedHELM's generation settings "
-           "(said in the header, the summary and every report; recorded as run.generation_cap), for demonstrations "
-           "on small machines", parse=_positive_int("--medhelm-max-tokens"), metavar="N"),
-    Option("reasoning-budget", "reasoning tokens a reasoning model may spend on top of each request's answer limit "
-           "(OpenAI o-series and gpt-5: max_completion_tokens = N + limit; Claude: thinking budget_tokens = N; a "
-           "served reasoner: max_tokens = N + limit); default 4096 for the models known to think, none under "
-           "--medhelm-compat helm/medhelm; given, it also applies to every model sent to a URL; 0: none",
-           parse=_non_negative_int("--medhelm-reasoning-budget"), metavar="N"),
-    Option("reasoning-effort", "reasoning_effort sent to reasoning models (minimal is the gpt-5 family's); given, "
-           "it also turns Claude's extended thinking on",
-           parse=_choice("--medhelm-reasoning-effort", ("minimal", "low", "medium", "high")),
-           metavar="minimal|low|medium|high"),
-    Option("data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR",
-           path=True),
-    Option("data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "
-           "sha256 (repeatable; recorded in the results as run.data_unverified)", repeat=True, metavar="SLUG"),
-    Option("cache-dir", "answer cache directory (default .medhelm_cache beside .pytest_cache)", metavar="DIR",
-           path=True),
-    Option("cache", "on: read and write; refresh: ask again once; off: keep nothing",
-           parse=_choice("--medhelm-cache", ("on", "off", "refresh")), metavar="on|off|refresh", default="on"),
-    Option("cache-url", "a shared answer cache behind the local one, redis://HOST:PORT/DB: runners of a CI matrix "
-           "and retried jobs share answers and judgements (unreachable: said once, the local cache goes on)",
-           metavar="URL"),
-    Option("concurrency", "requests in flight at once (default 16)",
-           parse=_positive_int("--medhelm-concurrency"), metavar="N", default=16),
-    Option("timeout", "seconds per request (default 120)", parse=_positive_float("--medhelm-timeout"),
-           metavar="S", default=120.0),
-    Option("retries", "retries per request after the first attempt (default 3)",
-           parse=_non_negative_int("--medhelm-retries"), metavar="N", default=3),
-    Option("threshold", "a gate NAME>=VALUE (benchmark slug, category or 'overall'; VALUE in [0, 1]); "
-           "repeatable; ini key medhelm_thresholds, one per line", repeat=True, parse=parse_threshold,
-           metavar="SPEC", ini=False),
-    Option("json", "write the run's results as JSON", metavar="PATH", path=True),
-    Option("markdown", "write a Markdown summary (for a pull-request comment)", metavar="PATH", path=True),
-    Option("strict", "misses count as failures", flag=True, default=False),
-    Option("strict-gates", "a gate on a benchmark or category that was deselected (-k, -m, --medhelm-benchmark) "
-           "fails instead of being reported as not evaluated", flag=True, default=False),
-    Option("compat", "helm: reproduce HELM 0.5.16's numbers, bugs included; medhelm: reproduce medhelm 0.8.0's; "
-           "default: corrected metrics", parse=_choice("--medhelm-compat", ("default", "helm", "medhelm")),
-           metavar="default|helm|medhelm", default="default"),
-    Option("local-ctx", "context size of local/... llama.cpp servers (default 8192: a judge's prompt with an "
-           "aci_bench conversation, its note and the gold note reaches ~5,100 tokens)",
-           parse=_positive_int("--medhelm-local-ctx"), metavar="N", default=8192),
-    Option("local-threads", "threads of local/... llama.cpp servers (default: the CPU's cores)",
-           parse=_positive_int("--medhelm-local-threads"), metavar="N"),
-    Option("list", "list the benchmarks (slug, category, access, data, instances) and exit", flag=True,
-           ini=False, default=False),
-    Option("tree", "show the taxonomy (category > subcategory > benchmarks, with data present or not; -v: the "
-           "tasks too) and exit", flag=True, ini=False, default=False),
+    @property
+    def field_default(self) -> Any:
+        """The run configuration's value when neither the command line nor the ini file gives one."""
+        return () if self.repeat else (False if self.flag else self.default)
+
+
+def option(name: str, help: str, **details: Any) -> Any:
+    """``--medhelm-<name>`` declared as its :class:`RunOptions` field's value (``Any``, as ``dataclasses.field``)."""
+    return Option(name, help, **details)
+
+
+class Derived:
+    """A field that no option sets by itself: :func:`pytest_medhelm.config.from_pytest` computes it from others."""
+
+    __slots__ = ("default",)
+
+    def __init__(self, default: Any) -> None:
+        self.default = default
+
+
+def derived(default: Any) -> Any:
+    return Derived(default)
+
+
+class Threshold(NamedTuple):
+    name: str  # a benchmark slug, a category slug, or "overall" (normalized in config.from_pytest)
+    value: float
+    spec: str  # as the user wrote it
+
+
+class RunOptions:
+    """The options of the interface contract (docs/contract.md), declared once: each annotated attribute is a field
+    of :class:`pytest_medhelm.config.RunConfig` (its name and type) and its value the option that sets it (its
+    command line, ini key, default, help and checks). ``pytest --help`` lists the options in this order."""
+
+    models: tuple[str, ...] = option(
+        "model", "model under test, a litellm string (openai/gpt-4o, hosted_vllm/..., local/smollm2); "
+        "repeatable: items are parametrized per model", repeat=True, metavar="MODEL", check=distinct_model_strings)
+    api_base: str | None = option(
+        "api-base", "OpenAI-compatible endpoint for the models under test (vLLM, llama.cpp, a gateway)",
+        metavar="URL", check=http_url)
+    #: (model or judge name, its own URL), from --medhelm-endpoint and the ini key medhelm_endpoints
+    endpoints: tuple[tuple[str, str], ...] = option(
+        "endpoint", "one model's (or judge's) own endpoint, MODEL=URL; MODEL=URL1,URL2,... for several replicas of "
+        "it (each request to the least busy); wins over --medhelm-api-base and --medhelm-jury-api-base; "
+        "repeatable; ini key medhelm_endpoints, one per line", repeat=True,
+        parse=parse_endpoint, metavar="MODEL=URL[,URL...]", ini="medhelm_endpoints",
+        ini_help="endpoints of models and judges, one MODEL=URL (or MODEL=URL1,URL2,... for replicas) per line "
+        "(see --medhelm-endpoint)")
+    #: NAMES of environment variables holding the keys of the models' / the judges' endpoints (never keys)
+    api_key_env: str | None = option(
+        "api-key-env", "the NAME of the environment variable holding the API key of the models under test's "
+        "endpoints (not the key); default: the provider's own variable (litellm's convention), and never "
+        "OpenAI's key to a server of someone else's", parse=parse_env_name, metavar="NAME")
+    benchmarks: tuple[str, ...] = option(
+        "benchmark", "run only this benchmark (repeatable)", repeat=True, metavar="SLUG")
+    #: HELM run-entry arguments per benchmark (--medhelm-benchmark-args SLUG:NAME=VALUE,...): (slug, ((name, value),))
+    benchmark_args: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = option(
+        "benchmark-args", "a benchmark's arguments as in HELM's run entries, SLUG:NAME=VALUE[,NAME=VALUE] "
+        "(sct_bench: reason, few_shot); repeatable; ini key one per line", repeat=True,
+        parse=parse_benchmark_args, metavar="SLUG:ARGS")
+    max_instances: int | None = option(
+        "max-instances", "per benchmark: HELM's deterministic sample of N instances",
+        parse=_number("--medhelm-max-instances", int, 1), metavar="N")
+    max_tokens: int | None = option(
+        "max-tokens", "cap every benchmark's answer at N tokens: a departure from MedHELM's generation settings "
+        "(said in the header, the summary and every report; recorded as run.generation_cap), for demonstrations "
+        "on small machines", parse=_number("--medhelm-max-tokens", int, 1), metavar="N")
+    #: None: not given (the reasoning models' own default then applies)
+    reasoning_budget: int | None = option(
+        "reasoning-budget", "reasoning tokens a reasoning model may spend on top of each request's answer limit "
+        "(OpenAI o-series and gpt-5: max_completion_tokens = N + limit; Claude: thinking budget_tokens = N; a "
+        "served reasoner: max_tokens = N + limit); default 4096 for the models known to think, none under "
+        "--medhelm-compat helm/medhelm; given, it also applies to every model sent to a URL; 0: none",
+        parse=_number("--medhelm-reasoning-budget", int, 0), metavar="N")
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = option(
+        "reasoning-effort", "reasoning_effort sent to reasoning models (minimal is the gpt-5 family's); given, "
+        "it also turns Claude's extended thinking on",
+        parse=_choice("--medhelm-reasoning-effort", ("minimal", "low", "medium", "high")),
+        metavar="minimal|low|medium|high")
+    data_dir: Path | None = option(
+        "data-dir", "local benchmark data laid out DIR/<slug>/<upstream file name> (offline)", metavar="DIR",
+        path=True)
+    data_unverified: tuple[str, ...] = option(
+        "data-unverified", "accept files of this benchmark under --medhelm-data-dir that differ from the pinned "
+        "sha256 (repeatable; recorded in the results as run.data_unverified)", repeat=True, metavar="SLUG")
+    #: (not given: .medhelm_cache in the rootdir, set by config.from_pytest)
+    cache_dir: Path = option(
+        "cache-dir", "answer cache directory (default .medhelm_cache beside .pytest_cache)", metavar="DIR",
+        path=True)
+    cache: Literal["on", "off", "refresh"] = option(
+        "cache", "on: read and write; refresh: ask again once; off: keep nothing",
+        parse=_choice("--medhelm-cache", ("on", "off", "refresh")), metavar="on|off|refresh", default="on")
+    #: the shared answer cache behind the local one, a redis:// URL (checked in config: the rule is the engine's)
+    cache_url: str | None = option(
+        "cache-url", "a shared answer cache behind the local one, redis://HOST:PORT/DB: runners of a CI matrix "
+        "and retried jobs share answers and judgements (unreachable: said once, the local cache goes on)",
+        metavar="URL")
+    concurrency: int = option(
+        "concurrency", "requests in flight at once (default 16)",
+        parse=_number("--medhelm-concurrency", int, 1), metavar="N", default=16)
+    timeout: float = option(
+        "timeout", "seconds per request (default 120)", parse=_number("--medhelm-timeout", float, 0, strict=True),
+        metavar="S", default=120.0)
+    retries: int = option(
+        "retries", "retries per request after the first attempt (default 3)",
+        parse=_number("--medhelm-retries", int, 0), metavar="N", default=3)
+    thresholds: tuple[Threshold, ...] = option(
+        "threshold", "a gate NAME>=VALUE (benchmark slug, category or 'overall'; VALUE in [0, 1]); "
+        "repeatable; ini key medhelm_thresholds, one per line", repeat=True, parse=parse_threshold,
+        metavar="SPEC", ini="medhelm_thresholds", ini_help="gates, one NAME>=VALUE per line (see --medhelm-threshold)")
+    json_path: Path | None = option(
+        "json", "write the run's results as JSON", metavar="PATH", path=True)
+    markdown_path: Path | None = option(
+        "markdown", "write a Markdown summary (for a pull-request comment)", metavar="PATH", path=True)
+    strict: bool = option("strict", "misses count as failures", flag=True)
+    strict_gates: bool = option(
+        "strict-gates", "a gate on a benchmark or category that was deselected (-k, -m, --medhelm-benchmark) "
+        "fails instead of being reported as not evaluated", flag=True)
+    compat: Literal["default", "helm", "medhelm"] = option(
+        "compat", "helm: reproduce HELM 0.5.16's numbers, bugs included; medhelm: reproduce medhelm 0.8.0's; "
+        "default: corrected metrics", parse=_choice("--medhelm-compat", ("default", "helm", "medhelm")),
+        metavar="default|helm|medhelm", default="default")
+    local_ctx: int = option(
+        "local-ctx", "context size of local/... llama.cpp servers (default 8192: a judge's prompt with an "
+        "aci_bench conversation, its note and the gold note reaches ~5,100 tokens)",
+        parse=_number("--medhelm-local-ctx", int, 256), metavar="N", default=8192)
+    local_threads: int | None = option(
+        "local-threads", "threads of local/... llama.cpp servers (default: the CPU's cores)",
+        parse=_number("--medhelm-local-threads", int, 1), metavar="N")
+    list_benchmarks: bool = option(
+        "list", "list the benchmarks (slug, category, access, data, instances) and exit", flag=True, ini=False)
+    tree: bool = option(
+        "tree", "show the taxonomy (category > subcategory > benchmarks, with data present or not; -v: the "
+        "tasks too) and exit", flag=True, ini=False)
     # the jury and secondary metrics of open-ended benchmarks
-    Option("jury", "a judge model for open-ended benchmarks (repeatable; default: the paper's three, GPT-4o, "
-           "Claude 3.7 Sonnet, Llama 3.3 70B)", repeat=True, metavar="MODEL"),
-    Option("jury-api-base", "OpenAI-compatible endpoint for the judges", metavar="URL"),
-    Option("jury-api-key-env", "the NAME of the environment variable holding the API key of the judges' "
-           "endpoints (not the key)", parse=parse_env_name, metavar="NAME"),
+    judges: tuple[str, ...] = option(  # empty: the paper's three (pytest_medhelm.jury)
+        "jury", "a judge model for open-ended benchmarks (repeatable; default: the paper's three, GPT-4o, "
+        "Claude 3.7 Sonnet, Llama 3.3 70B)", repeat=True, metavar="MODEL")
+    jury_api_base: str | None = option(
+        "jury-api-base", "OpenAI-compatible endpoint for the judges", metavar="URL", check=http_url)
+    jury_api_key_env: str | None = option(
+        "jury-api-key-env", "the NAME of the environment variable holding the API key of the judges' "
+        "endpoints (not the key)", parse=parse_env_name, metavar="NAME")
     # HealthBench's rubric grader and subsets
-    Option("grader", "the rubric grader of HealthBench and HealthBench Professional (one call per rubric criterion; "
-           "a judge for endpoints and keys); default each one's reference: openai/gpt-4.1-2025-04-14 for HealthBench, "
-           "openai/gpt-5.4-2026-03-05 at low reasoning effort for HealthBench Professional", metavar="MODEL"),
-    Option("healthbench-subset", "HealthBench's examples: full (5,000), hard (1,000) or consensus (3,671)",
-           parse=_choice("--medhelm-healthbench-subset", ("full", "hard", "consensus")),
-           metavar="full|hard|consensus", default="full"),
-    Option("bertscore-model", "BERTScore model name or local folder (needs the [bertscore] extra); off: no BERTScore "
-           "(nothing of torch is loaded)", metavar="NAME|off"),
+    grader: str = option(
+        "grader", "the rubric grader of HealthBench and HealthBench Professional (one call per rubric criterion; "
+        "a judge for endpoints and keys); default each one's reference: openai/gpt-4.1-2025-04-14 for HealthBench, "
+        "openai/gpt-5.4-2026-03-05 at low reasoning effort for HealthBench Professional", metavar="MODEL",
+        default="openai/gpt-4.1-2025-04-14", check=model_string)
+    #: HealthBench Professional's grader: its reference's (simple-evals PR #108), or --medhelm-grader when given
+    professional_grader: str = derived("openai/gpt-5.4-2026-03-05")
+    healthbench_subset: Literal["full", "hard", "consensus"] = option(
+        "healthbench-subset", "HealthBench's examples: full (5,000), hard (1,000) or consensus (3,671)",
+        parse=_choice("--medhelm-healthbench-subset", ("full", "hard", "consensus")),
+        metavar="full|hard|consensus", default="full")
+    bertscore_model: str | None = option(
+        "bertscore-model", "BERTScore model name or local folder (needs the [bertscore] extra); off: no BERTScore "
+        "(nothing of torch is loaded)", metavar="NAME|off")
     # saved runs, comparisons, shards
-    Option("save", "save this run's results under .medhelm/runs/ with this name", metavar="NAME"),
-    Option("autosave", "save every run under .medhelm/runs/", flag=True, default=False),
-    Option("compare", "compare with a saved run (the latest when no value) or a results JSON", nargs="?",
-           const="latest", metavar="NAME|PATH"),
-    Option("compare-fail", "fail when there is significant evidence that NAME's score dropped by more than DROP "
-           "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True,
-           parse=parse_compare_fail, metavar="NAME:DROP"),
-    Option("power", "a line per gate in the summary (and a power record on each gate of the results): its minimum "
-           "detectable drop at this run's n against the --medhelm-compare baseline (without one: from this run's "
-           "scores) and the instances a margin needs (alpha 0.05 one-sided, power 0.8)", flag=True, default=False),
-    Option("shard", "run the I-th of N deterministic slices of the items (CI matrix)", parse=parse_shard,
-           metavar="I/N", ini=False),
+    save: str | None = option("save", "save this run's results under .medhelm/runs/ with this name", metavar="NAME")
+    autosave: bool = option("autosave", "save every run under .medhelm/runs/", flag=True)
+    compare: str | None = option(  # "latest", a saved run's name, or a path
+        "compare", "compare with a saved run (the latest when no value) or a results JSON", nargs="?",
+        const="latest", metavar="NAME|PATH")
+    compare_fail: tuple[tuple[str, float], ...] = option(
+        "compare-fail", "fail when there is significant evidence that NAME's score dropped by more than DROP "
+        "(one-sided test at the margin, Holm-adjusted, alpha 0.05; repeatable)", repeat=True,
+        parse=parse_compare_fail, metavar="NAME:DROP")
+    power: bool = option(
+        "power", "a line per gate in the summary (and a power record on each gate of the results): its minimum "
+        "detectable drop at this run's n against the --medhelm-compare baseline (without one: from this run's "
+        "scores) and the instances a margin needs (alpha 0.05 one-sided, power 0.8)", flag=True)
+    shard: tuple[int, int] | None = option(
+        "shard", "run the I-th of N deterministic slices of the items (CI matrix)", parse=parse_shard,
+        metavar="I/N", ini=False)
     # cost
-    Option("dry-run", "estimate tokens and cost of the collected items, call nothing, and exit", flag=True,
-           ini=False, default=False),
-    Option("budget", "stop sending requests before spending more than USD", parse=_non_negative_float(
-        "--medhelm-budget"), metavar="USD"),
-    Option("prices", "TOML file of prices for models litellm does not know: [\"model\"] input_per_million, "
-           "output_per_million (USD)", metavar="FILE", path=True),
-    Option("batch", "send the run's requests to endpoints with a Batch API (OpenAI's Files + Batches) as batches: "
-           "resumable, priced at the batch rate; other models are sent directly", flag=True, default=False),
-    Option("batch-timeout", "--medhelm-batch: seconds a run waits for a submitted batch to end (default 86400, the "
-           "provider's 24 h window); a batch not ended by then is its items' errors and stays collectable by the next "
-           "run", parse=_positive_float("--medhelm-batch-timeout"), metavar="S", default=86400.0),
-    Option("html", "write a self-contained HTML report", metavar="PATH", path=True),
-    Option("report-text", "put each instance's question and reference text in the results JSON and the HTML "
-           "report (off by default: they may hold patient data)", flag=True, default=False),
+    dry_run: bool = option(
+        "dry-run", "estimate tokens and cost of the collected items, call nothing, and exit", flag=True, ini=False)
+    budget: float | None = option(
+        "budget", "stop sending requests before spending more than USD",
+        parse=_number("--medhelm-budget", float, 0), metavar="USD")
+    prices: Path | None = option(
+        "prices", "TOML file of prices for models litellm does not know: [\"model\"] input_per_million, "
+        "output_per_million (USD)", metavar="FILE", path=True)
+    batch: bool = option(
+        "batch", "send the run's requests to endpoints with a Batch API (OpenAI's Files + Batches) as batches: "
+        "resumable, priced at the batch rate; other models are sent directly", flag=True)
+    batch_timeout: float = option(
+        "batch-timeout", "--medhelm-batch: seconds a run waits for a submitted batch to end (default 86400, the "
+        "provider's 24 h window); a batch not ended by then is its items' errors and stays collectable by the next "
+        "run", parse=_number("--medhelm-batch-timeout", float, 0, strict=True), metavar="S", default=86400.0)
+    html_path: Path | None = option("html", "write a self-contained HTML report", metavar="PATH", path=True)
+    report_text: bool = option(
+        "report-text", "put each instance's question and reference text in the results JSON and the HTML "
+        "report (off by default: they may hold patient data)", flag=True)
     # data governance
-    Option("local-only", "refuse to send gated or private benchmark data to an endpoint or a shared cache "
-           "(--medhelm-cache-url) that is not on loopback or a private network", flag=True, default=False),
-)
+    local_only: bool = option(
+        "local-only", "refuse to send gated or private benchmark data to an endpoint or a shared cache "
+        "(--medhelm-cache-url) that is not on loopback or a private network", flag=True)
 
-INI_THRESHOLDS = "medhelm_thresholds"
-INI_ENDPOINTS = "medhelm_endpoints"
+
+def declared(declaration: type) -> tuple[dict[str, Option], dict[str, Derived]]:
+    """The fields of a declaration class: those an option sets, and those computed from others. Every annotated
+    attribute is one or the other, and nothing else is declared (a TypeError names the one that is not)."""
+    annotated = declaration.__dict__.get("__annotations__", {})
+    values = {name: value for name, value in vars(declaration).items() if isinstance(value, Option | Derived)}
+    for name in annotated.keys() ^ values.keys():
+        raise TypeError(f"{declaration.__name__}.{name}: " + ("a field without its option (= option(...) or "
+                        "derived(...))" if name in annotated else "an option without its field's type annotation"))
+    fields = {name: value for name, value in values.items() if isinstance(value, Option)}
+    return fields, {name: value for name, value in values.items() if isinstance(value, Derived)}
+
+
+#: field name -> its option; field name -> its default, for the fields computed from other options
+FIELDS, DERIVED = declared(RunOptions)
+OPTIONS: tuple[Option, ...] = tuple(FIELDS.values())
 
 
 def add_options(parser: Any) -> None:
@@ -313,15 +430,14 @@ def add_options(parser: Any) -> None:
             if opt.parse is not None:
                 kwargs["type"] = opt.parse
         group.addoption(f"--medhelm-{opt.name}", **kwargs)
-        if opt.ini:
+        if opt.ini is True:
             ini_type = "linelist" if opt.repeat else ("bool" if opt.flag else "string")
             parser.addini(opt.dest, f"default for --medhelm-{opt.name}" + (" (relative to the ini file)" if opt.path
                                                                                else ""), type=ini_type, default=None)
-    parser.addini(INI_THRESHOLDS, "gates, one NAME>=VALUE per line (see --medhelm-threshold)", type="linelist",
-                  default=[])
-    parser.addini(INI_ENDPOINTS, "endpoints of models and judges, one MODEL=URL (or MODEL=URL1,URL2,... for "
-                  "replicas) per line (see --medhelm-endpoint)",
-                  type="linelist", default=[])
+    # the lists of their own name after the others, the later declared first (as pytest --help has always shown them)
+    for opt in reversed(OPTIONS):
+        if isinstance(opt.ini, str):
+            parser.addini(opt.ini, opt.ini_help, type="linelist", default=[])
 
 
 def option_given(config: Any) -> bool:
@@ -329,23 +445,24 @@ def option_given(config: Any) -> bool:
     for opt in OPTIONS:
         if config.getoption(opt.dest) not in (None, [], False):
             return True
-        if opt.ini and config.getini(opt.dest) not in (None, [], "", False):
+        if opt.ini_key and config.getini(opt.ini_key) not in (None, [], "", False):
             return True
-    return bool(config.getini(INI_THRESHOLDS)) or bool(config.getini(INI_ENDPOINTS))
+    return False
 
 
 def from_ini(config: Any, opt: Option) -> bool:
     """Does the option's value come from the ini file (not given on the command line, set in the ini file)?"""
-    return (config.getoption(opt.dest) in (None, []) and opt.ini
+    return (config.getoption(opt.dest) in (None, []) and opt.ini is True
             and config.getini(opt.dest) not in (None, [], ""))
 
 
 def raw_value(config: Any, opt: Option) -> Any:
-    """The command line's value, else the ini file's (parsed with the option's own parser), else the default."""
+    """The command line's value, else the ini file's (parsed with the option's own parser), else the default.
+    (An ini list of its own name is read by :func:`ini_lines`: its lines add to the command line's values.)"""
     value = config.getoption(opt.dest)
     if value not in (None, []):
         return value
-    if opt.ini:
+    if opt.ini is True:
         ini = config.getini(opt.dest)
         if ini not in (None, [], ""):
             if opt.repeat:
@@ -353,7 +470,14 @@ def raw_value(config: Any, opt: Option) -> Any:
             if opt.flag:
                 return bool(ini)
             return opt.parse(ini) if opt.parse else ini
-    return opt.default if not opt.repeat else []
+    return [] if opt.repeat else opt.field_default
+
+
+def ini_lines(config: Any, opt: Option) -> list[Any]:
+    """The lines of the option's ini list of its own name (``medhelm_thresholds``), parsed; [] for other options."""
+    if not isinstance(opt.ini, str):
+        return []
+    return [opt.parse(line) if opt.parse else line for line in config.getini(opt.ini)]
 
 
 # what xdist's options and hand-over say about this process (the run's role is chosen from these, once:
