@@ -189,5 +189,5 @@ def _one_line(error: BaseException) -> str:
     from pytest_medhelm.values import printable
 
     if isinstance(error, Missed):
-        return "\n".join(printable(line) for line in f"MISSED: {error.detail}".split("\n"))
+        return printable(f"MISSED: {error.detail}", keep_breaks=True)
     return printable(f"{type(error).__name__}: {error}")

@@ -240,7 +240,7 @@ class Reporting:
             every = config.option.verbose > 0 or any(c in (config.option.reportchars or "") for c in "Aax")
             limit = None if every else 20
             for nodeid, detail in self.misses[:limit]:
-                tr.write_line("\n".join(printable(line) for line in f"MISSED {nodeid} - {detail}".split("\n")))
+                tr.write_line(printable(f"MISSED {nodeid} - {detail}", keep_breaks=True))
             if limit is not None and len(self.misses) > limit:
                 tr.write_line(f"... and {len(self.misses) - limit} more (-v shows all; --lf runs them again)")
         tr.section("medhelm", sep="=", bold=True)
