@@ -85,12 +85,16 @@ def scrubbed(value: Any, refused: Callable[[Any], bool], path: str, found: list[
     """``value`` (plain data: dicts, lists, numbers, text) with every number ``refused`` picks replaced by None, its
     path (``metrics.bleu``, ``ran_out.reasoning_tokens``, ``[2]``) appended to ``found``. A number of another type
     (numpy's float32) is read as a float first."""
-    if isinstance(value, numbers.Real) and not isinstance(value, (int, float)):
+    if isinstance(value, (str, bool)) or value is None:  # (the common values first: this walks every record)
+        return value
+    if not isinstance(value, (int, float, dict, list, tuple)) and isinstance(value, numbers.Real):
         value = float(value)
-    if refused(value):
-        found.append(path)
-        return None
-    if isinstance(value, Mapping):
+    if isinstance(value, (int, float)):
+        if refused(value):
+            found.append(path)
+            return None
+        return value
+    if isinstance(value, (dict, Mapping)):
         return {k: scrubbed(v, refused, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [scrubbed(v, refused, f"{path}[{i}]", found) for i, v in enumerate(value)]
