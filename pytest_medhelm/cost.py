@@ -125,8 +125,17 @@ def model_row_costs(row: Mapping[str, Any]) -> tuple[str, str, str]:
     is. Terminal, Markdown and HTML leaderboards all show these three."""
     model, jury = row.get("cost_usd"), row.get("jury_cost_usd")
     no_jury = jury == 0 and not (row.get("jury_tokens_in") or row.get("jury_tokens_out"))
-    total = add_costs([model, jury if "jury_cost_usd" in row else 0.0])
-    return format_usd(model), "-" if no_jury else format_usd(jury), format_usd(total)
+    return format_usd(model), "-" if no_jury else format_usd(jury), format_usd(model_row_total(row))
+
+
+def model_row_total(row: Mapping[str, Any]) -> float | None:
+    """A ``results["models"]`` row's total cost: the model's and the jury's (None when either is unknown, or not
+    a finite number: a file's row may hold anything)."""
+    def finite(value: Any) -> float | None:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return float(value) if ok else None
+
+    return add_costs([finite(row.get("cost_usd")), finite(row.get("jury_cost_usd", 0.0))])
 
 
 _TABLE: dict[str, Any] | None = None
@@ -274,12 +283,25 @@ class Prices:
     def cost(self, model_name: str, litellm_model: str | None, tokens_in: int, tokens_out: int) -> float | None:
         return cost(tokens_in, tokens_out, self.price_for(model_name, litellm_model))
 
+    def total_cost(self, model_name: str, litellm_model: str | None, tokens_in: int, tokens_out: int,
+                   costs: Iterable[float | None]) -> float | None:
+        """A model's total over its answers (``costs``, their tokens summed in ``tokens_in``, ``tokens_out``):
+        exactly its tokens × the prices file's price when the file prices it (the sum of the answers' costs can
+        differ from that in the last bits); else the sum of the answers' costs, None when any is unknown."""
+        if self.source_of(model_name, litellm_model) == "file":
+            return self.cost(model_name, litellm_model, tokens_in, tokens_out)
+        return add_costs(costs)
+
     def completion_cost(self, model_name: str, litellm_model: str | None, tokens_in: int, tokens_out: int,
-                        reported: float | None = None) -> float | None:
-        """The cost to record for one answer.
+                        reported: float | None = None, *, as_provider: bool = True) -> float | None:
+        """The cost to record for one answer (of the model under test or a judge).
 
         The prices file wins (exact tokens × prices); else the cost the provider path reported (litellm's
-        ``completion_cost``, which knows cached-token discounts and the like); else litellm's table; else None."""
+        ``completion_cost``, which knows cached-token discounts and the like); else litellm's table; else None. A
+        model at an endpoint that is not its provider's public API (``as_provider`` False) is priced by the prices
+        file only: the provider's price (litellm's, reported or from its table) is not what that endpoint costs."""
+        if not as_provider:
+            return cost(tokens_in, tokens_out, self.file_price_for(model_name, litellm_model))
         price, source = self._lookup(model_name, litellm_model)
         price = self._scaled(model_name, price)
         if source == "file":
@@ -287,22 +309,6 @@ class Prices:
         if reported is not None:
             return float(reported) * self.batched.get(model_name, 1.0)
         return cost(tokens_in, tokens_out, price)
-
-
-def apply_file_prices(results: Mapping[str, Any], prices: Prices,
-                      litellm_models: Mapping[str, str] | None = None) -> None:
-    """Per model priced by the prices file, set ``cost_usd`` in ``results["models"]`` to exactly its total tokens ×
-    the file's prices (the plain sum of the per-instance costs can differ from it in the last bits).
-
-    Models priced by litellm (or not at all) keep the sum of their instances' costs (or None)."""
-    for row in results.get("models") or []:
-        name = row.get("model")
-        if not name:
-            continue
-        litellm_model = (litellm_models or {}).get(name, name)
-        if prices.source_of(name, litellm_model) == "file":
-            row["cost_usd"] = prices.cost(name, litellm_model, int(row.get("tokens_in") or 0),
-                                          int(row.get("tokens_out") or 0))
 
 
 def parse_prices(path: str | os.PathLike[str]) -> dict[str, Price]:

@@ -5,8 +5,10 @@ through :func:`services_of`) and the miss (:class:`Missed`): the fixtures and as
 
 The run registers its services under ``config.stash[RUN_SERVICES]``: the one way library code (the fixtures, the
 assertions) reaches the run, through the item being run (``CURRENT_ITEM``, set by the run around setup and call).
-The model fixture and the assertions write into the running item's record; the run attaches the record to the
-item's report (``report.medhelm``), which xdist carries to the controlling process like any report attribute.
+The model fixture and the assertions write into the running item's record, a typed value
+(:class:`~pytest_medhelm.item_record.ItemRecord`); the run makes the results' record of it and attaches that to the
+item's report (``report.medhelm``, as plain data), which xdist carries to the controlling process like any report
+attribute.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import pytest
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.catalogue import Registry
     from pytest_medhelm.config import RunConfig
+    from pytest_medhelm.item_record import ItemRecord
     from pytest_medhelm.metrics.base import ScoringContext
     from pytest_medhelm.report.records import Results
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelSpec
 
-RECORD = pytest.StashKey[dict]()
+#: the running item's record (:class:`~pytest_medhelm.item_record.ItemRecord`), made by its first use
+RECORD = pytest.StashKey["ItemRecord"]()
 #: pytest-timeout's settings for an item whose timer it set (so that the wait for an answer can be left out)
 TIMEOUT_SETTINGS = pytest.StashKey[Any]()
 #: the item whose test body is running (set by the run around setup and call)
@@ -82,14 +86,16 @@ def services_of(item: pytest.Item) -> ItemServices:
     return services
 
 
-def record_for(item: pytest.Item | None = None) -> dict[str, Any]:
+def record_for(item: pytest.Item | None = None) -> ItemRecord:
     """The record of ``item`` (default: the running item), created on first use."""
     item = item or CURRENT_ITEM.get()
     if item is None:
         raise RuntimeError("pytest-medhelm: no medhelm item is running (assertions work inside a medhelm test)")
     record = item.stash.get(RECORD, None)
     if record is None:
-        record = item.stash[RECORD] = {}
+        from pytest_medhelm.item_record import ItemRecord
+
+        record = item.stash[RECORD] = ItemRecord()
     return record
 
 

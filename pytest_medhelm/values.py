@@ -334,12 +334,15 @@ class Completion:
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def printable(text: str) -> str:
+def printable(text: str, keep_breaks: bool = False) -> str:
     """``text`` from a server (an error message, a batch's id or error line) safe to print: every control character
     written as its escape (``\\x1b``, ``\\n``), so that it reaches the terminal, a CI log or the JUnit XML as text,
-    never as a clear-screen, a colour, a link or a line of pytest's own."""
+    never as a clear-screen, a colour, a link or a line of pytest's own. ``keep_breaks``: its line breaks kept as
+    such (a miss's detail, printed on lines of its own), every other control character escaped."""
     if not _UNPRINTABLE.search(text):
         return text
+    if keep_breaks:
+        return "\n".join(printable(line) for line in text.split("\n"))
     return _UNPRINTABLE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
 
 

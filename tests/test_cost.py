@@ -13,7 +13,6 @@ from pytest_medhelm.cost import (
     Prices,
     PricesError,
     add_costs,
-    apply_file_prices,
     cost,
     litellm_price,
     parse_prices,
@@ -173,22 +172,40 @@ def test_add_costs():
 
 
 def test_model_totals_equal_total_tokens_times_file_prices(prices_file):
-    from report_fixtures import sample_results
+    from report_fixtures import JUDGES, MODELS, catalogue, sample_records
+
+    from pytest_medhelm.report.results import build_results
 
     prices = Prices.load(prices_file(PRICES_TOML))
-    results = sample_results(prices)
+    records = sample_records(prices)
+    results = build_results(records, catalogue(), models=list(MODELS), judges=list(JUDGES), prices=prices)
     rows = {r["model"]: r for r in results["models"]}
     gpt = rows["openai/gpt-4o"]
     instance_sum = math.fsum(i["cost_usd"] for i in results["instances"] if i["model"] == "openai/gpt-4o")
     assert gpt["cost_usd"] == pytest.approx(instance_sum, rel=1e-12)
-    apply_file_prices(results, prices)
     assert gpt["cost_usd"] == gpt["tokens_in"] * 2.5e-6 + gpt["tokens_out"] * 1e-5  # exactly
+    # priced where the rows are built: whatever the answers' recorded costs (a provider's reported one), a model
+    # the file prices costs its tokens at the file's prices; without prices, the sum of the answers' costs
+    reported = [{**r, "cost_usd": 0.125} for r in records]
+    n_gpt = sum(r["model"] == "openai/gpt-4o" for r in reported)
+    unpriced = {r["model"]: r for r in build_results(reported, catalogue(), models=list(MODELS))["models"]}
+    assert unpriced["openai/gpt-4o"]["cost_usd"] == 0.125 * n_gpt
+    priced = {r["model"]: r for r in build_results(reported, catalogue(), models=list(MODELS), prices=prices)["models"]}
+    assert priced["openai/gpt-4o"]["cost_usd"] == gpt["cost_usd"]
     llama = rows["hosted_vllm/llama-3.3-70b"]
     assert llama["cost_usd"] == llama["tokens_in"] * 7.1e-7 + llama["tokens_out"] * 7.1e-7
-    # a model priced by litellm only keeps the sum of its instances
-    other = {"models": [{"model": "openai/gpt-4o-mini", "tokens_in": 10, "tokens_out": 1, "cost_usd": 0.5}]}
-    apply_file_prices(other, prices)
-    assert other["models"][0]["cost_usd"] == 0.5
+    # a model priced by litellm only keeps the sum of its instances (None when one is unknown)
+    assert prices.total_cost("openai/gpt-4o-mini", None, 10, 1, [0.25, 0.25]) == 0.5
+    assert prices.total_cost("openai/gpt-4o-mini", None, 10, 1, [0.25, None]) is None
+    assert prices.total_cost("openai/gpt-4o", None, 10, 1, [None]) == 10 * 2.5e-6 + 1e-5
+
+
+def test_a_model_at_its_own_endpoint_is_priced_by_the_file_only(prices_file):
+    prices = Prices.load(prices_file(PRICES_TOML))
+    # gpt-4o-mini has a litellm price and a reported cost: neither is what a private endpoint costs
+    assert prices.completion_cost("openai/gpt-4o-mini", None, 1000, 10, reported=0.5, as_provider=False) is None
+    assert prices.completion_cost("openai/gpt-4o", None, 1000, 10, reported=0.5, as_provider=False) == (
+        1000 * 2.5e-6 + 10 * 1e-5)
 
 
 def test_the_example_prices_file_holds_the_papers_prices():

@@ -9,11 +9,13 @@ rather than a failure, unless ``--medhelm-strict``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.item_api import CURRENT_ITEM, RUN_SERVICES, Missed, record_for
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.item_record import ItemRecord
     from pytest_medhelm.metrics.base import Metric, Score, ScoringContext
     from pytest_medhelm.values import Completion, Instance
 
@@ -69,32 +71,29 @@ def assert_metric(answer: Completion | str, instance: Instance, metric: Metric |
 
     The pass mark is 1 for 0/1 metrics (only a right answer passes) and the metric's own ``pass_mark`` for
     continuous ones, unless given here."""
+    from pytest_medhelm.item_record import RanOut
     from pytest_medhelm.metrics.base import ScoreNotANumber, require_finite
 
     metric = _metric_for(instance, metric)
     score = score_answer(answer, instance, metric)
+    record = _running_record()
     try:
         require_finite(score, metric.name, instance.id)
     except ScoreNotANumber:
-        if CURRENT_ITEM.get() is not None:
-            record_for().update(score=None, raw_score=None, score_nan=True, metric=metric.name)
+        record.metric, record.score, record.raw_score, record.score_nan = metric.name, None, None, True
         raise
     if score.not_scored:
-        _record_not_scored(score, instance, metric)
+        _record_not_scored(record, score, instance, metric)
     mark = pass_mark if pass_mark is not None else (1.0 if metric.binary else metric.pass_mark)
-    record: dict[str, Any] = record_for() if CURRENT_ITEM.get() is not None else {}
     # an answer the token limit cut before it began (a reasoning model's thinking took it all) is never a pass,
     # whatever the metric makes of an empty answer: it is scored as one, and missed with the reason
-    ran_out = record.get("ran_out") or (_ran_out(answer) if not isinstance(answer, str) else None)
+    ran_out = record.ran_out or (RanOut.of(answer) if not isinstance(answer, str) else None)
     missed = score.value < mark or ran_out is not None
     detail = score.detail
     if ran_out is not None:
-        detail = f"{ran_out_reason(ran_out)}; {score.detail or f'expected {instance.expected!r}'}"
+        detail = f"{ran_out.reason()}; {score.detail or f'expected {instance.expected!r}'}"
     detail = _bounded_detail(detail)
-    record.update(score=score.value, raw_score=score.raw_value, metric=metric.name, missed=missed,
-                  expected=instance.expected, detail=detail)
-    if score.extra:
-        record.setdefault("metrics", {}).update(score.extra)
+    _record_score(record, metric, score.value, score.raw_value, missed, instance, detail, score.extra)
     if missed:
         raise Missed(detail or _bounded_detail(f"expected {instance.expected!r}, got {_text(answer)!r}"))
     return score
@@ -110,35 +109,34 @@ def _bounded_detail(detail: str) -> str:
     return f"{detail[:MAX_DETAIL_CHARS - 1]}… (a detail of {len(detail):,} characters, cut)"
 
 
-def _ran_out(answer: Completion) -> dict[str, Any] | None:
-    if not answer.ran_out:
-        return None
-    return {"max_output_tokens": None, "reasoning_budget": None, "reasoning_tokens": answer.reasoning_tokens}
+def _running_record() -> ItemRecord:
+    """The running item's record; outside a run, one that is thrown away (``assert_metric`` in a plain test)."""
+    if CURRENT_ITEM.get() is not None:
+        return record_for()
+    from pytest_medhelm.item_record import ItemRecord
+
+    return ItemRecord()
 
 
-def ran_out_reason(ran_out: dict[str, Any]) -> str:
-    """Why an answer is empty: the token limit used up before any answer was written, with what the limit was
-    (``the token limit ran out before any answer: 201 reasoning tokens spent of a limit of 201 tokens (200
-    reasoning budget + the answer's); raise --medhelm-reasoning-budget``)."""
-    spent, budget, limit = (ran_out.get(key) for key in ("reasoning_tokens", "reasoning_budget", "max_output_tokens"))
-    parts = [f"{spent:,} reasoning tokens spent"] if isinstance(spent, int) else []
-    if isinstance(limit, int):
-        room = f"{budget:,} reasoning budget + the answer's" if isinstance(budget, int) and budget else \
-            "no reasoning budget"
-        parts.append(f"a limit of {limit:,} tokens ({room})")
-    said = " of ".join(parts) or "the thinking took it all"
-    hint = "; raise --medhelm-reasoning-budget" if ran_out.get("reasoning_model", True) else ""
-    return f"the token limit ran out before any answer: {said}{hint}"
+def _record_score(record: ItemRecord, metric: Metric, value: float | None, raw: float | None, missed: bool,
+                  instance: Instance, detail: str, extra: dict[str, Any]) -> None:
+    record.metric, record.score, record.raw_score, record.missed = metric.name, value, raw, missed
+    record.expected, record.detail = instance.expected, detail
+    record.add_metrics(extra)
 
 
-def _record_not_scored(score: Score, instance: Instance, metric: Metric) -> None:
+def ran_out_reason(ran_out: Mapping[str, Any]) -> str:
+    """Why an answer is empty, from a record's ``ran_out`` (:meth:`pytest_medhelm.item_record.RanOut.reason`)."""
+    from pytest_medhelm.item_record import RanOut
+
+    return RanOut(**{key: ran_out.get(key) for key in RanOut.__dataclass_fields__}).reason()
+
+
+def _record_not_scored(record: ItemRecord, score: Score, instance: Instance, metric: Metric) -> None:
     """An item its metric cannot score (``Score.not_scored``): recorded with score null and the reason, and
     reported as skipped, so that it counts neither for nor against and is never dropped silently."""
     import pytest
 
-    record: dict[str, Any] = record_for() if CURRENT_ITEM.get() is not None else {}
-    record.update(score=None, raw_score=None, metric=metric.name, missed=False, expected=instance.expected,
-                  detail=score.detail, not_scored=score.not_scored)
-    if score.extra:
-        record.setdefault("metrics", {}).update(score.extra)
+    _record_score(record, metric, None, None, False, instance, score.detail, score.extra)
+    record.not_scored = score.not_scored
     pytest.skip(f"not scored: {score.not_scored}")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.compat import is_medhelm, reproduces_helm
+from pytest_medhelm.cost import add_costs
 from pytest_medhelm.jury.parsing import JudgementError, parse_judgement
 from pytest_medhelm.jury.parsing_helm import parse_judgement_helm
 from pytest_medhelm.values import ChatRequest, Completion
@@ -147,14 +148,14 @@ def jury_score(slug: str, completions: Mapping[str, Completion | BaseException] 
     failures: dict[str, str] = {}
     scores: list[float] = []
     tokens_in = tokens_out = 0
-    cost: float | None = 0.0
+    costs: list[float | None] = []
     for judge, reply in completions.items():
         if isinstance(reply, BaseException):
             failures[judge] = _reason(reply)
             continue
         tokens_in += int(reply.tokens_in or 0)
         tokens_out += int(reply.tokens_out or 0)
-        cost = None if cost is None or reply.cost_usd is None else cost + float(reply.cost_usd)
+        costs.append(None if reply.cost_usd is None else float(reply.cost_usd))
         try:
             judgement = (parse_judgement(reply.text, criteria, answer or "") if parse is parse_judgement
                          else parse(reply.text, criteria))
@@ -176,5 +177,5 @@ def jury_score(slug: str, completions: Mapping[str, Completion | BaseException] 
         raw = math.fsum(scores) / len(scores)
     normalized = min(1.0, max(0.0, (raw - 1.0) / 4.0))
     return JuryResult(raw=raw, normalized=normalized, per_judge=per_judge, failures=failures, flagged=flagged,
-                      tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost, n_scores=len(scores),
+                      tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=add_costs(costs), n_scores=len(scores),
                       judge_prompt_sha256=prompt_hashes)

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.compat import reproduces_helm
+from pytest_medhelm.cost import add_costs
 from pytest_medhelm.jury.grader_reply import (
     GraderReplyError,
     comparison_value,
@@ -262,14 +263,14 @@ def _accounting(graded: GraderReplies) -> dict[str, Any]:
     import hashlib
 
     tokens_in = tokens_out = 0
-    cost: float | None = 0.0
+    costs: list[float | None] = []
     for reply in graded.replies:
         if isinstance(reply, BaseException):
             continue
         tokens_in += int(reply.tokens_in or 0)
         tokens_out += int(reply.tokens_out or 0)
-        cost = None if cost is None or reply.cost_usd is None else cost + float(reply.cost_usd)
+        costs.append(None if reply.cost_usd is None else float(reply.cost_usd))
     return {"grader_calls": len(graded.calls), "jury_tokens_in": tokens_in, "jury_tokens_out": tokens_out,
-            "jury_cost_usd": cost,
+            "jury_cost_usd": add_costs(costs),
             "judge_prompt_sha256": [hashlib.sha256(c.request.messages[-1][1].encode("utf-8")).hexdigest()
                                     for c in graded.calls]}

@@ -18,9 +18,13 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pytest_medhelm.cost import add_costs
 from pytest_medhelm.report.records import BenchmarkRow, CategoryRow, InstanceRecord, ModelRow
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.cost import Prices
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -184,10 +188,11 @@ class _Totals:
 
     def __init__(self) -> None:
         self.tokens_in = self.tokens_out = self.jury_tokens_in = self.jury_tokens_out = 0
-        self.cost_usd: float | None = 0.0  # None once an answer came at an unknown price
+        #: the answers' costs (None: an answer came at an unknown price; an errored item's unknown cost is left out)
+        self.costs: list[float | None] = []
         self.reasoning_tokens: int | None = None  # None while no server said
         self.n_answers = self.n_ran_out = 0
-        self.jury_cost_usd: float | None = 0.0  # None once judges were called at an unknown price
+        self.jury_costs: list[float | None] = []  # likewise, of the items whose judges were called
 
     def add(self, rec: InstanceRecord) -> None:
         self.tokens_in += int(rec.tokens_in or 0)
@@ -196,22 +201,19 @@ class _Totals:
             self.reasoning_tokens = (self.reasoning_tokens or 0) + int(rec.reasoning_tokens)
         self.n_answers += not rec.error
         self.n_ran_out += bool(rec.ran_out)
-        if rec.cost_usd is None:
-            if not rec.error:
-                self.cost_usd = None
-        elif self.cost_usd is not None:
-            self.cost_usd += float(rec.cost_usd)
+        if rec.cost_usd is not None or not rec.error:
+            self.costs.append(rec.cost_usd)
         self.jury_tokens_in += int(rec.jury_tokens_in or 0)
         self.jury_tokens_out += int(rec.jury_tokens_out or 0)
-        if rec.jury_cost_usd is None:
-            if rec.jury_tokens_in and not rec.error:
-                self.jury_cost_usd = None
-        elif self.jury_cost_usd is not None:
-            self.jury_cost_usd += float(rec.jury_cost_usd)
+        if rec.jury_cost_usd is not None or (rec.jury_tokens_in and not rec.error):
+            self.jury_costs.append(rec.jury_cost_usd)
 
 
-def model_summaries(results: Sequence[BenchmarkRow],
-                    records: Iterable[InstanceRecord | Mapping[str, Any]]) -> list[ModelRow]:
+def model_summaries(results: Sequence[BenchmarkRow], records: Iterable[InstanceRecord | Mapping[str, Any]],
+                    prices: Prices | None = None, litellm_models: Mapping[str, str] | None = None) -> list[ModelRow]:
+    """The models' rows, priced here (:meth:`pytest_medhelm.cost.Prices.total_cost`: a model the prices file
+    prices costs exactly its tokens at the file's price; ``litellm_models``: the litellm string each model is sent
+    as, by name)."""
     by_model: dict[str, dict[str, float | None]] = defaultdict(dict)
     for r in results:
         by_model[r.model][r.slug] = r.mean
@@ -225,9 +227,11 @@ def model_summaries(results: Sequence[BenchmarkRow],
         t = totals[model]
         win, win_sd = rates.get(model, (None, None))
         # an unknown price is reported as unknown (null), never as 0
+        cost = (add_costs(t.costs) if prices is None else
+                prices.total_cost(model, (litellm_models or {}).get(model, model), t.tokens_in, t.tokens_out, t.costs))
         summaries.append(ModelRow(model=model, macro_avg=_mean(means), macro_sd=_std(means), win_rate=win,
                                   win_sd=win_sd, tokens_in=t.tokens_in, tokens_out=t.tokens_out,
                                   reasoning_tokens=t.reasoning_tokens, n_answers=t.n_answers, n_ran_out=t.n_ran_out,
-                                  cost_usd=t.cost_usd, jury_tokens_in=t.jury_tokens_in,
-                                  jury_tokens_out=t.jury_tokens_out, jury_cost_usd=t.jury_cost_usd))
+                                  cost_usd=cost, jury_tokens_in=t.jury_tokens_in,
+                                  jury_tokens_out=t.jury_tokens_out, jury_cost_usd=add_costs(t.jury_costs)))
     return summaries

@@ -3,6 +3,9 @@ does not declare, the fields every record of a kind has, and the helpers that gi
 
 from __future__ import annotations
 
+import math
+import numbers
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -67,14 +70,32 @@ Count = Annotated[int, Field(ge=0, le=MAX_RECORD_COUNT)]
 Amount = Annotated[float, Field(ge=0, le=MAX_RECORD_AMOUNT, allow_inf_nan=False)]
 
 
-def without_huge_ints(value: Any, path: str, found: list[str]) -> Any:
-    """``value`` with every integer no float can hold (bit length over 1,024) replaced by None, its path appended
-    to ``found``: execnet cannot carry one of thousands of digits, nor JSON write it."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
-        found.append(path)
-        return None
-    if isinstance(value, dict):
-        return {k: without_huge_ints(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+def huge_int(value: Any) -> bool:
+    """An integer no float can hold (bit length over 1,024): execnet cannot carry one of thousands of digits, nor
+    JSON write it (beyond 4,300 digits it cannot even be written as text)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024
+
+
+def not_finite(value: Any) -> bool:
+    """A float that is not finite, or a :func:`huge_int`: JSON has no value for either."""
+    return huge_int(value) or (isinstance(value, float) and not math.isfinite(value))
+
+
+def scrubbed(value: Any, refused: Callable[[Any], bool], path: str, found: list[str]) -> Any:
+    """``value`` (plain data: dicts, lists, numbers, text) with every number ``refused`` picks replaced by None, its
+    path (``metrics.bleu``, ``ran_out.reasoning_tokens``, ``[2]``) appended to ``found``. A number of another type
+    (numpy's float32) is read as a float first."""
+    if isinstance(value, (str, bool)) or value is None:  # (the common values first: this walks every record)
+        return value
+    if not isinstance(value, (int, float, dict, list, tuple)) and isinstance(value, numbers.Real):
+        value = float(value)
+    if isinstance(value, (int, float)):
+        if refused(value):
+            found.append(path)
+            return None
+        return value
+    if isinstance(value, (dict, Mapping)):
+        return {k: scrubbed(v, refused, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [without_huge_ints(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+        return [scrubbed(v, refused, f"{path}[{i}]", found) for i, v in enumerate(value)]
     return value

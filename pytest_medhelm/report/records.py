@@ -19,7 +19,7 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
@@ -27,8 +27,11 @@ from pytest_medhelm.report.length_adjustment import LengthAdjustment
 from pytest_medhelm.report.model_order import ordered_models
 from pytest_medhelm.report.power_record import GatePower
 from pytest_medhelm.report.reasoning import ReasoningModel, ReasoningSettings
-from pytest_medhelm.report.record_base import Amount, Count, Record, Text, about, many, without_huge_ints
+from pytest_medhelm.report.record_base import Amount, Count, Record, Text, about, huge_int, many, scrubbed
 from pytest_medhelm.report.shared_cache import SharedCacheState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.item_record import ItemRecord
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -98,11 +101,12 @@ class InstanceRecord(Record):
         return self.benchmark, self.model, self.subset or "", str(self.instance_id)
 
     @classmethod
-    def of_item(cls, written: Mapping[str, Any], **item: Any) -> InstanceRecord:
-        """The record of an item: what its fixtures and assertions wrote (``written``), the jury's accounting and
-        prompts lifted from the metric's extras to the record's top level, and the item's own fields (``item``:
-        benchmark, model, instance_id, subset, and what its outcome adds)."""
-        fields = dict(written)
+    def of_item(cls, written: ItemRecord | None, keep_thinking: bool = False, **item: Any) -> InstanceRecord:
+        """The record of an item: what its fixtures and assertions wrote (``written``; the answer's thinking only
+        when ``keep_thinking``), the jury's accounting and prompts lifted from the metric's extras to the record's
+        top level, and the item's own fields (``item``: benchmark, model, instance_id, subset, and what its outcome
+        adds)."""
+        fields = written.fields(keep_thinking) if written is not None else {}
         metrics = fields.get("metrics")
         if isinstance(metrics, Mapping):
             metrics = fields["metrics"] = dict(metrics)
@@ -155,9 +159,8 @@ class InstanceRecord(Record):
         """The record as plain data (what xdist carries from a worker to the controller). An integer no float can
         hold (a metric's value of thousands of digits, which execnet cannot carry and JSON cannot write) becomes
         null, and ``nan_fields`` says where, as the results file would say it."""
-        data = self.model_dump(exclude_unset=True)
         found: list[str] = []
-        data = without_huge_ints(data, "", found)
+        data = scrubbed(self.model_dump(exclude_unset=True), huge_int, "", found)
         if found:
             data["nan_fields"] = sorted(set(data.get("nan_fields") or []) | set(found))
         return data

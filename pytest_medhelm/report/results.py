@@ -13,18 +13,20 @@ infinity) is counted as an error of its instance: ``score`` null, ``score_nan: t
 from __future__ import annotations
 
 import json
-import math
-import numbers
 import os
 import platform
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_medhelm import __version__
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.report.aggregate import benchmark_results, category_scores, instance_records, model_summaries
+from pytest_medhelm.report.record_base import not_finite, scrubbed
 from pytest_medhelm.report.records import SCHEMA_VERSION, BenchmarkRow, Gate, InstanceRecord, Results, RunHeader, dump
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pytest_medhelm.cost import Prices
 
 __all__ = ["SCHEMA_VERSION", "MIXED", "build_report", "build_results", "evaluate_gates", "write_json"]
 
@@ -51,13 +53,16 @@ def build_report(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogu
                  models: Sequence[str], judges: Sequence[str] = (), options: Mapping[str, Any] | None = None,
                  started: str = "", finished: str = "", compat: str = "default", commit: str | None = None,
                  planned: Mapping[str, int] | None = None, interrupted: bool = False,
-                 jury_prompts: str | None = None) -> Results:
+                 jury_prompts: str | None = None, prices: Prices | None = None,
+                 litellm_models: Mapping[str, str] | None = None) -> Results:
     """The results (the JSON contract), typed. ``planned``: per benchmark, the instances its sample holds (per
     model): a benchmark scored on fewer (after -k, --lf, a shard, errors or an interruption) is marked ``partial``,
     with ``n_planned``; ``interrupted``: the run was stopped (Ctrl-C) before its end. ``jury_prompts``: the name of
     the jury's instrument (:attr:`pytest_medhelm.jury.instrument.JuryInstrument.name`, ``helm@ef439fc`` or
     ``pytest-medhelm@<version>``) when the run has a jury, else None; the judged records' own ``jury_instrument``
-    win over it (:func:`jury_prompts_of`)."""
+    win over it (:func:`jury_prompts_of`). ``prices`` (with ``litellm_models``, the string each model is sent as):
+    the models' totals are priced as they are built (:func:`pytest_medhelm.report.aggregate.model_summaries`);
+    without them, a total is the sum of its answers' costs."""
     from pytest_medhelm.report.agreement import jury_agreement_records
     from pytest_medhelm.report.length_adjustment import add_length_adjusted
     from pytest_medhelm.report.rubric_breakdown import add_rubric_sections
@@ -76,7 +81,7 @@ def build_report(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogu
                     jury_prompts=jury_prompts, python=platform.python_version(), machine=platform.machine(),
                     interrupted=interrupted)
     results = Results(schema_version=SCHEMA_VERSION, run=run, benchmarks=rows, categories=categories,
-                      models=model_summaries(rows, typed), gates=[],
+                      models=model_summaries(rows, typed, prices, litellm_models), gates=[],
                       jury_agreement=jury_agreement_records(typed, judges),
                       instances=sorted(typed, key=InstanceRecord.sort_key))
     add_rubric_sections(results, typed)  # HealthBench's theme and axis breakdowns, when it ran
@@ -176,14 +181,6 @@ def _gate_value(results: Results, name: str, model: str) -> float | None:
     return None
 
 
-def _not_finite(value: Any) -> bool:
-    """A float that is not finite, or an integer no float can hold (JSON cannot carry it either way: an integer of
-    more than 4,300 digits cannot even be written as text)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value.bit_length() > 1024
-    return isinstance(value, float) and not math.isfinite(value)
-
-
 NAN_SCORE_ERROR = "the metric returned {value!r} for this instance: not a score"
 
 
@@ -197,14 +194,14 @@ def without_nan_scores(records: Sequence[Rec]) -> list[Rec]:
     out: list[Rec] = []
     for rec in records:
         score = rec.score if isinstance(rec, InstanceRecord) else rec.get("score")
-        if not _not_finite(score):
+        if not not_finite(score):
             out.append(rec)
             continue
         error, raw = (rec.error, rec.raw_score) if isinstance(rec, InstanceRecord) else (rec.get("error"),
                                                                                          rec.get("raw_score"))
         fixes: dict[str, Any] = {"score": None, "score_nan": True, "missed": False,
                                  "error": error or NAN_SCORE_ERROR.format(value=score)}
-        if _not_finite(raw):
+        if not_finite(raw):
             fixes["raw_score"] = None
         out.append(rec.model_copy(update=fixes) if isinstance(rec, InstanceRecord) else {**rec, **fixes})
     return out
@@ -215,25 +212,13 @@ def json_safe(results: Mapping[str, Any]) -> dict[str, Any]:
     by None; each instance holding one gets
     ``nan_fields`` (where they were) and, when its score was one, ``score_nan: true``."""
 
-    def clean(value: Any, path: str, found: list[str]) -> Any:
-        if isinstance(value, numbers.Real) and not isinstance(value, (int, float)):  # numpy's float32, ...
-            value = float(value)
-        if _not_finite(value):
-            found.append(path)
-            return None
-        if isinstance(value, Mapping):
-            return {k: clean(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [clean(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
-        return value
-
     out: dict[str, Any] = {}
     for key, value in results.items():
         if key == "instances" and isinstance(value, list):
             instances = []
             for inst in value:
                 found: list[str] = []
-                fixed = clean(inst, "", found)
+                fixed = scrubbed(inst, not_finite, "", found)
                 if found and isinstance(fixed, dict):
                     fixed["nan_fields"] = sorted(set(fixed.get("nan_fields") or []) | set(found))
                     if "score" in found:
@@ -241,7 +226,7 @@ def json_safe(results: Mapping[str, Any]) -> dict[str, Any]:
                 instances.append(fixed)
             out[key] = instances
         else:
-            out[key] = clean(value, key, [])
+            out[key] = scrubbed(value, not_finite, key, [])
     return out
 
 

@@ -369,11 +369,8 @@ class RunContext:
     def completion_cost(self, spec: ModelSpec, tokens_in: int, tokens_out: int, reported: float | None):
         """The cost recorded for one answer of ``spec`` (see :meth:`price_of`; litellm's reported cost is the
         provider's price, so it is believed only for the provider's own API)."""
-        if self._priced_as_provider(spec):
-            return self.prices.completion_cost(spec.name, spec.litellm_model, tokens_in, tokens_out, reported)
-        from pytest_medhelm.cost import cost
-
-        return cost(tokens_in, tokens_out, self.price_of(spec))
+        return self.prices.completion_cost(spec.name, spec.litellm_model, tokens_in, tokens_out, reported,
+                                           as_provider=self._priced_as_provider(spec))
 
     def _priced_as_provider(self, spec: ModelSpec) -> bool:
         """:func:`~pytest_medhelm.models.identity.priced_as_provider`, once per spec of the run (it is asked for

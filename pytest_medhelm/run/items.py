@@ -86,23 +86,22 @@ class ItemHooks:
         if case is None or case.deselected:
             return report
         skipped = call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception)
-        if skipped and not (item.stash.get(RECORD, None) or {}).get("not_scored"):
+        written = item.stash.get(RECORD, None)
+        if skipped and (written is None or written.not_scored is None):
             return report  # skipped while running (the budget, the test's own skip): nothing was measured
         if report.when == "call" or (report.failed and report.when == "setup"):
             self._attach_record(item, call, report, case)
         return report
 
     def _attach_record(self, item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, case: Any) -> None:
-        """The item's record, built once from what its fixtures and assertions wrote and how it ended, rides on
-        its report as plain data (xdist carries it)."""
+        """The item's results record, built once from what its fixtures and assertions wrote (its typed
+        :class:`~pytest_medhelm.item_record.ItemRecord`) and how it ended, rides on its report as plain data (xdist
+        carries it; the controller reads it back through the same model)."""
         from pytest_medhelm.metrics.base import ScoringError
         from pytest_medhelm.report.records import INVALID_RECORD, InstanceRecord
 
         excinfo = call.excinfo
         error = excinfo.value if excinfo is not None else None
-        written = item.stash.get(RECORD, None) or {}
-        if "thinking" in written and not self.ctx.run_config.report_text:  # opt-in, as the question: it may quote
-            written = {key: value for key, value in written.items() if key != "thinking"}  # patient data
         outcome: dict[str, Any] = {"benchmark": case.benchmark, "model": case.model,
                                    "instance_id": case.instance.id if case.instance else None,
                                    "subset": case.instance.subset if case.instance else ""}
@@ -123,8 +122,9 @@ class ItemHooks:
                 outcome["judge_failures"] = error.reasons
             report.longrepr = _one_line(error)
         elif excinfo is not None and not excinfo.errisinstance(pytest.skip.Exception):
-            outcome.update(error=written.get("error") or f"{excinfo.typename}: {error}", score=None)
-        record = InstanceRecord.of_item(written, **outcome)
+            outcome.update(error=f"{excinfo.typename}: {error}", score=None)
+        # (the answer's thinking is opt-in, as the question: it may quote patient data)
+        record = InstanceRecord.of_item(item.stash.get(RECORD, None), self.ctx.run_config.report_text, **outcome)
         if record.error_kind == INVALID_RECORD and not report.failed:  # its score was refused: nothing measured
             report.outcome = "failed"
             if hasattr(report, "wasxfail"):
@@ -189,5 +189,5 @@ def _one_line(error: BaseException) -> str:
     from pytest_medhelm.values import printable
 
     if isinstance(error, Missed):
-        return "\n".join(printable(line) for line in f"MISSED: {error.detail}".split("\n"))
+        return printable(f"MISSED: {error.detail}", keep_breaks=True)
     return printable(f"{type(error).__name__}: {error}")

@@ -111,7 +111,9 @@ class Reporting:
                                 options=rc.public_options(), started=self.started, finished=now(),
                                 compat=rc.compat, commit=commit_of(Path(str(ctx.config.rootpath))),
                                 planned=self.planned, interrupted=self.interrupted,
-                                jury_prompts=ctx.jury_instrument.name if judged else None)
+                                jury_prompts=ctx.jury_instrument.name if judged else None,
+                                prices=ctx.prices if rc.prices is not None else None,
+                                litellm_models={m: ctx.model_spec(m).litellm_model for m in rc.models})
         run = results.run
         run.filtered = {slug: reasons for slug, reasons in sorted(self.removed.items()) if reasons}
         run.data_unverified = (ctx.data_verification.record() if self.data_unverified is None
@@ -142,10 +144,6 @@ class Reporting:
         # plugins (comparisons with a baseline, cost, reports) may add sections and gates of their own, on the
         # results as the JSON contract's data (the hook's contract); read back through the models
         data = dump(results)
-        if rc.prices is not None:
-            from pytest_medhelm.cost import apply_file_prices
-
-            apply_file_prices(data, ctx.prices, {m: ctx.model_spec(m).litellm_model for m in rc.models})
         ctx.config.hook.pytest_medhelm_results(results=data, config=ctx.config)
         self.results, self.data = self._read_back(results, data)
         self.gate_failed = any(g.failed for g in self.results.gates)
@@ -176,7 +174,7 @@ class Reporting:
             return Results.read(data), data
         except ValidationError as exc:
             self.rejected.extend(
-                f"medhelm: WARNING: a pytest_medhelm_results hook (or the price file) wrote a value the results "
+                f"medhelm: WARNING: a pytest_medhelm_results hook wrote a value the results "
                 f"refuse at {'.'.join(map(str, err['loc']))}: {err['msg']}; the results built before the hooks "
                 f"are written instead" for err in exc.errors())
         try:
@@ -242,7 +240,7 @@ class Reporting:
             every = config.option.verbose > 0 or any(c in (config.option.reportchars or "") for c in "Aax")
             limit = None if every else 20
             for nodeid, detail in self.misses[:limit]:
-                tr.write_line("\n".join(printable(line) for line in f"MISSED {nodeid} - {detail}".split("\n")))
+                tr.write_line(printable(f"MISSED {nodeid} - {detail}", keep_breaks=True))
             if limit is not None and len(self.misses) > limit:
                 tr.write_line(f"... and {len(self.misses) - limit} more (-v shows all; --lf runs them again)")
         tr.section("medhelm", sep="=", bold=True)

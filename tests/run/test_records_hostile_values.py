@@ -68,7 +68,8 @@ HOSTILE_TEST = textwrap.dedent('''
         try:
             assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
         finally:
-            record_for().update(HOSTILE.get(str(medhelm_instance.id), {}))
+            for field, value in HOSTILE.get(str(medhelm_instance.id), {}).items():
+                setattr(record_for(), field, value)  # (typed, but Python does not stop an item's own code)
 ''')
 
 

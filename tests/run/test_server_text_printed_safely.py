@@ -44,3 +44,5 @@ def test_printable_escapes_what_a_terminal_would_act_on_and_keeps_the_rest():
 
     assert printable("plain text, ünïcode, 引用") == "plain text, ünïcode, 引用"
     assert printable("a\x1b[2Jb\x07\x9b\u202ec") == "a\\x1b[2Jb\\x07\\x9b\\u202ec"
+    # a miss's detail keeps its line breaks, and only those
+    assert printable("a\nb\r\x1b", keep_breaks=True) == "a\nb\\r\\x1b"

@@ -226,7 +226,7 @@ def category_scores(results: Mapping[str, Any]) -> list[CategoryScore]:
 
 def model_summaries(results: Mapping[str, Any]) -> list[ModelSummary]:
     """The leaderboard: by win rate, then macro-average, then name."""
-    from pytest_medhelm.cost import add_costs, model_row_costs
+    from pytest_medhelm.cost import model_row_costs, model_row_total
 
     def rank(r: Mapping[str, Any]) -> tuple[float, float, str]:
         win = finite(r.get("win_rate"))
@@ -237,7 +237,7 @@ def model_summaries(results: Mapping[str, Any]) -> list[ModelSummary]:
         model_cost, jury_cost, total_cost = ("–" if text == "-" else text for text in model_row_costs(r))
         out.append(ModelSummary(
             model=str(r.get("model")), win_rate=finite(r.get("win_rate")), macro_avg=finite(r.get("macro_avg")),
-            total_cost=add_costs([finite(r.get("cost_usd")), finite(r.get("jury_cost_usd", 0.0))]),
+            total_cost=model_row_total(r),
             win_rate_text=fmt(r.get("win_rate"), 2), macro_avg_text=fmt(r.get("macro_avg")),
             win_sd=fmt(r.get("win_sd"), 2), macro_sd=fmt(r.get("macro_sd")), tokens_in=fmt_int(r.get("tokens_in")),
             tokens_out=fmt_int(r.get("tokens_out")), model_cost=model_cost,
