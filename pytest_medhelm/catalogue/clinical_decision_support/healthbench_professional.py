@@ -103,7 +103,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="HealthBench Professional",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",  # ours: medhelm 0.8.0 gives none (docs/fidelity.md)
     access="public",
     kind="open",
