@@ -111,12 +111,13 @@ def test_a_category_may_be_named_by_its_display_name(tmp_path):
     assert bench.data_dir == Path(__file__).resolve().parent / "here"  # relative to the file that created it
 
 
-def test_the_readme_shows_the_example_as_it_is():
-    """The README's authoring example is examples/custom_benchmark, code for code (the example is what runs)."""
+def test_the_authoring_guide_shows_the_example_as_it_is():
+    """The authoring guide's example (docs/writing-benchmarks.md) is examples/custom_benchmark, code for code (the
+    example is what runs)."""
     import ast
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Writing a benchmark of your own")[1].split("\n## ")[0]
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "writing-benchmarks.md").read_text()
+    section = guide.split("## Writing a benchmark of your own")[1].split("\n## ")[0]
     blocks = [block.strip("\n") for block in section.split("```python")[1:]]
     blocks = [block.split("```")[0].strip("\n") for block in blocks]
     conftest = (EXAMPLE / "conftest.py").read_text()

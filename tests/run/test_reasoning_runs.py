@@ -1,4 +1,4 @@
-"""Reasoning models end to end (README "Reasoning models", docs/reasoning.md): whole runs against our test server
+"""Reasoning models end to end (docs/reasoning.md): whole runs against our test server
 validating as OpenAI validates reasoning models (400 for max_tokens, temperature, stop...), spending reasoning
 tokens out of the limit, sending the thinking as a field or inline, and speaking Anthropic's Messages API."""
 
