@@ -193,6 +193,13 @@ that its definition names. Its data files, where to get them and what the loader
 """
 
 
+def _first_sentence(text: str) -> str:
+    """The description's first sentence: a table cell says no more (the rest is in data.md)."""
+    import re
+
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z])", _one_line(text), maxsplit=1)[0]
+
+
 def _placed_by(bench: Benchmark) -> str:
     from pytest_medhelm.catalogue.taxonomy import BENCHMARK_PLACES
 
@@ -225,7 +232,7 @@ def render_benchmarks_markdown(benchmarks: Iterable[Benchmark] | None = None) ->
                 out += ["No benchmark yet.", ""]
                 continue
             out += ["| benchmark | what it asks | access | kind | metric | placed by |", "|---|---|---|---|---|---|"]
-            out += [f"| [`{b.slug}`](data.md#{b.slug}) {b.name} | {_one_line(b.description)} | {b.access} | "
+            out += [f"| [`{b.slug}`](data.md#{b.slug}) {b.name} | {_first_sentence(b.description)} | {b.access} | "
                     f"{b.kind} | `{b.metric.name}` | {_placed_by(b)} |" for b in members]
             out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
