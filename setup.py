@@ -1,6 +1,6 @@
 """What pyproject.toml cannot say: the suite in benchmarks/ ships inside the package as ``pytest_medhelm.suite``.
 
-benchmarks/ stays the one copy of the 37 test modules (``pytest benchmarks`` from a checkout); the wheel maps it
+benchmarks/ stays the one copy of the suite's test modules (``pytest benchmarks`` from a checkout); the wheel maps it
 to ``pytest_medhelm/suite`` so that an installed plugin runs it with ``pytest --pyargs pytest_medhelm.suite``.
 Every other setting is in pyproject.toml.
 """

@@ -66,6 +66,7 @@ _PUBLIC = {
     "jury_metric": "pytest_medhelm.metrics.jury",
     # in a test
     "assert_metric": "pytest_medhelm.assertions",
+    "benchmark_test": "pytest_medhelm.assertions",
     "score_answer": "pytest_medhelm.assertions",
     "Missed": "pytest_medhelm.item_api",
     "Completion": "pytest_medhelm.values",

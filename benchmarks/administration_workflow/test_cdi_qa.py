@@ -1,11 +1,5 @@
 """CDI-QA: answer a documentation-integrity verification question from earlier notes."""
 
-import pytest
+from pytest_medhelm import benchmark_test
 
-from pytest_medhelm.assertions import assert_metric
-
-
-@pytest.mark.medhelm(benchmark="cdi_qa")
-def test_cdi_qa(medhelm_instance, medhelm_model):
-    answer = medhelm_model.answer(medhelm_instance)
-    assert_metric(answer, medhelm_instance)
+test_cdi_qa = benchmark_test("cdi_qa")

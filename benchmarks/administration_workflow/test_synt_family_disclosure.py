@@ -1,11 +1,5 @@
 """Family Disclosure: may a patient's information be disclosed to family or friends under HIPAA?"""
 
-import pytest
+from pytest_medhelm import benchmark_test
 
-from pytest_medhelm.assertions import assert_metric
-
-
-@pytest.mark.medhelm(benchmark="synt_family_disclosure")
-def test_synt_family_disclosure(medhelm_instance, medhelm_model):
-    answer = medhelm_model.answer(medhelm_instance)
-    assert_metric(answer, medhelm_instance)
+test_synt_family_disclosure = benchmark_test("synt_family_disclosure")

@@ -1,11 +1,5 @@
 """ADHD-Behavior: does the note recommend parent training in behavior management?"""
 
-import pytest
+from pytest_medhelm import benchmark_test
 
-from pytest_medhelm.assertions import assert_metric
-
-
-@pytest.mark.medhelm(benchmark="adhd_behavior")
-def test_adhd_behavior(medhelm_instance, medhelm_model):
-    answer = medhelm_model.answer(medhelm_instance)
-    assert_metric(answer, medhelm_instance)
+test_adhd_behavior = benchmark_test("adhd_behavior")

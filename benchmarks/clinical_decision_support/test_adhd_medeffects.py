@@ -1,11 +1,5 @@
 """ADHD-MedEffects: does the note document ADHD medication side-effect monitoring?"""
 
-import pytest
+from pytest_medhelm import benchmark_test
 
-from pytest_medhelm.assertions import assert_metric
-
-
-@pytest.mark.medhelm(benchmark="adhd_medeffects")
-def test_adhd_medeffects(medhelm_instance, medhelm_model):
-    answer = medhelm_model.answer(medhelm_instance)
-    assert_metric(answer, medhelm_instance)
+test_adhd_medeffects = benchmark_test("adhd_medeffects")

@@ -1,11 +1,5 @@
 """MTSamples: write a treatment plan for a patient from a transcribed medical report (open-ended)."""
 
-import pytest
+from pytest_medhelm import benchmark_test
 
-from pytest_medhelm.assertions import assert_metric
-
-
-@pytest.mark.medhelm(benchmark="mtsamples")
-def test_mtsamples(medhelm_instance, medhelm_model):
-    answer = medhelm_model.answer(medhelm_instance)
-    assert_metric(answer, medhelm_instance)
+test_mtsamples = benchmark_test("mtsamples")

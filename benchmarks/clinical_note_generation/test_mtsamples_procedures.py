@@ -1,11 +1,5 @@
 """MTSamples Procedures: write a plan from a transcribed procedure report (open-ended)."""
 
-import pytest
+from pytest_medhelm import benchmark_test
 
-from pytest_medhelm.assertions import assert_metric
-
-
-@pytest.mark.medhelm(benchmark="mtsamples_procedures")
-def test_mtsamples_procedures(medhelm_instance, medhelm_model):
-    answer = medhelm_model.answer(medhelm_instance)
-    assert_metric(answer, medhelm_instance)
+test_mtsamples_procedures = benchmark_test("mtsamples_procedures")

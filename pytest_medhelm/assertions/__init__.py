@@ -5,12 +5,15 @@
 
 A wrong answer raises :class:`~pytest_medhelm.item_api.Missed`: the item shows as MISSED (``m``), a measurement
 rather than a failure, unless ``--medhelm-strict``.
+
+:func:`benchmark_test` is that test, made for one benchmark: a suite module (``benchmarks/<category>/test_<slug>.py``)
+is ``test_<slug> = benchmark_test("<slug>")``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_medhelm.item_api import CURRENT_ITEM, RUN_SERVICES, Missed, record_for
 
@@ -19,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.metrics.base import Metric, Score, ScoringContext
     from pytest_medhelm.values import Completion, Instance
 
-__all__ = ["assert_metric", "score_answer", "Missed"]
+__all__ = ["assert_metric", "benchmark_test", "score_answer", "Missed"]
 
 
 def _text(answer: Completion | str) -> str:
@@ -140,3 +143,44 @@ def _record_not_scored(record: ItemRecord, score: Score, instance: Instance, met
     _record_score(record, metric, None, None, False, instance, score.detail, score.extra)
     record.not_scored = score.not_scored
     pytest.skip(f"not scored: {score.not_scored}")
+
+
+class _AnswersInstances(Protocol):
+    """What a benchmark test needs of the ``medhelm_model`` fixture: a benchmark's answer for an instance."""
+
+    def answer(self, instance: Instance) -> Completion: ...
+
+
+def benchmark_test(slug: str) -> Callable[[Instance, _AnswersInstances], None]:
+    """The test of a benchmark's items, named ``test_<slug>`` and marked ``@pytest.mark.medhelm(benchmark=slug)``:
+    the model's answer to the item's instance (the benchmark's exact prompt, from the cache when answered), scored
+    by the benchmark's metric (a wrong answer is a miss). Bound to the name ``test_<slug>`` in a test module, it is
+    collected as that module's test::
+
+        test_pubmedqa = benchmark_test("pubmedqa")
+
+    is the suite module of PubMedQA, the same test as::
+
+        @pytest.mark.medhelm(benchmark="pubmedqa")
+        def test_pubmedqa(medhelm_instance, medhelm_model):
+            answer = medhelm_model.answer(medhelm_instance)
+            assert_metric(answer, medhelm_instance)
+    """
+    import sys
+
+    import pytest
+
+    def test(medhelm_instance: Instance, medhelm_model: _AnswersInstances) -> None:
+        assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
+
+    test.__name__ = test.__qualname__ = f"test_{slug}"
+    test.__doc__ = f"The items of benchmark {slug!r}: its model's answer to each instance, scored by its metric."
+    # The test is placed where it is bound, at the line that calls this function: pytest takes an item's file and
+    # line from its function's code (a skip's "file:line", -v, JUnit XML, a traceback's first frame), and they
+    # should name the suite module, not this one.
+    caller = sys._getframe(1)
+    where = caller.f_globals.get("__file__")
+    if isinstance(where, str):
+        test.__module__ = str(caller.f_globals.get("__name__", test.__module__))
+        test.__code__ = test.__code__.replace(co_filename=where, co_firstlineno=caller.f_lineno)
+    return pytest.mark.medhelm(benchmark=slug)(test)

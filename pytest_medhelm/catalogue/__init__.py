@@ -1,6 +1,7 @@
 """The benchmark catalogue: one module per benchmark, grouped by category, and the registry that finds them.
 
-Built-in definitions live in ``pytest_medhelm/catalogue/<category>/<slug>.py`` and each exposes ``BENCHMARK``.
+Built-in definitions live in ``pytest_medhelm/catalogue/<category>/<slug>.py`` and each exposes ``BENCHMARK``; the
+suite runs each one from ``benchmarks/<category>/test_<slug>.py`` (CONTRIBUTING.md, "Adding a benchmark").
 Other plugins add benchmarks through the ``pytest_medhelm_register_benchmarks`` hook.
 """
 
@@ -10,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from pytest_medhelm.catalogue.definition import Benchmark
+from pytest_medhelm.catalogue.taxonomy import CATEGORIES
 from pytest_medhelm.values import Instance
 
 if TYPE_CHECKING:
@@ -17,14 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Benchmark", "Instance", "CATEGORY_PACKAGES", "Registry", "builtin_benchmarks"]
 
-#: category packages, in the paper's order; each module in them that defines ``BENCHMARK`` is a built-in benchmark
-CATEGORY_PACKAGES: tuple[str, ...] = (
-    "clinical_decision_support",
-    "clinical_note_generation",
-    "patient_communication",
-    "medical_research",
-    "administration_workflow",
-)
+#: category packages, one per category of the taxonomy, in the paper's order; each module in them that defines
+#: ``BENCHMARK`` is a built-in benchmark
+CATEGORY_PACKAGES: tuple[str, ...] = tuple(category.slug for category in CATEGORIES)
 
 
 def builtin_modules() -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,8 @@ InstanceBuilder = Callable[[Mapping[str, Path]], Sequence[Instance]]
 class Benchmark:
     slug: str
     name: str
-    category: str  # a category slug from pytest_medhelm.catalogue.taxonomy
+    #: a subcategory of the taxonomy (pytest_medhelm.catalogue.taxonomy), which also says the category: a built-in
+    #: benchmark names it and nothing else of its place (its modules' folders are checked against it)
     subcategory: str
     access: str  # public | gated | private
     kind: str  # closed | open
@@ -88,21 +89,44 @@ class Benchmark:
     #: ``read_arguments(given (name, value) pairs, compat)`` -> the value the loader gets as ``arguments=``; raises
     #: ValueError naming the argument and what was expected (a usage error). Set with ``arguments``
     read_arguments: Callable[[tuple[tuple[str, str], ...], str], object] | None = None
+    #: a category slug (a display name or code is accepted and kept as the slug). Omitted: the category of
+    #: ``subcategory``. Given, it must be that category when the subcategory is the taxonomy's; a plugin's benchmark
+    #: whose subcategory is its own gives it (listed "outside the taxonomy" by ``--medhelm-tree``)
+    category: str = field(default="", kw_only=True)
 
     def __post_init__(self) -> None:
-        from pytest_medhelm.catalogue.taxonomy import CATEGORIES, category_named
-
-        category = category_named(self.category) if isinstance(self.category, str) else None
-        if category is None:
-            raise ValueError(f"benchmark {self.slug!r}: category {self.category!r} is not a MedHELM category; "
-                             "expected one of: " + ", ".join(f"{c.slug} ({c.name})" for c in CATEGORIES))
-        object.__setattr__(self, "category", category.slug)  # a display name or code works too; kept as the slug
+        object.__setattr__(self, "category", self._place())
         if self.data_dir is not None and not Path(self.data_dir).is_absolute():
             object.__setattr__(self, "data_dir", _caller_dir() / self.data_dir)
         if self.access not in ACCESS_LEVELS:
             raise ValueError(f"{self.slug}: access must be one of {ACCESS_LEVELS}, got {self.access!r}")
         if self.kind not in KINDS:
             raise ValueError(f"{self.slug}: kind must be one of {KINDS}, got {self.kind!r}")
+
+    def _place(self) -> str:
+        """The category slug, checked against the taxonomy (and the subcategory spelled as the taxonomy does)."""
+        from pytest_medhelm.catalogue.taxonomy import CATEGORIES, SUBCATEGORIES, category_named, subcategory_named
+
+        subcategory = subcategory_named(self.subcategory) if isinstance(self.subcategory, str) else None
+        if not self.category:
+            if subcategory is None:
+                raise ValueError(f"benchmark {self.slug!r}: subcategory {self.subcategory!r} is not a MedHELM "
+                                 "subcategory, so it says no category: give category=, or one of: "
+                                 + ", ".join(s.name for s in SUBCATEGORIES))
+            category_slug = subcategory.category
+        else:
+            category = category_named(self.category) if isinstance(self.category, str) else None
+            if category is None:
+                raise ValueError(f"benchmark {self.slug!r}: category {self.category!r} is not a MedHELM category; "
+                                 "expected one of: " + ", ".join(f"{c.slug} ({c.name})" for c in CATEGORIES))
+            category_slug = category.slug
+            if subcategory is not None and subcategory.category != category_slug:
+                raise ValueError(f"benchmark {self.slug!r}: subcategory {subcategory.name!r} belongs to "
+                                 f"{subcategory.category}, not to {category_slug}; omit category= (the "
+                                 "subcategory says it)")
+        if subcategory is not None:
+            object.__setattr__(self, "subcategory", subcategory.name)  # as the taxonomy spells it
+        return category_slug
 
     def instance_builder(self, compat: str = "default", arguments: tuple[tuple[str, str], ...] = ()
                          ) -> InstanceBuilder:

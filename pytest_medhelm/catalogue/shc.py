@@ -107,7 +107,6 @@ def shc_benchmark(
     *,
     slug: str,
     name: str,
-    category: str,
     subcategory: str,
     file: str,
     template: str,
@@ -149,7 +148,6 @@ def shc_benchmark(
     return Benchmark(
         slug=slug,
         name=name,
-        category=category,
         subcategory=subcategory,
         access="private",
         kind="closed",

@@ -41,8 +41,7 @@ def synt_benchmark(*, slug: str, name: str, file: str, role: str, rule: str, cho
     return Benchmark(
         slug=slug,
         name=name,
-        category="administration_workflow",
-        # medhelm 0.8.0 gives the new benchmarks a category only; ours: requests for a patient's information
+        # medhelm 0.8.0 gives a category only; this subcategory of it is ours: requests for a patient's information
         subcategory="Organizing Workflow Processes",
         access="private",
         kind="closed",

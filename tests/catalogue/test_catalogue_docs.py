@@ -64,3 +64,26 @@ def test_every_prompt_is_a_prompt_template() -> None:
         kinds.add(type(bench.prompt).__name__)
     assert {GenerationPrompt.__name__, MultipleChoicePrompt.__name__, "ClearPrompt", "ChatPrompt",
             "MmluAfrPrompt"} == kinds
+
+
+def test_docs_benchmarks_md_is_up_to_date() -> None:
+    committed = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert committed == docs.render_benchmarks_markdown(), (
+        "regenerate: python -m pytest_medhelm.catalogue.docs --write docs")
+
+
+def test_a_new_benchmark_gets_its_row_under_its_subcategory(tmp_path: Path) -> None:
+    """docs/benchmarks.md follows the definitions: a benchmark added (here PubMedQA again under another slug, in
+    another subcategory) is counted and listed where its definition puts it, placed by this project."""
+    import dataclasses
+
+    added = dataclasses.replace(BENCHMARKS["pubmedqa"], slug="pubmedqa_again",
+                                subcategory="Managing Research Enrollment")
+    text = docs.render_benchmarks_markdown([*BENCHMARKS.values(), added])
+    assert f"**{len(BENCHMARKS) + 1} benchmarks**" in text
+    enrollment = text.split("### Managing Research Enrollment")[1].split("###")[0]
+    assert ("| [`pubmedqa_again`](data.md#pubmedqa_again) PubMedQA | Answer yes, no or maybe to a research question "
+            "about a PubMed abstract. | public | closed | `exact_match` | this project |") in enrollment
+    docs.main(["--write", str(tmp_path)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmarks.md", "data.md"]
+    assert (tmp_path / "benchmarks.md").read_text(encoding="utf-8") == docs.render_benchmarks_markdown()

@@ -14,7 +14,6 @@ from pytest_medhelm.catalogue import shc
 BENCHMARK = shc.shc_benchmark(
     slug="cdi_qa",
     name="CDI-QA",
-    category="administration_workflow",
     subcategory="Care Coordination and Planning",
     file="medhelm-CDI-dataset_filtered.csv",
     template=shc.ASK + shc.YES_NO.replace("with a 'A'", "with either 'A'"),

@@ -14,7 +14,6 @@ from pytest_medhelm.catalogue import shc
 BENCHMARK = shc.shc_benchmark(
     slug="clinicreferral",
     name="ClinicReferral",
-    category="administration_workflow",
     subcategory="Organizing Workflow Processes",
     file="medhelm-sequoia-dataset_filtered.csv",
     template=" {counter} " + shc.STANDARD,

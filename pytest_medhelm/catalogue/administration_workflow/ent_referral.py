@@ -15,7 +15,6 @@ from pytest_medhelm.catalogue import shc
 BENCHMARK = shc.shc_benchmark(
     slug="ent_referral",
     name="ENT-Referral",
-    category="administration_workflow",
     subcategory="Care Coordination and Planning",
     file="medhelm-ENT-dataset_filtered.csv",
     template=(

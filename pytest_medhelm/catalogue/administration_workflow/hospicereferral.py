@@ -12,7 +12,6 @@ from pytest_medhelm.catalogue import shc
 BENCHMARK = shc.shc_benchmark(
     slug="hospicereferral",
     name="HospiceReferral",
-    category="administration_workflow",
     subcategory="Scheduling Resources and Staff",
     file="medhelm-GIP-dataset_filtered.csv",
     template=shc.STANDARD,

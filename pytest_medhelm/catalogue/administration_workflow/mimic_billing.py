@@ -90,7 +90,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MIMIC-IV Billing Code",
-    category="administration_workflow",
     subcategory="Overseeing Financial Activities",
     access="gated",
     kind="closed",

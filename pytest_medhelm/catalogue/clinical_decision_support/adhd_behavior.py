@@ -19,7 +19,6 @@ PERSONA = (
 BENCHMARK = shc.shc_benchmark(
     slug="adhd_behavior",
     name="ADHD-Behavior",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",
     file="medhelm-PTBM-dataset_filtered.csv",
     template=PERSONA + shc.STANDARD,

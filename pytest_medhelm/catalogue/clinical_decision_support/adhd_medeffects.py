@@ -30,7 +30,6 @@ DEFINITIONS = (
 BENCHMARK = shc.shc_benchmark(
     slug="adhd_medeffects",
     name="ADHD-MedEffects",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",
     file="medhelm-SEI-dataset_filtered.csv",
     template=DEFINITIONS + shc.STANDARD,

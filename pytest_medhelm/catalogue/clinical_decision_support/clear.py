@@ -175,7 +175,6 @@ class ClearPrompt:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="CLEAR",
-    category="clinical_decision_support",
     subcategory="Supporting Diagnostic Decisions",
     access="private",
     kind="closed",

@@ -330,7 +330,6 @@ EHRSHOT_EXACT_MATCH = EhrshotExactMatch()
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="EHRSHOT",
-    category="clinical_decision_support",
     subcategory="Predicting Patient Risks and Outcomes",
     access="gated",
     kind="closed",

@@ -102,7 +102,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="HeadQA",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",
     access="public",
     kind="closed",

@@ -133,7 +133,6 @@ def select(run_config: Any) -> Benchmark:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="HealthBench",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",  # ours: medhelm 0.8.0 gives none (docs/fidelity.md)
     access="public",
     kind="open",

@@ -103,7 +103,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="HealthBench Professional",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",  # ours: medhelm 0.8.0 gives none (docs/fidelity.md)
     access="public",
     kind="open",
@@ -120,8 +119,8 @@ BENCHMARK = Benchmark(
     metric=RubricGradedMetric(SLUG, professional=True),
     max_tokens=512,
     description="Physician-authored clinical workflow tasks, graded per rubric criterion by the rubric grader "
-                "(--medhelm-grader; its authors' gpt-5.4-2026-03-05 at low effort), with a length-adjusted score "
-                "beside the raw one.",
+                "(--medhelm-grader), with a length-adjusted score beside the raw one. The default grader is its "
+                "authors' gpt-5.4-2026-03-05 at low effort.",
     example=('{"id": "synthetic-1", "conversation": {"messages": [{"role": "user", "content": "SYNTHETIC consult: '
              '54-year-old with new AF, CHA2DS2-VASc 2. Anticoagulate?"}]}, "rubric_items": [{"criterion_text": '
              '"Recommends anticoagulation.", "points": 5}], "physician_response": "SYNTHETIC: offer a DOAC."}'),

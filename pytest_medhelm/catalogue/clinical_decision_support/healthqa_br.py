@@ -98,8 +98,7 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="HealthQA-BR",
-    category="clinical_decision_support",
-    # medhelm 0.8.0 gives the new benchmarks a category only; ours: exam knowledge questions, as HeadQA's
+    # medhelm 0.8.0 gives a category only; this subcategory of it is ours: exam knowledge questions, as HeadQA's
     subcategory="Providing Clinical Knowledge Support",
     access="public",
     kind="closed",

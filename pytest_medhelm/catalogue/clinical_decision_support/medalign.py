@@ -154,7 +154,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MedAlign",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",
     access="gated",
     kind="open",

@@ -73,7 +73,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="Medbullets",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",
     access="public",
     kind="closed",

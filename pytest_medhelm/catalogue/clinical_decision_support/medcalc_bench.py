@@ -63,7 +63,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MedCalc-Bench",
-    category="clinical_decision_support",
     subcategory="Supporting Diagnostic Decisions",
     access="public",
     kind="closed",

@@ -69,7 +69,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="Medec",
-    category="clinical_decision_support",
     subcategory="Planning Treatments",
     access="public",
     kind="closed",

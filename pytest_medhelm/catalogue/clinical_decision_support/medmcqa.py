@@ -85,7 +85,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MedMCQA",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",
     access="public",
     kind="closed",

@@ -98,7 +98,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MedQA",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",
     access="public",
     kind="closed",

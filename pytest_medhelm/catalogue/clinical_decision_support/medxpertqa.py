@@ -70,8 +70,7 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MedXpertQA",
-    category="clinical_decision_support",
-    # medhelm 0.8.0 gives the new benchmarks a category only; ours: a medical knowledge question, as MedQA's
+    # medhelm 0.8.0 gives a category only; this subcategory of it is ours: a medical knowledge question, as MedQA's
     subcategory="Providing Clinical Knowledge Support",
     access="public",
     kind="closed",

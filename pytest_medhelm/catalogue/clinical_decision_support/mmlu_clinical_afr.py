@@ -179,9 +179,8 @@ class MmluAfrPrompt:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MMLU clinical (Afrikaans, isiZulu)",
-    category="clinical_decision_support",
-    # outside medhelm's schema (schema_mmlu_winogrande_afr.yaml gives no category); ours: medical knowledge
-    # questions, as MedQA's and MMLU's own place in the paper's taxonomy would be
+    # outside medhelm's schema (schema_mmlu_winogrande_afr.yaml gives no category); this subcategory, and so the
+    # category, is ours: medical knowledge questions, as MedQA's and MMLU's own place in the paper's taxonomy would be
     subcategory="Providing Clinical Knowledge Support",
     access="public",
     kind="closed",

@@ -214,7 +214,6 @@ build_instances, build_instances_with_report, build_instances_helm = loaders(SLU
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MTSamples",
-    category="clinical_decision_support",
     subcategory="Planning Treatments",
     access="public",
     kind="open",

@@ -159,8 +159,7 @@ def build_instances(files: Mapping[str, Path], arguments: SctVariant = DEFAULT_V
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="SCT-Bench",
-    category="clinical_decision_support",
-    # medhelm 0.8.0 gives the new benchmarks a category only; ours: how a finding changes a diagnostic hypothesis
+    # medhelm 0.8.0 gives a category only; this subcategory of it is ours: how a finding changes a diagnostic hypothesis
     subcategory="Supporting Diagnostic Decisions",
     access="public",
     kind="closed",

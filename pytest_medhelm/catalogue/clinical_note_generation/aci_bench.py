@@ -75,7 +75,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="ACI-Bench",
-    category="clinical_note_generation",
     subcategory="Documenting Patient Visits",
     access="public",
     kind="open",

@@ -132,7 +132,6 @@ def _file(name: str, columns: str) -> DataFile:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="DischargeMe",
-    category="clinical_note_generation",
     subcategory="Documenting Patient Visits",
     access="gated",
     kind="open",

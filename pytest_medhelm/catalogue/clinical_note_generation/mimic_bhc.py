@@ -48,7 +48,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MIMIC-BHC",
-    category="clinical_note_generation",
     subcategory="Documenting Patient Visits",
     access="gated",
     kind="open",

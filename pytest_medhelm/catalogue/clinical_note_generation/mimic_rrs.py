@@ -53,7 +53,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MIMIC-RRS",
-    category="clinical_note_generation",
     subcategory="Documenting Diagnostic Reports",
     access="gated",
     kind="open",

@@ -52,7 +52,6 @@ build_instances, build_instances_with_report, build_instances_helm = loaders(SLU
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MTSamples Procedures",
-    category="clinical_note_generation",
     subcategory="Recording Procedures",
     access="public",
     kind="open",

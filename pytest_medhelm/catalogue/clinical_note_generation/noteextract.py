@@ -101,7 +101,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="NoteExtract",
-    category="clinical_note_generation",
     subcategory="Documenting Care Plans",
     access="private",
     kind="open",

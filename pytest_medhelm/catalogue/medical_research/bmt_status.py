@@ -12,7 +12,6 @@ from pytest_medhelm.catalogue import shc
 BENCHMARK = shc.shc_benchmark(
     slug="bmt_status",
     name="BMT-Status",
-    category="medical_research",
     subcategory="Recording Research Processes",
     file="medhelm-BMT-dataset_filtered.csv",
     template=shc.STANDARD,

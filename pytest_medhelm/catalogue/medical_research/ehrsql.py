@@ -201,7 +201,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="EHRSQL",
-    category="medical_research",
     subcategory="Analyzing Clinical Research Data",
     access="public",
     kind="closed",

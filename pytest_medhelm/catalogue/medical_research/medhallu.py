@@ -127,7 +127,6 @@ _JUDGE = "Return just an integer value, '0' if the answer is factual and '1' if 
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MedHallu",
-    category="medical_research",
     subcategory="Ensuring Clinical Research Quality",
     access="public",
     kind="closed",

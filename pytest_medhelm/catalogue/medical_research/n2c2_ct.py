@@ -164,7 +164,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="N2C2-CT",
-    category="medical_research",
     subcategory="Managing Research Enrollment",
     access="gated",
     kind="closed",

@@ -65,7 +65,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="PubMedQA",
-    category="medical_research",
     subcategory="Conducting Literature Research",
     access="public",
     kind="closed",

@@ -202,7 +202,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="RaceBias",
-    category="medical_research",
     subcategory="Ensuring Clinical Research Quality",
     access="public",
     kind="closed",

@@ -12,7 +12,6 @@ from pytest_medhelm.catalogue import shc
 BENCHMARK = shc.shc_benchmark(
     slug="medconfinfo",
     name="MedConfInfo",
-    category="patient_communication",
     subcategory="Patient-Provider Messaging",
     file="medhelm-CONF-dataset_filtered.csv",
     template=shc.STANDARD,

@@ -74,7 +74,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MedDialog",
-    category="patient_communication",
     subcategory="Patient-Provider Messaging",
     access="public",
     kind="open",

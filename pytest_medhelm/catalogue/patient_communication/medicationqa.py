@@ -146,7 +146,6 @@ def build_instances_with_report(files: Mapping[str, Path]) -> tuple[Loaded, dict
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MedicationQA",
-    category="patient_communication",
     subcategory="Providing Patient Education Resources",
     access="public",
     kind="open",

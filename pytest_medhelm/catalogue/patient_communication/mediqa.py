@@ -96,7 +96,6 @@ def build_instances(files: Mapping[str, Path]) -> list[Instance]:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MEDIQA-QA",
-    category="patient_communication",
     subcategory="Enhancing Patient Understanding and Accessibility",
     access="public",
     kind="open",

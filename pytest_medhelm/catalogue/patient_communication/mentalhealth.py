@@ -55,7 +55,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="MentalHealth",
-    category="patient_communication",
     subcategory="Facilitating Patient Engagement and Support",
     access="private",
     kind="open",

@@ -53,7 +53,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="PatientInstruct",
-    category="patient_communication",
     subcategory="Delivering Personalized Care Instructions",
     access="private",
     kind="open",

@@ -14,7 +14,6 @@ from pytest_medhelm.catalogue import shc
 BENCHMARK = shc.shc_benchmark(
     slug="privacydetection",
     name="PrivacyDetection",
-    category="patient_communication",
     subcategory="Patient-Provider Messaging",
     file="medhelm-PRIVACY-dataset_filtered.csv",
     template=(

@@ -18,7 +18,6 @@ from pytest_medhelm.catalogue import shc
 BENCHMARK = shc.shc_benchmark(
     slug="proxysender",
     name="ProxySender",
-    category="patient_communication",
     subcategory="Patient-Provider Messaging",
     file="medhelm-PROXY-dataset_filtered.csv",
     template=(
