@@ -80,6 +80,8 @@ class RunConfig(BaseModel):
     compare_fail: tuple[tuple[str, float], ...] = ()
     #: --medhelm-power: each gate's minimum detectable effect in the summary and the results
     power: bool = False
+    #: --medhelm-require-calibrated: judged gates need a calibration record (pytest_medhelm.compare.calibration)
+    require_calibrated: bool = False
     shard: tuple[int, int] | None = None
     dry_run: bool = False
     budget: float | None = Field(default=None, ge=0, allow_inf_nan=False)
@@ -263,6 +265,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
             compare=values["medhelm_compare"],
             compare_fail=tuple(values["medhelm_compare_fail"] or ()),
             power=bool(values["medhelm_power"]),
+            require_calibrated=bool(values["medhelm_require_calibrated"]),
             shard=values["medhelm_shard"],
             dry_run=bool(values["medhelm_dry_run"]),
             budget=values["medhelm_budget"],

@@ -59,6 +59,7 @@ def build_report(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogu
     ``pytest-medhelm@<version>``) when the run has a jury, else None; the judged records' own ``jury_instrument``
     win over it (:func:`jury_prompts_of`)."""
     from pytest_medhelm.report.agreement import jury_agreement_records
+    from pytest_medhelm.report.grader_agreement import add_grader_agreement
     from pytest_medhelm.report.length_adjustment import add_length_adjusted
     from pytest_medhelm.report.rubric_breakdown import add_rubric_sections
 
@@ -81,6 +82,7 @@ def build_report(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogu
                       instances=sorted(typed, key=InstanceRecord.sort_key))
     add_rubric_sections(results, typed)  # HealthBench's theme and axis breakdowns, when it ran
     add_length_adjusted(results, typed)  # and its length-adjusted scores beside the raw ones
+    add_grader_agreement(results, typed)  # healthbench_meta: the grader against physicians
     return results
 
 
