@@ -260,6 +260,8 @@ class Gate(Record):
     p_holm: float | None = about("compare-fail: p Holm-adjusted over the run's compare-fail gates")
     evaluated: bool | None = about("compare-fail: false when the runs' judge prompts differ")
     power: GatePower | None = about("--medhelm-power: what the gate can detect at the run's n (docs/comparing.md)")
+    calibration: list[dict[str, Any]] | None = about("--medhelm-require-calibrated: per judged benchmark, the rater, "
+                                                     "its prompt sha256, the record found and whether it calibrates")
 
     @property
     def failed(self) -> bool:

@@ -90,6 +90,8 @@ def gate_table(results: Results | Mapping[str, Any]) -> Table:
 def _verdict(gate: Gate) -> str:
     if gate.passed is None:
         return "not evaluated"
+    if gate.status == "not evaluated":  # (--medhelm-require-calibrated, judge prompts that differ: fails the run)
+        return f"NOT EVALUATED ({gate.reason})" if gate.reason else "NOT EVALUATED"
     text = "PASS" if gate.passed else "FAIL"
     return f"{text} ({gate.reason})" if gate.reason and not gate.passed else text
 

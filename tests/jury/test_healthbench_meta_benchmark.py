@@ -55,6 +55,11 @@ def macro_f1(pairs: list[tuple[bool, bool]]) -> float:
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
+    return make_data(tmp_path)
+
+
+def make_data(tmp_path: Path) -> Path:
+    """A data folder holding the pinned grader prompt and the synthetic meta-evaluation rows."""
     if not (SHARED_DATA / "healthbench_reference").is_dir():
         pytest.skip("../shared/data is absent (the pinned grader prompt)")
     root = tmp_path / "data"
@@ -67,6 +72,11 @@ def data(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server():
+    yield from grader_server()
+
+
+def grader_server():
+    """Our test server, answering as the grader of the rows (and of any rubric marked the same way)."""
     from pytest_medhelm.testing.server import running_server
 
     with running_server(answer="x") as running:
@@ -78,7 +88,8 @@ def run(pytester: pytest.Pytester, server, data: Path, *extra: str, ret: int = 0
         cache: str = "cache") -> tuple[dict, list[dict], str]:
     out = pytester.path / "r.json"
     before = len(server.requests)
-    args = [str(SUITE), "--medhelm-endpoint", f"{GRADER}={server.url}", "--medhelm-grader", GRADER,
+    args = [str(SUITE), "--rootdir", str(pytester.path), "--medhelm-endpoint", f"{GRADER}={server.url}",
+            "--medhelm-grader", GRADER,
             "--medhelm-benchmark", "healthbench_meta", "--medhelm-data-dir", str(data),
             "--medhelm-cache-dir", str(pytester.path / cache), "--medhelm-json", str(out), *extra]
     result = pytester_runs.run(pytester, *args)
@@ -149,7 +160,8 @@ def test_a_reply_without_a_verdict_is_an_error_of_its_row_only(pytester, server,
 
 
 def test_not_run_unless_named(pytester, server, data):
-    result = pytester_runs.run(pytester, str(SUITE), "-p", "no:xdist", "--medhelm-model", "openai/m",
+    result = pytester_runs.run(pytester, str(SUITE), "--rootdir", str(pytester.path), "-p", "no:xdist",
+                               "--medhelm-model", "openai/m",
                                "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
                                "-k", "healthbench_meta", "--medhelm-cache-dir", str(pytester.path / "c"))
     assert server.requests == []
