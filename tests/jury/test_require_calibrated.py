@@ -124,3 +124,62 @@ def test_without_the_option_nothing_is_required(pytester, server, hb_data):
     assert result.ret == 0
     (gate,) = json.loads(out.read_text())["gates"]
     assert gate["passed"] is True and "calibration" not in gate
+
+
+VERDICT = json.dumps({axis: {"score": 4, "explanation": "fine"} for axis in ("accuracy", "completeness", "clarity")})
+JUDGES = ("openai/judge-b", "openai/judge-a")
+#: clinicians c1 and c2 swap neighbours; the jury rates as their mean does: it agrees with them better than they do
+RATINGS = "instance_id,rater,score\n" + "".join(
+    f"i{i},{rater},{score}\n" for i, (a, b) in enumerate([(1, 2), (2, 1), (3, 4), (4, 3), (5, 6), (6, 5)])
+    for rater, score in (("c1", a), ("c2", b), ("jury", (a + b) / 2 + (i % 2) * 0.1)))
+
+
+def jury_run(pytester, server, shared, ret):
+    server.set_answer(lambda body: VERDICT if body["model"].startswith("judge") else "ASSESSMENT: rest.")
+    out = pytester.path / "jury.json"
+    result = pytester_runs.run(
+        pytester, str(SUITE), "--rootdir", str(pytester.path), "-p", "no:xdist", "--medhelm-model", "openai/writer",
+        "--medhelm-api-base", server.url, *(a for j in JUDGES for a in ("--medhelm-jury", j)),
+        "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "2",
+        "--medhelm-data-dir", str(shared), "--medhelm-cache-dir", str(pytester.path / "cache"),
+        "--medhelm-bertscore-model", "off", "--medhelm-threshold", "aci_bench>=0.5", "--medhelm-require-calibrated",
+        "--medhelm-json", str(out))
+    assert result.ret == ret, result.stdout.str()[-3000:]
+    (gate,) = json.loads(out.read_text())["gates"]
+    return gate
+
+
+def test_a_jury_is_calibrated_by_the_icc_tool_for_its_judges_and_judge_prompt(pytester, server, shared_data, capsys):
+    from pytest_medhelm.cli import main
+    from pytest_medhelm.jury.instrument import annotator_file, read_helm_constants
+
+    gate = jury_run(pytester, server, shared_data, ret=1)
+    template, _criteria = read_helm_constants(shared_data / "helm_jury" / annotator_file("aci_bench"))
+    sha = hashlib.sha256(template.encode()).hexdigest()
+    assert gate["status"] == "not evaluated"
+    assert (f"no calibration record for the jury openai/judge-a + openai/judge-b with prompt sha256 {sha}"
+            in gate["reason"])
+    ratings = pytester.path / "ratings.csv"
+    ratings.write_text(RATINGS)
+    # the jury of one judge only is another rater: its record does not count for the two
+    assert main(["agreement", str(ratings), "--jury-rater", "jury", "--calibration-judge", "openai/judge-a",
+                 "--calibration-prompt-sha256", sha, "--rootdir", str(pytester.path), "--bootstrap", "0"]) == 0
+    assert jury_run(pytester, server, shared_data, ret=1)["status"] == "not evaluated"
+    assert main(["agreement", str(ratings), "--jury-rater", "jury", *(a for j in JUDGES for a in
+                                                                      ("--calibration-judge", j)),
+                 "--calibration-prompt-sha256", sha, "--rootdir", str(pytester.path), "--bootstrap", "0"]) == 0
+    assert "jury openai/judge-a + openai/judge-b: calibrated" in capsys.readouterr().out
+    gate = jury_run(pytester, server, shared_data, ret=0)
+    assert gate["passed"] is True and gate["calibration"][0]["rater"] == "openai/judge-a + openai/judge-b"
+
+
+def test_the_icc_tool_refuses_a_prompt_hash_that_is_not_one(tmp_path, capsys):
+    from pytest_medhelm.cli import main
+
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text(RATINGS)
+    assert main(["agreement", str(ratings), "--jury-rater", "jury", "--calibration-judge", "m",
+                 "--calibration-prompt-sha256", "abc", "--rootdir", str(tmp_path), "--bootstrap", "0"]) == 4
+    assert "64 lowercase hex digits" in capsys.readouterr().err and not (tmp_path / CALIBRATION_DIR).exists()
+    assert main(["agreement", str(ratings), "--jury-rater", "jury", "--calibration-judge", "m",
+                 "--rootdir", str(tmp_path)]) == 4
