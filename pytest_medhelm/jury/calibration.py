@@ -97,7 +97,8 @@ def parse_record(data: Any, where: str) -> CalibrationRecord:
     """A record from its JSON data; :class:`CalibrationError` for anything else."""
     if not isinstance(data, dict):
         raise CalibrationError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    if data.get("format") != FORMAT or data.get("version") != VERSION:
+    version = data.get("version")
+    if data.get("format") != FORMAT or type(version) is not int or version != VERSION:
         raise CalibrationError(f"{where}: not a {FORMAT!r} record of version {VERSION}")
     rater, prompt = data.get("rater"), data.get("prompt_sha256")
     if not isinstance(rater, str) or not rater.strip() or len(rater) > 1000:
@@ -105,7 +106,7 @@ def parse_record(data: Any, where: str) -> CalibrationRecord:
     if not isinstance(prompt, str) or not _HEX64.match(prompt):
         raise CalibrationError(f"{where}: 'prompt_sha256' must be 64 lowercase hex digits, got {prompt!r:.80}")
     statistic = data.get("statistic")
-    if statistic not in STATISTICS:
+    if not isinstance(statistic, str) or statistic not in STATISTICS:  # (a list is no key: found by fuzzing)
         raise CalibrationError(f"{where}: 'statistic' must be one of {', '.join(STATISTICS)}, got {statistic!r:.40}")
     n = data.get("n")
     if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < 2 ** 63:
