@@ -183,3 +183,17 @@ def test_the_icc_tool_refuses_a_prompt_hash_that_is_not_one(tmp_path, capsys):
     assert "64 lowercase hex digits" in capsys.readouterr().err and not (tmp_path / CALIBRATION_DIR).exists()
     assert main(["agreement", str(ratings), "--jury-rater", "jury", "--calibration-judge", "m",
                  "--rootdir", str(tmp_path)]) == 4
+
+
+def test_the_ini_key_requires_it_too(pytester, server, hb_data):
+    server.set_answer(answer)
+    out = pytester.path / "r.json"
+    result = pytester_runs.run(
+        pytester, str(SUITE), "--rootdir", str(pytester.path), "-p", "no:xdist", "--medhelm-model", "openai/writer",
+        "--medhelm-api-base", server.url, "--medhelm-endpoint", f"{GRADER}={server.url}", "--medhelm-grader", GRADER,
+        "--medhelm-benchmark", "healthbench", "--medhelm-data-dir", str(hb_data), "--medhelm-cache-dir",
+        str(pytester.path / "cache"), "--medhelm-threshold", GATE, "-o", "medhelm_require_calibrated=true",
+        "--medhelm-json", str(out))
+    assert result.ret == 1
+    (gate,) = json.loads(out.read_text())["gates"]
+    assert gate["status"] == "not evaluated" and "--medhelm-require-calibrated" in gate["reason"]
