@@ -210,11 +210,15 @@ class _Totals:
             self.jury_cost_usd += float(rec.jury_cost_usd)
 
 
-def model_summaries(results: Sequence[BenchmarkRow],
-                    records: Iterable[InstanceRecord | Mapping[str, Any]]) -> list[ModelRow]:
+def model_summaries(results: Sequence[BenchmarkRow], records: Iterable[InstanceRecord | Mapping[str, Any]],
+                    not_averaged: frozenset[str] = frozenset()) -> list[ModelRow]:
+    """The leaderboard; the benchmarks of ``not_averaged`` (healthbench_meta, which measures the grader) count in a
+    model's accounting, never in its macro-average or win rate."""
     by_model: dict[str, dict[str, float | None]] = defaultdict(dict)
     for r in results:
-        by_model[r.model][r.slug] = r.mean
+        row = by_model[r.model]
+        if r.slug not in not_averaged:
+            row[r.slug] = r.mean
     rates = win_rates(by_model) if len(by_model) >= 2 else {m: (None, None) for m in by_model}
     totals: dict[str, _Totals] = defaultdict(_Totals)
     for rec in instance_records(records):

@@ -126,6 +126,9 @@ def test_the_grader_is_measured_against_physicians(pytester, server, data, dist)
     # per row, the share of physicians agreeing with the grader
     assert [records[str(i)]["score"] for i in range(5)] == [1.0, 0.5, 1.0, 0.5, 0.0]
     assert {r["model"] for r in report["instances"]} == {GRADER}
+    # the grader's figure is no model's score: in no category, macro-average or win rate; its tokens are counted
+    (grader_row,) = report["models"]
+    assert report["categories"] == [] and grader_row["macro_avg"] is None and grader_row["tokens_in"] > 0
     (bench,) = [b for b in report["benchmarks"] if b["slug"] == "healthbench_meta"]
     assert bench["mean"] == pytest.approx(0.6)
     agreement = bench["grader_agreement"]
