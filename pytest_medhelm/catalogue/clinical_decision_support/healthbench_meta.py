@@ -22,7 +22,9 @@ deterministic sample (simple-evals samples ``random.Random(0).sample``: another 
 
 **Prompt.** As the meta-evaluation asks it: the template with ``<<conversation>>`` = the conversation plus the
 completion as the last assistant turn and ``<<rubric_item>>`` = the criterion's text, after the Chat Completions
-sampler's system message, temperature 0, ``max_tokens`` 2048. **Metric**: :mod:`pytest_medhelm.metrics.
+sampler's system message, temperature 0, ``max_tokens`` 2048 (a reasoning-model grader gets the system message here
+too, where HealthBench's grading sends it the template alone: the prompt's identity, the template's sha256, is
+the same). **Metric**: :mod:`pytest_medhelm.metrics.
 healthbench_meta` (per item, the share of the row's physicians who agree with the grader; per benchmark, the
 pairwise macro-F1 of the reference, ``benchmarks[].grader_agreement``).
 """
