@@ -371,6 +371,10 @@ class RunOptions:
         "power", "a line per gate in the summary (and a power record on each gate of the results): its minimum "
         "detectable drop at this run's n against the --medhelm-compare baseline (without one: from this run's "
         "scores) and the instances a margin needs (alpha 0.05 one-sided, power 0.8)", flag=True)
+    require_calibrated: bool = option(
+        "require-calibrated", "a gate reading a judged benchmark is evaluated only when a calibration record "
+        "(.medhelm/calibration/) shows each of its judges or graders, with its prompt, agreeing with humans at "
+        "least as well as they agree with each other; otherwise it fails as not evaluated", flag=True)
     shard: tuple[int, int] | None = option(
         "shard", "run the I-th of N deterministic slices of the items (CI matrix)", parse=parse_shard,
         metavar="I/N", ini=False)

@@ -243,6 +243,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                         help="bootstrap replicates for the confidence intervals (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--calibration-judge", action="append", default=[], metavar="MODEL",
+                        help="write a calibration record for the jury of these judges (repeatable: every judge of "
+                             "the jury, as the run names them) for --medhelm-require-calibrated")
+    parser.add_argument("--calibration-prompt-sha256", metavar="HASH",
+                        help="the judge prompt template's sha256 the record is for (a gate that is not evaluated "
+                             "names the one it needs)")
+    parser.add_argument("--rootdir", default=".", metavar="DIR",
+                        help="the project whose .medhelm/calibration/ gets the record (default: .)")
     return parser
 
 
@@ -271,6 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bootstrap < 0:
         print(f"{PROG}: error: --bootstrap must be 0 or more, got {args.bootstrap}", file=sys.stderr)
         return EXIT_USAGE
+    if bool(args.calibration_judge) != bool(args.calibration_prompt_sha256):
+        print(f"{PROG}: error: --calibration-judge and --calibration-prompt-sha256 go together", file=sys.stderr)
+        return EXIT_USAGE
     try:
         ratings = read_ratings(args.ratings)
         result = analyse(ratings, args.jury_rater, n_boot=args.bootstrap, seed=args.seed)
@@ -287,6 +298,11 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{_fmt(result['clinician_pairwise_icc3k_mean'])}{_fmt_ci(result['ci_pairwise'])}\n")
     for rater, reason in result["excluded_raters"].items():
         out.write(f"  left out: rater {rater!r}: {reason}\n")
+    if args.calibration_judge:
+        problem = _write_calibration(args, result)
+        if problem:
+            print(f"{PROG}: error: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     if args.json_path:
         path = Path(args.json_path)
         try:
@@ -296,6 +312,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: cannot write {path}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     return EXIT_OK
+
+
+def _write_calibration(args: argparse.Namespace, result: dict[str, Any]) -> str | None:
+    """The jury's calibration record (pytest_medhelm.jury.calibration); the problem, or None when written."""
+    from pytest_medhelm.jury.calibration import CalibrationError, CalibrationRecord, jury_rater, parse_record
+
+    value = result["icc3k_jury_vs_clinicians"]
+    if value is None:
+        return "no calibration record: the jury's ICC(3,k) against the clinicians is undefined"
+    record = CalibrationRecord(rater=jury_rater(args.calibration_judge), prompt_sha256=args.calibration_prompt_sha256,
+                               statistic="icc3k", value=value, human=result["clinician_pairwise_icc3k_mean"],
+                               n=result["n_instances"], source=f"pytest-medhelm agreement {Path(args.ratings).name}")
+    try:
+        parse_record(record.as_json(), "--calibration-prompt-sha256")  # (checks the hash as a reader would)
+    except CalibrationError as exc:
+        return str(exc)
+    from pytest_medhelm.jury.calibration import write_record
+
+    try:
+        path = write_record(record, args.rootdir)
+    except OSError as exc:
+        return f"cannot write the calibration record under {args.rootdir}: {exc}"
+    verdict = "calibrated" if record.calibrated else "NOT calibrated (below the clinicians' own agreement)"
+    sys.stdout.write(f"  calibration record {path}: jury {record.rater}: {verdict}\n")
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -210,13 +210,17 @@ class _Totals:
 
 
 def model_summaries(results: Sequence[BenchmarkRow], records: Iterable[InstanceRecord | Mapping[str, Any]],
-                    prices: Prices | None = None, litellm_models: Mapping[str, str] | None = None) -> list[ModelRow]:
+                    prices: Prices | None = None, litellm_models: Mapping[str, str] | None = None,
+                    not_averaged: frozenset[str] = frozenset()) -> list[ModelRow]:
     """The models' rows, priced here (:meth:`pytest_medhelm.cost.Prices.total_cost`: a model the prices file
     prices costs exactly its tokens at the file's price; ``litellm_models``: the litellm string each model is sent
-    as, by name)."""
+    as, by name). The benchmarks of ``not_averaged`` (healthbench_meta, which measures the grader) count in a
+    model's accounting, never in its macro-average or win rate."""
     by_model: dict[str, dict[str, float | None]] = defaultdict(dict)
     for r in results:
-        by_model[r.model][r.slug] = r.mean
+        row = by_model[r.model]
+        if r.slug not in not_averaged:
+            row[r.slug] = r.mean
     rates = win_rates(by_model) if len(by_model) >= 2 else {m: (None, None) for m in by_model}
     totals: dict[str, _Totals] = defaultdict(_Totals)
     for rec in instance_records(records):

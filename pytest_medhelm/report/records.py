@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
+from pytest_medhelm.report.grader_agreement import GraderAgreement
 from pytest_medhelm.report.length_adjustment import LengthAdjustment
 from pytest_medhelm.report.model_order import ordered_models
 from pytest_medhelm.report.power_record import GatePower
@@ -203,6 +204,7 @@ class BenchmarkRow(Record):
     subsets: dict[str, float] = many("the subset means, when HELM runs the benchmark as several subsets", dict)
     bootstrap_std: float | None = about("HealthBench: the bootstrap standard deviation of the clipped mean")
     length_adjusted: float | None = about("HealthBench: the length-adjusted score beside mean (run.length_adjustment)")
+    grader_agreement: GraderAgreement | None = about("healthbench_meta: the rubric grader against physicians")
     n_planned: int | None = about("instances its sample holds per model (null: not known)")
     partial: bool = about("scored on fewer instances than its sample holds (-k, --lf, a shard, errors, an "
                           "interruption)", False)
@@ -261,6 +263,8 @@ class Gate(Record):
     p_holm: float | None = about("compare-fail: p Holm-adjusted over the run's compare-fail gates")
     evaluated: bool | None = about("compare-fail: false when the runs' judge prompts differ")
     power: GatePower | None = about("--medhelm-power: what the gate can detect at the run's n (docs/comparing.md)")
+    calibration: list[dict[str, Any]] | None = about("--medhelm-require-calibrated: per judged benchmark, the rater, "
+                                                     "its prompt sha256, the record found and whether it calibrates")
 
     @property
     def failed(self) -> bool:
@@ -436,7 +440,7 @@ def schema_text() -> str:
 DOCUMENTED: tuple[tuple[str, type[Record]], ...] = (
     ("the file", Results), ("run", RunHeader), ("run.reasoning", ReasoningSettings),
     ("run.reasoning.models{}, run.reasoning.judges{}", ReasoningModel), ("run.shared_cache", SharedCacheState),
-    ("benchmarks[]", BenchmarkRow),
+    ("benchmarks[]", BenchmarkRow), ("benchmarks[].grader_agreement", GraderAgreement),
     ("categories[]", CategoryRow),
     ("models[]", ModelRow), ("gates[]", Gate), ("jury_agreement[]", JuryAgreementRow),
     ("rubric_breakdown[]", RubricBreakdownRow), ("instances[]", InstanceRecord))

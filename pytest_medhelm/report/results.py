@@ -64,13 +64,17 @@ def build_report(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogu
     the models' totals are priced as they are built (:func:`pytest_medhelm.report.aggregate.model_summaries`);
     without them, a total is the sum of its answers' costs."""
     from pytest_medhelm.report.agreement import jury_agreement_records
+    from pytest_medhelm.report.grader_agreement import add_grader_agreement
     from pytest_medhelm.report.length_adjustment import add_length_adjusted
     from pytest_medhelm.report.rubric_breakdown import add_rubric_sections
 
     typed = without_nan_scores(instance_records(records))
     jury_prompts = jury_prompts_of((rec.jury_instrument for rec in typed), jury_prompts)
     rows = benchmark_results(typed, catalogue)
-    categories = category_scores(rows)  # (by the categories' slugs, which _place turns into names)
+    # healthbench_meta measures the rubric grader: its figure is no model's score, in no category or average
+    graders = frozenset(slug for slug, bench in catalogue.items()
+                        if getattr(getattr(bench, "metric", None), "measures_grader", False))
+    categories = category_scores([row for row in rows if row.slug not in graders])  # (by the categories' slugs)
     for row in rows:
         _place(row, (planned or {}).get(row.slug))
     for cat_row in categories:
@@ -81,11 +85,12 @@ def build_report(records: Sequence[InstanceRecord | Mapping[str, Any]], catalogu
                     jury_prompts=jury_prompts, python=platform.python_version(), machine=platform.machine(),
                     interrupted=interrupted)
     results = Results(schema_version=SCHEMA_VERSION, run=run, benchmarks=rows, categories=categories,
-                      models=model_summaries(rows, typed, prices, litellm_models), gates=[],
+                      models=model_summaries(rows, typed, prices, litellm_models, not_averaged=graders), gates=[],
                       jury_agreement=jury_agreement_records(typed, judges),
                       instances=sorted(typed, key=InstanceRecord.sort_key))
     add_rubric_sections(results, typed)  # HealthBench's theme and axis breakdowns, when it ran
     add_length_adjusted(results, typed)  # and its length-adjusted scores beside the raw ones
+    add_grader_agreement(results, typed)  # healthbench_meta: the grader against physicians
     return results
 
 

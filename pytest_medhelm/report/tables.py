@@ -90,6 +90,8 @@ def gate_table(results: Results | Mapping[str, Any]) -> Table:
 def _verdict(gate: Gate) -> str:
     if gate.passed is None:
         return "not evaluated"
+    if gate.status == "not evaluated":  # (--medhelm-require-calibrated, judge prompts that differ: fails the run)
+        return f"NOT EVALUATED ({gate.reason})" if gate.reason else "NOT EVALUATED"
     text = "PASS" if gate.passed else "FAIL"
     return f"{text} ({gate.reason})" if gate.reason and not gate.passed else text
 
@@ -121,6 +123,10 @@ def terminal_sections(results: Results | Mapping[str, Any]) -> list[tuple[str, s
         from pytest_medhelm.report.length_adjustment import length_table, length_title
 
         sections.append((length_title(results.run.length_adjustment), render(*length_table(results.benchmarks))))
+    if any(row.grader_agreement is not None for row in results.benchmarks):
+        from pytest_medhelm.report.grader_agreement import TITLE, grader_table
+
+        sections.append((TITLE, render(*grader_table(results.benchmarks))))
     return sections
 
 
@@ -167,6 +173,11 @@ def markdown(results: Results | Mapping[str, Any], extra_sections: Sequence[str]
 
         lines += [f"### {length_title(run.length_adjustment)}", "",
                   render(*length_table(results.benchmarks), fmt="github"), ""]
+    if any(row.grader_agreement is not None for row in results.benchmarks):
+        from pytest_medhelm.report.grader_agreement import TITLE, grader_table
+
+        lines += [f"### {TITLE[0].upper()}{TITLE[1:]}", "", render(*grader_table(results.benchmarks), fmt="github"),
+                  ""]
     lines += list(extra_sections)
     prompts = f", judge prompts {run.jury_prompts}" if run.jury_prompts else ""
     lines += [f"<sub>pytest-medhelm {run.plugin_version}, compat={run.compat}{prompts}, "

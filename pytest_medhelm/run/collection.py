@@ -67,13 +67,16 @@ class Collection:
         def one(case: Case, item_id: str, *extra: Any) -> None:
             metafunc.parametrize("medhelm_case", [pytest.param(case, marks=marks + list(extra))], ids=[item_id])
 
-        if rc.benchmarks and slug not in rc.benchmarks:
+        # a benchmark measuring the rubric grader (healthbench_meta) runs only when named, its items the grader's
+        grader_measured = getattr(bench.metric, "measures_grader", False)
+        if (rc.benchmarks or grader_measured) and slug not in rc.benchmarks:
             return one(Case(slug, deselected=True), "deselected")
-        if not rc.models:
+        models = (self.ctx.grader_name(slug),) if grader_measured else rc.models
+        if not models:
             reason = "no model under test: pass --medhelm-model MODEL (e.g. --medhelm-model local/smollm2)"
             return one(Case(slug), "no-model", pytest.mark.skip(reason=reason))
         instances = self.instances(slug)
-        labels = model_labels(rc.models)
+        labels = model_labels(models)
         if isinstance(instances, BaseException):
             from pytest_medhelm.data.errors import DataMissing
 
@@ -81,11 +84,11 @@ class Collection:
                 return one(Case(slug), "data-missing", pytest.mark.skip(reason=str(instances)))
             # malformed data: one erroring item per model that names the file and row
             metafunc.parametrize("medhelm_case", [pytest.param(Case(slug, model=m, problem=instances), marks=marks)
-                                                  for m in rc.models],
-                                 ids=[f"{labels[m]}-data-error" for m in rc.models])
+                                                  for m in models],
+                                 ids=[f"{labels[m]}-data-error" for m in models])
             return
         params, ids = [], []
-        for model in rc.models:
+        for model in models:
             problem = self._model_problem(model)
             if problem is not None:
                 params.append(pytest.param(Case(slug, model=model), marks=marks + [pytest.mark.skip(reason=problem)]))

@@ -398,7 +398,10 @@ class RunContext:
 
     # ------------------------------------------------------------------------------------------ models
     def model_spec(self, name: str) -> ModelSpec:
-        """A model under test, as the hook ``pytest_medhelm_model_spec`` resolves it."""
+        """A model under test, as the hook ``pytest_medhelm_model_spec`` resolves it; an item's model that is not
+        one is the rubric grader healthbench_meta measures, reached as a judge is."""
+        if name not in self.run_config.models:
+            return self.judge_spec(name)
         return self._spec(name, "model", self.run_config.api_base)
 
     def judge_spec(self, name: str) -> ModelSpec:

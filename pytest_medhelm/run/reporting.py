@@ -56,6 +56,8 @@ class Reporting:
         self.data_unverified: dict[str, Any] | None = None
         self._imports = ImportsAhead(("numpy", "numpy.random", "tabulate"), "medhelm-report-imports")
         self._prefetch_at_first_record = False
+        #: the summary's lines about the calibration records a healthbench_meta run wrote
+        self.calibration_lines: list[str] = []
 
     def prefetch(self) -> None:
         """While the items run (mostly waiting for their answers), import the libraries that building and printing
@@ -130,6 +132,11 @@ class Reporting:
             from pytest_medhelm.report.shared_cache import SharedCacheState
 
             run.shared_cache = SharedCacheState(**shared)
+        rootdir = Path(str(ctx.config.rootpath))
+        if not self.interrupted:  # (healthbench_meta: the grader against physicians, kept for the gates)
+            from pytest_medhelm.run.calibration import write_calibration
+
+            self.calibration_lines = write_calibration(results, rootdir)
         if rc.shard is None:
             benchmarks_of: dict[str, set[str]] = {}
             for bench in ctx.registry:
@@ -145,6 +152,10 @@ class Reporting:
         # results as the JSON contract's data (the hook's contract); read back through the models
         data = dump(results)
         ctx.config.hook.pytest_medhelm_results(results=data, config=ctx.config)
+        if rc.require_calibrated:  # (after the plugins' hooks: their compare-fail gates are held to it too)
+            from pytest_medhelm.run.calibration import require_calibration
+
+            require_calibration(ctx, data, rootdir)
         self.results, self.data = self._read_back(results, data)
         self.gate_failed = any(g.failed for g in self.results.gates)
 
@@ -204,6 +215,7 @@ class Reporting:
 
     def terminal_summary(self, tr: Any, config: pytest.Config) -> None:
         lines = list(self.sender_lines()) + self.judge_failure_lines()
+        lines += [(line, {}) for line in self.calibration_lines]
         lines += [(line, {"yellow": True, "bold": True}) for line in self.rejected]
         name = self.results.run.jury_prompts if self.results is not None else None
         if name:
@@ -272,6 +284,10 @@ class Reporting:
         for g in failed:
             value = g.reason or "no score" if g.value is None else f"{g.value:.3f}"
             model = f" for {g.model}" if g.model else ""
+            if g.status == "not evaluated":  # (one that may not decide: it fails the run, with its reason)
+                tr.write_line(f"medhelm gate NOT EVALUATED, failing the run: {g.spec}{model}: {g.reason}", red=True,
+                              bold=True)
+                continue
             tr.write_line(f"medhelm gate FAILED: {g.spec}{model}: {value}", red=True, bold=True)
         for g in unevaluated:
             tr.write_line(f"medhelm gate NOT EVALUATED: {g.spec} for {g.model}: {g.reason} "

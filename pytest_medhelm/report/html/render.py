@@ -34,6 +34,7 @@ from pytest_medhelm.report.html.views import (
     category_order,
     category_scores,
     gate_rows,
+    grader_agreement,
     jury_agreement,
     length_adjusted,
     model_names,
@@ -66,6 +67,7 @@ class ReportView:
     jury_agreement: TextTable | None
     rubric_breakdown: TextTable | None
     length_adjusted: tuple[str, TextTable] | None
+    grader_agreement: TextTable | None
     benchmarks: list[BenchmarkInstances]
     holds_texts: bool
     report_text_how: str
@@ -143,7 +145,8 @@ def build_view(results: Any, *, title: str = "MedHELM results", max_text: int = 
         categories=category_chart(models, categories, cats) if cats and models else None,
         cost=cost_chart(models, plotted, use_win) if plotted else None, cost_missing=missing,
         cost_uses_win=use_win, gates=gate_rows(data), jury_agreement=jury_agreement(data),
-        rubric_breakdown=rubric_breakdown(data), length_adjusted=length_adjusted(data), benchmarks=instances,
+        rubric_breakdown=rubric_breakdown(data), length_adjusted=length_adjusted(data),
+        grader_agreement=grader_agreement(data), benchmarks=instances,
         holds_texts=any(i.question is not None or i.reference is not None for b in instances for i in b.instances),
         report_text_how=HOW, page_rows=int(page_rows))
 

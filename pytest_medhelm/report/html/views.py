@@ -307,6 +307,15 @@ def length_adjusted(results: Mapping[str, Any]) -> tuple[str, TextTable] | None:
     return (length_title(run.length_adjustment), TextTable(head, rows)) if rows else None
 
 
+def grader_agreement(results: Mapping[str, Any]) -> TextTable | None:
+    """healthbench_meta: the rubric grader against physicians (report/grader_agreement.py); None without it."""
+    from pytest_medhelm.report.grader_agreement import grader_table
+    from pytest_medhelm.report.records import section
+
+    head, rows = grader_table(section(results, "benchmarks"))
+    return TextTable(head, rows) if rows else None
+
+
 def rubric_breakdown(results: Mapping[str, Any]) -> TextTable | None:
     """HealthBench's theme and axis breakdowns (report/rubric_breakdown.py); None without them."""
     from pytest_medhelm.report.rubric_breakdown import breakdown_table
