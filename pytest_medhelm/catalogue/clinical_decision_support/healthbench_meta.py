@@ -129,9 +129,9 @@ BENCHMARK = Benchmark(
     prompt=ChatPrompt(key="meta"),
     metric=GraderAgreementMetric(),
     max_tokens=REFERENCE_MAX_TOKENS,
-    description="The rubric grader (--medhelm-grader) against physicians on HealthBench's meta-evaluation: per row "
-                "the share of physicians agreeing with its verdict, per run the pairwise macro-F1 (simple-evals); "
-                "runs only when named by --medhelm-benchmark.",
+    description="The rubric grader (--medhelm-grader) measured against physicians on HealthBench's meta-evaluation. "
+                "Per row the share of physicians agreeing with its verdict, per run the pairwise macro-F1 "
+                "(simple-evals); it runs only when named by --medhelm-benchmark.",
     example=('{"prompt": [{"content": "SYNTHETIC: my child has a fever of 38.5C, what should I do?", "role": '
              '"user"}], "completion": "Give fluids and paracetamol; see a doctor if it lasts over 3 days.", '
              '"rubric": "Advises seeking urgent care for a fever in an infant under 3 months.", "category": '
