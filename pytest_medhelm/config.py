@@ -52,7 +52,7 @@ class RunConfig(BaseModel):
     max_instances: int | None = Field(default=None, ge=1)
     #: --medhelm-max-tokens: every benchmark's max_tokens capped at this (a departure from MedHELM's settings)
     max_tokens: int | None = Field(default=None, ge=1)
-    #: --medhelm-reasoning-budget / --medhelm-reasoning-effort (pytest_medhelm.models.reasoning); None: not given
+    #: --medhelm-reasoning-budget / --medhelm-reasoning-effort (pytest_medhelm.sending.reasoning); None: not given
     reasoning_budget: int | None = Field(default=None, ge=0)
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     data_dir: Path | None = None
@@ -86,7 +86,7 @@ class RunConfig(BaseModel):
     prices: Path | None = None
     html_path: Path | None = None
     local_only: bool = False
-    #: --medhelm-batch: requests to endpoints with a Batch API go as batches (pytest_medhelm.models.batches)
+    #: --medhelm-batch: requests to endpoints with a Batch API go as batches (pytest_medhelm.sending.batching)
     batch: bool = False
     #: --medhelm-batch-timeout: seconds a run waits for one submitted batch (the provider's window by default)
     batch_timeout: float = Field(default=86400.0, gt=0, allow_inf_nan=False)
@@ -104,7 +104,7 @@ class RunConfig(BaseModel):
     @field_validator("cache_url")
     @classmethod
     def _cache_url(cls, value: str | None) -> str | None:
-        from pytest_medhelm.models.shared_cache import url_problem
+        from pytest_medhelm.cache.shared import url_problem
 
         problem = None if value is None else url_problem(value)
         if problem:
@@ -324,8 +324,8 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
 
     ``sending``: this process may send requests (not an xdist worker, which only reads answers): then a model
     string litellm cannot route is refused here, once, instead of failing every item with litellm's paragraph."""
+    from pytest_medhelm.endpoints import resolve as ep
     from pytest_medhelm.jury import DEFAULT_JUDGES
-    from pytest_medhelm.models import endpoints as ep
 
     # the rubric graders are reached as judges are (HealthBench's and HealthBench Professional's, the last one the
     # --medhelm-grader when given)
@@ -373,7 +373,7 @@ def _check_local_models(rc: RunConfig, models: Sequence[str], judges: Sequence[s
 
     Each name is resolved as the run resolves it (the ``pytest_medhelm_model_spec`` hook): a plugin that serves a
     ``local/...`` name from a server of its own needs no llama.cpp here."""
-    from pytest_medhelm.models.llama.gguf import unavailable_reason
+    from pytest_medhelm.endpoints.llama.gguf import unavailable_reason
     from pytest_medhelm.values import is_llama_cpp_model
 
     # the users' implementations only: the built-in one ("medhelm-run") reads the run configuration being built

@@ -17,10 +17,10 @@ import pytest
 import pytester_runs
 
 from pytest_medhelm.budget import BUDGET_PREFIX, Budget, BudgetExhausted, Reservation, unpriced, usd_limit
+from pytest_medhelm.cache.store import AnswerCache
 from pytest_medhelm.cost import Prices, per_token
-from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.jobs import Job
-from pytest_medhelm.models.scheduler import Scheduler, Settings
+from pytest_medhelm.sending.jobs import Job
+from pytest_medhelm.sending.scheduler import Scheduler, Settings
 from pytest_medhelm.testing import server as test_server
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.values import ChatRequest, ModelError, ModelSpec

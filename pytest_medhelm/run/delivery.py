@@ -1,7 +1,7 @@
 """Delivery: the one path by which requests are sent and answers reach the items.
 
 **Sending** (the central process, or xdist's controller): the planned answers that the cache does not hold go out
-in item order through one background sender (:mod:`pytest_medhelm.models.background`: the scheduler's loop on a
+in item order through one background sender (:mod:`pytest_medhelm.sending.background`: the scheduler's loop on a
 thread), while the items run; each answer is cached the moment it arrives, and an answer of a
 judged benchmark is followed at once by its judge requests. Both modes print the same summary lines.
 
@@ -26,9 +26,9 @@ from pytest_medhelm.item_api import CURRENT_ITEM, TIMEOUT_SETTINGS
 from pytest_medhelm.run.imports_ahead import ImportsAhead
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.run.context import RunContext
     from pytest_medhelm.run.plan import AnswerPlan, JudgeRequest, PlannedAnswer
+    from pytest_medhelm.sending.jobs import Job
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
 
 Line = tuple[str, dict[str, bool]]
@@ -77,7 +77,7 @@ class Delivery:
         return self._targets[spec.name]
 
     def _job_or_error(self, spec: ModelSpec, request: ChatRequest) -> Job | None:
-        from pytest_medhelm.models.jobs import Job
+        from pytest_medhelm.sending.jobs import Job
         from pytest_medhelm.values import ModelError
 
         target = self.target(spec)
@@ -164,9 +164,9 @@ class Delivery:
         if not jobs:
             self._sender_finished()
             return
-        from pytest_medhelm.models import background
+        from pytest_medhelm.sending import background
 
-        if self.ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.models.batches)
+        if self.ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.sending.batching)
             self._sender = self._batch_sender(follow_up, judged)
         else:
             self._sender = background.Sender(self.ctx.scheduler, follow_up, self._sender_finished)
@@ -175,7 +175,7 @@ class Delivery:
     def _batch_sender(self, follow_up: Any, judged: bool) -> Any:
         """The sender of ``--medhelm-batch`` (in this process: the controller under xdist, never a worker); the
         models and judges without a Batch API are named once."""
-        from pytest_medhelm.models.batches import BatchSender, unbatchable_line
+        from pytest_medhelm.sending.batching import BatchSender, unbatchable_line
 
         specs = [self.ctx.model_spec(m) for m in self.ctx.run_config.models]
         line = unbatchable_line(specs + (self.ctx.judge_specs() if judged else []))
@@ -241,8 +241,8 @@ class Delivery:
         if sender is not None and sender.expects(key):
             if sender.has(key):
                 return sender.wait(key)
-            from pytest_medhelm.models.background import SenderCrashed
-            from pytest_medhelm.models.waiting import wait_for_answer
+            from pytest_medhelm.sending.background import SenderCrashed
+            from pytest_medhelm.sending.waiting import wait_for_answer
 
             try:
                 with self._timeout_paused():
@@ -299,7 +299,7 @@ class Delivery:
         limits hold for it too (a second loop beside the sender's would not know them); else sent from here."""
         from dataclasses import replace
 
-        from pytest_medhelm.models.background import SenderCrashed
+        from pytest_medhelm.sending.background import SenderCrashed
         from pytest_medhelm.values import ModelError
 
         sender = self._sender
@@ -402,7 +402,7 @@ class Delivery:
         """A wrong key or an unknown model (401/403/404), or an endpoint that never answered, fails every request
         the same way: once every model under test is in that state, the run stops after this item instead of
         printing the same error on each (under xdist, each worker stops after its first such item)."""
-        from pytest_medhelm.models.failures import systematic_failure
+        from pytest_medhelm.sending.failures import systematic_failure
 
         models = self.ctx.run_config.models
         if not systematic_failure(error) or spec.name not in models:

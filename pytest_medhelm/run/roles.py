@@ -125,7 +125,7 @@ class Role:
                                   role: str) -> ModelSpec:
         # the built-in resolution: any litellm string, local/... models, --medhelm-endpoint, the key variable of
         # the model's part in the run (``role``: a model under test or a judge)
-        from pytest_medhelm.models.endpoints import spec_for
+        from pytest_medhelm.endpoints.resolve import spec_for
 
         return spec_for(self.ctx.run_config, name, role)  # type: ignore[arg-type]  # the hookspec's str: "model" or "judge"
 
