@@ -15,6 +15,7 @@ import asyncio
 import queue
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_medhelm.cache.store import AnswerCache, Stored
 from pytest_medhelm.values import Completion, ModelError
@@ -35,7 +36,7 @@ class AnswerWriter:
         self._thread.start()
 
     def store(self, key: str, result: Completion | ModelError,
-              request_json: dict | None = None) -> asyncio.Future[Exception | None]:
+              request_json: dict[str, Any] | None = None) -> asyncio.Future[Exception | None]:
         """Queue ``result`` for ``key``; the future gives the exception that kept it from being stored, or None."""
         done: asyncio.Future[Exception | None] = self._loop.create_future()
         self._queue.put(_Pending(Stored(key, result, request_json), done))

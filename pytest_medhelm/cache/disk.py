@@ -44,7 +44,7 @@ def from_json_text(text: Any) -> Any:
         raise ForeignEntry(f"a value that is not JSON ({type(exc).__name__})") from None
 
 
-class JSONDisk(diskcache.Disk):
+class JSONDisk(diskcache.Disk):  # type: ignore[misc]  # (diskcache ships no types: its Disk is Any)
     """Values as JSON text inside the database row; keys as plain text. Reads refuse every other kind of row."""
 
     def put(self, key: Any) -> tuple[Any, bool]:

@@ -265,7 +265,8 @@ def _pipelined(client: Any, commands: list[tuple[Any, ...]]) -> list[Any]:
     pipeline = client.pipeline(transaction=False)
     for name, *args in commands:
         getattr(pipeline, name)(*args)
-    return pipeline.execute(raise_on_error=False)
+    replies: list[Any] = pipeline.execute(raise_on_error=False)
+    return replies
 
 
 def probe(url: str) -> str | None:

@@ -257,6 +257,8 @@ class AnswerCache:
             self.shared = SharedCache(shared_url)
 
     def _open(self, db_path: Path) -> Any:
+        import diskcache
+
         from pytest_medhelm.cache import disk as cache_disk
 
         # what a read refuses with is the exception of this very module (not one imported again by name: a host
@@ -266,8 +268,8 @@ class AnswerCache:
             if cache_disk.has_foreign_rows(str(db_path)):
                 self.migrated = cache_disk.migrate_pickled_rows(str(db_path))
             # eviction off: a size-limited cache would silently drop answers someone paid for
-            return cache_disk.diskcache.Cache(str(self.directory), disk=cache_disk.JSONDisk, eviction_policy="none",
-                                              size_limit=2**62, disk_min_file_size=2**40, timeout=LOCK_TIMEOUT_S)
+            return diskcache.Cache(str(self.directory), disk=cache_disk.JSONDisk, eviction_policy="none",
+                                   size_limit=2**62, disk_min_file_size=2**40, timeout=LOCK_TIMEOUT_S)
         except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
             raise CacheRefused(f"the answer cache {db_path} cannot be read ({exc}); it is damaged or not a "
                                f"pytest-medhelm cache: move it away, or delete {self.directory} to start an "

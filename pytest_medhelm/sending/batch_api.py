@@ -102,7 +102,7 @@ class BadLine(ValueError):
         self.key = key
 
 
-def _choice(body: Any) -> dict:
+def _choice(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ValueError(f"the response body is {type(body).__name__}, not a chat completion object")
     choices = body.get("choices")
@@ -251,7 +251,7 @@ def _timestamp(value: Any) -> float | None:
     return float(value)
 
 
-def _count(counts: dict, name: str) -> int:
+def _count(counts: dict[str, Any], name: str) -> int:
     value = counts.get(name)
     return value if replies.count_ok(value) else 0
 

@@ -32,7 +32,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any
 
@@ -60,6 +60,7 @@ from pytest_medhelm.sending.batch_api import (
 from pytest_medhelm.sending.failures import redact
 from pytest_medhelm.sending.jobs import Job
 from pytest_medhelm.sending.reasoning import cut_at_stops, stops_after
+from pytest_medhelm.sending.retry import T, retrying_raised
 from pytest_medhelm.sending.scheduler import Scheduler
 from pytest_medhelm.sending.transport import RequestFailed, chat_body
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec, is_llama_cpp_model
@@ -306,16 +307,8 @@ class BatchSender(Sender):
                   f"at {base}")
         await self._collect(record, mine, state, spec, base, key, reservations)
 
-    async def _retrying(self, call: Callable[[], Any]) -> Any:
-        settings = self.scheduler.settings
-        for attempt in range(settings.retries + 1):
-            try:
-                return await call()
-            except RequestFailed as exc:
-                if not exc.retryable or attempt == settings.retries:
-                    raise
-                delay = exc.retry_after if exc.retry_after is not None else settings.backoff_base * 2 ** attempt
-                await asyncio.sleep(min(delay, settings.retry_after_max))
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:  # (the run's one retry policy)
+        return await retrying_raised(self.scheduler.settings.retry_policy, call)
 
     async def _collect(self, record: BatchRecord, mine: dict[str, Job], state: BatchState | None, spec: ModelSpec,
                        base: str, key: str | None, reservations: dict[str, Any] | None = None) -> None:

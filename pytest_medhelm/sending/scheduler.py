@@ -2,10 +2,8 @@
 cache the moment it arrives, so an interrupted run loses at most the requests in flight. Each rule is bounded, so
 that a run always finishes:
 
-* **Retries** (tenacity's :class:`~tenacity.AsyncRetrying`, built only for a job whose first try failed): ``1 +
-  retries`` tries, between them an exponential backoff with jitter (``backoff_base * 2**attempt``, capped at
-  ``backoff_max``, times a random factor in [0.5, 1.5): the retries of a burst do not arrive together), or the
-  server's ``Retry-After`` (capped at ``retry_after_max``: a provider asking for an hour does not hang the run).
+* **Retries**, by the run's one policy (:mod:`.retry`, entered only by a job whose first try failed): ``1 +
+  retries`` tries, between them the server's ``Retry-After`` (capped) or exponential backoff with jitter.
 * **Rate limits (AIMD)**, per endpoint (a URL, or a model sent to its provider's API): a 429 halves the requests
   allowed in flight there and pauses them for its ``Retry-After``; the 429s of one burst are one signal; a
   window's worth of successes in a row allows one more, up to ``concurrency`` (:mod:`.concurrency`).
@@ -40,11 +38,8 @@ reservation with its actual cost; a job that fails for good (or is cancelled) re
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from dataclasses import dataclass, field
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
 
 from pytest_medhelm.budget import Budget, Reservation
 from pytest_medhelm.cache.answer_writer import AnswerWriter
@@ -63,6 +58,7 @@ from pytest_medhelm.sending.failures import (
 )
 from pytest_medhelm.sending.jobs import Job
 from pytest_medhelm.sending.replicas import ReplicaTable, is_replica_failure
+from pytest_medhelm.sending.retry import RetryPolicy, retrying
 from pytest_medhelm.sending.serving import OnDone, OnOutcome, Sending, priority
 from pytest_medhelm.sending.serving import serve as serve_jobs
 from pytest_medhelm.sending.stats import new_stats, stats_line
@@ -92,14 +88,9 @@ class Settings:
     #: the longest a ``Retry-After`` is honoured for; longer requests wait this long
     retry_after_max: float = 60.0
 
-
-def _worth_another_try(outcome: Outcome) -> bool:
-    return isinstance(outcome, RequestFailed) and outcome.retryable
-
-
-def _last_outcome(state: RetryCallState) -> Outcome:
-    """Once the tries are spent: the last failure, returned (the caller makes it the job's error)."""
-    return state.outcome.result()  # type: ignore[union-attr]  # (set once a try has ended)
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.retries, self.backoff_base, self.backoff_max, self.retry_after_max)
 
 
 @dataclass
@@ -251,33 +242,16 @@ class Scheduler:
                 self.broken.pop(model, None)
 
     # ------------------------------------------------------------------------------------------ a job's tries
-    def _backoff(self, state: RetryCallState) -> float:
-        """Before the next try: the server's Retry-After (capped), else exponential backoff with jitter (the
-        retries of a burst must not arrive together)."""
-        failure = _last_outcome(state)
-        assert isinstance(failure, RequestFailed)
-        if failure.retry_after is not None:
-            return min(failure.retry_after, self.settings.retry_after_max)
-        delay = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (state.attempt_number - 1))
-        return delay * (0.5 + random.random())
-
-    def _before_retry(self, state: RetryCallState) -> None:
+    def _before_retry(self, wait: float) -> None:
         self.stats["retries"] += 1
-        self.stats["waited_s"] += state.upcoming_sleep
+        self.stats["waited_s"] += wait
 
     async def _tries(self, sending: Sending, job: Job, held: list[Reservation] | None) -> Completion:
         tries = _Tries(held)
         outcome = await self._one_try(sending, job, tries)
-        if _worth_another_try(outcome) and self.settings.retries:
-            first = [outcome]  # (tenacity is only built for the rare job whose first try failed)
-
-            async def next_try() -> Outcome:
-                return first.pop() if first else await self._one_try(sending, job, tries)
-
-            retrying = AsyncRetrying(stop=stop_after_attempt(1 + self.settings.retries),
-                                     retry=retry_if_result(_worth_another_try), wait=self._backoff,
-                                     before_sleep=self._before_retry, retry_error_callback=_last_outcome)
-            outcome = await retrying(next_try)
+        if isinstance(outcome, RequestFailed) and outcome.retryable:  # (the rare job whose first try failed)
+            outcome = await retrying(self.settings.retry_policy, lambda: self._one_try(sending, job, tries),
+                                     first=outcome, on_retry=self._before_retry)
         if isinstance(outcome, Completion):
             return outcome
         raise self._failed_for_good(job, outcome, tries)

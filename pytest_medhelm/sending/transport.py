@@ -90,7 +90,7 @@ class OpenAIWire:
         self._limit = limit
         self._session: aiohttp.ClientSession | None = None  # made on the first send, inside the loop
 
-    async def _get_session(self):
+    async def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None:
             import aiohttp
 

@@ -18,7 +18,7 @@ captured call phase while it waits.
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 #: on a terminal, the status is rewritten this often (seconds) once it is shown
@@ -59,10 +59,11 @@ class WaitingStatus:
         self._shown = 0  # characters of the in-place status on the terminal now
         self._next = TTY_FIRST if self._tty else PLAIN_FIRST
 
-    def _uncaptured(self):
+    def _uncaptured(self) -> AbstractContextManager[object]:
         if self._capman is None:
             return nullcontext()
-        return self._capman.global_and_fixture_disabled()
+        uncaptured: AbstractContextManager[object] = self._capman.global_and_fixture_disabled()
+        return uncaptured
 
     def tick(self, waited: float) -> None:
         if self._reporter is None or waited < self._next:
