@@ -28,7 +28,9 @@ from pytest_medhelm.run.imports_ahead import ImportsAhead
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.run.context import RunContext
     from pytest_medhelm.run.plan import AnswerPlan, JudgeRequest, PlannedAnswer
+    from pytest_medhelm.sending.background import FollowUp
     from pytest_medhelm.sending.jobs import Job
+    from pytest_medhelm.sending.protocol import Sender
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
 
 Line = tuple[str, dict[str, bool]]
@@ -48,8 +50,9 @@ class Delivery:
         #: thread adds verdicts as answers arrive: single updates and lookups, never iterated; a completion may be
         #: handed to two items, as a planned answer shared by two instances is)
         self._answers: dict[str, Completion] = {}
-        self._sender: Any = None
-        self._targets: dict[str, Any] = {}  # model name -> its endpoint spec, or the ModelError that stops it
+        self._sender: Sender | None = None  # (the one engine the run talks to: sending/protocol.py)
+        #: model name -> its endpoint spec, or the ModelError that stops it
+        self._targets: dict[str, ModelSpec | ModelError] = {}
         self._broken_models: set[str] = set()
         self.session: pytest.Session | None = None  # set by the loop: a run that cannot go on stops through it
         #: worker: answers the controller sends (planned answer keys; judge keys once their answer is here)
@@ -63,7 +66,7 @@ class Delivery:
         self._sender_crash: str | None = None  # the sender died during the run: what its waiting items did
 
     # ------------------------------------------------------------------------------------------ sending
-    def target(self, spec: ModelSpec) -> Any:
+    def target(self, spec: ModelSpec) -> ModelSpec | ModelError:
         """``spec`` with a URL to send to, or the ModelError that says it cannot be reached (then its items error,
         and one line says why, once per model)."""
         from pytest_medhelm.values import ModelError
@@ -151,7 +154,7 @@ class Delivery:
                 else:
                     waiting_for_answer.setdefault(key, []).append(entry.instance)
 
-        def follow_up(job: Job, result: Any) -> list[Job]:
+        def follow_up(job: Job, result: Completion | ModelError) -> list[Job]:
             # on the sender's side: the jury's requests for an answer that just arrived
             from pytest_medhelm.values import ModelError
 
@@ -166,13 +169,15 @@ class Delivery:
             return
         from pytest_medhelm.sending import background
 
+        sender: Sender
         if self.ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.sending.batching)
-            self._sender = self._batch_sender(follow_up, judged)
+            sender = self._batch_sender(follow_up, judged)
         else:
-            self._sender = background.Sender(self.ctx.scheduler, follow_up, self._sender_finished)
-        self._sender.start(jobs)
+            sender = background.BackgroundSender(self.ctx.scheduler, follow_up, self._sender_finished)
+        self._sender = sender
+        sender.start(jobs)
 
-    def _batch_sender(self, follow_up: Any, judged: bool) -> Any:
+    def _batch_sender(self, follow_up: FollowUp, judged: bool) -> Sender:
         """The sender of ``--medhelm-batch`` (in this process: the controller under xdist, never a worker); the
         models and judges without a Batch API are named once."""
         from pytest_medhelm.sending.batching import BatchSender, unbatchable_line
@@ -327,8 +332,12 @@ class Delivery:
             result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
         if result is None:
             job = self._job_or_error(spec, request)
-            # (no job: the model cannot be reached; its error, stored for this key, or said by its target)
-            result = self._ask_now(job) if job is not None else (self.ctx.cache.get_error(key) or self.target(spec))
+            if job is not None:
+                result = self._ask_now(job)
+            else:  # the model cannot be reached: its error, stored for this key, or said by its target
+                unreachable = self.target(spec)
+                assert isinstance(unreachable, ModelError)  # (a reachable target makes a job)
+                result = self.ctx.cache.get_error(key) or unreachable
         if isinstance(result, BudgetExhausted):
             pytest.skip(str(result))
         if isinstance(result, ModelError):
@@ -346,7 +355,7 @@ class Delivery:
         sender, or in the shared cache), without waiting."""
         out: list[tuple[str, Instance]] = []
         for key, instances in self.plan.keys_of(slug):
-            answer = self._answers.get(key)
+            answer: Completion | ModelError | None = self._answers.get(key)
             if answer is None and self._sender is not None and self._sender.has(key):
                 answer = self._sender.wait(key)
             if answer is None:

@@ -38,7 +38,7 @@ class SenderCrashed(RuntimeError):
     """The background sender stopped on an unexpected error: the items that wait for it get this error."""
 
 
-class Sender:
+class BackgroundSender:
     """The scheduler's loop on a thread of this process: which answers are expected, the results as they arrive,
     and the waiting for them."""
 

@@ -39,7 +39,7 @@ from typing import Any
 from pytest_medhelm.cache.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.cache.store import Stored
 from pytest_medhelm.endpoints.wire import api_key_for, uses_openai_wire
-from pytest_medhelm.sending.background import FollowUp, Result, Sender
+from pytest_medhelm.sending.background import BackgroundSender, FollowUp, Result
 from pytest_medhelm.sending.batch_api import (
     NO_BATCH_API,
     WINDOW_S,
@@ -107,7 +107,7 @@ def _key(spec: ModelSpec) -> str | None:
     return key
 
 
-class BatchSender(Sender):
+class BatchSender(BackgroundSender):
     """The thread sender's loop (its start, stop, ask: an item's own question goes directly), with batches: the
     planned requests of batchable models wait in ``_pending`` for the next round instead of the direct queue."""
 

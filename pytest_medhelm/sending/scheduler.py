@@ -57,12 +57,13 @@ from pytest_medhelm.sending.failures import (
     redact,
 )
 from pytest_medhelm.sending.jobs import Job
+from pytest_medhelm.sending.protocol import Transport
 from pytest_medhelm.sending.replicas import ReplicaTable, is_replica_failure
 from pytest_medhelm.sending.retry import RetryPolicy, retrying
 from pytest_medhelm.sending.serving import OnDone, OnOutcome, Sending, priority
 from pytest_medhelm.sending.serving import serve as serve_jobs
 from pytest_medhelm.sending.stats import new_stats, stats_line
-from pytest_medhelm.sending.transport import OpenAIWire, RequestFailed, send_litellm
+from pytest_medhelm.sending.transport import LitellmTransport, OpenAIWire, RequestFailed
 from pytest_medhelm.values import BudgetExhausted, Completion, ModelError, ModelSpec
 
 #: how long an endpoint marked down fails its requests at once before one is tried again
@@ -76,6 +77,9 @@ DOWN_RECHECK_S = 30.0
 URGENT_CONNECTIONS = 4
 
 Outcome = Completion | RequestFailed  # one try's: an answer, or a failure that may be worth another try
+
+
+LITELLM = LitellmTransport()
 
 
 @dataclass
@@ -120,9 +124,8 @@ class Scheduler:
     # ------------------------------------------------------------------------------------------ one try
     async def _send(self, sending: Sending, job: Job, target: ModelSpec) -> Completion:
         """``job`` sent to ``target``: its spec, or the replica of its group chosen for this try."""
-        if uses_openai_wire(target):
-            return await sending.wire.send(target, job.request, self.settings.timeout)
-        return await send_litellm(target, job.request, self.settings.timeout)
+        transport: Transport = sending.wire if uses_openai_wire(target) else LITELLM
+        return await transport.send(target, job.request, self.settings.timeout)
 
     def _count(self, exc: RequestFailed) -> None:
         stats = self.stats

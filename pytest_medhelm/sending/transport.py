@@ -177,6 +177,13 @@ def _error_message(raw: bytes, status: int) -> str:
     return raw[:300].decode("utf-8", "replace") or f"HTTP {status}"
 
 
+class LitellmTransport:
+    """Every model not reached over :class:`OpenAIWire`: through litellm (imported on the first send)."""
+
+    async def send(self, spec: ModelSpec, request: ChatRequest, timeout: float) -> Completion:
+        return await send_litellm(spec, request, timeout)
+
+
 async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) -> Completion:
     from pytest_medhelm.thirdparty import import_litellm
 

@@ -74,7 +74,7 @@ def test_a_sending_worker_does_not_wait_for_the_cache_before_its_next_request(tm
     """One worker, four answers, a cache that does not commit until told: the second request goes out while the
     first answer still waits to be stored, the third waits (no more unstored answers than twice the workers), and
     no answer reaches its item before it is stored."""
-    from pytest_medhelm.sending.background import Sender
+    from pytest_medhelm.sending.background import BackgroundSender
     from pytest_medhelm.sending.jobs import Job
     from pytest_medhelm.sending.scheduler import Scheduler, Settings
     from pytest_medhelm.testing.server import running_server
@@ -84,7 +84,7 @@ def test_a_sending_worker_does_not_wait_for_the_cache_before_its_next_request(tm
     with running_server(answer="A") as server:
         spec = ModelSpec(name="openai/toy", litellm_model="openai/toy", api_base=server.url)
         jobs = [Job(spec, ChatRequest.for_prompt(spec, f"question {i}", 4)) for i in range(4)]
-        sender = Sender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)))
+        sender = BackgroundSender(Scheduler(cache, Settings(concurrency=1, timeout=10.0)))
         sender.start(jobs)
         deadline = time.monotonic() + 10
         while server.count < 2 and time.monotonic() < deadline:
@@ -134,9 +134,9 @@ def first_two_sent(tmp_path, replicas: bool, make_sender) -> list[str]:
 def test_the_judge_of_an_answer_goes_out_before_the_answer_is_stored(tmp_path):
     """The judge of answer 0 is sent right after it, before answer 1, although answer 0 is not stored yet (its
     judges do not wait for the commit)."""
-    from pytest_medhelm.sending.background import Sender
+    from pytest_medhelm.sending.background import BackgroundSender
 
-    assert first_two_sent(tmp_path, False, Sender) == ["answer 0", "judge of answer 0"]
+    assert first_two_sent(tmp_path, False, BackgroundSender) == ["answer 0", "judge of answer 0"]
 
 
 def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_before_it_is_stored(tmp_path):
@@ -152,14 +152,14 @@ def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_befo
 
 @pytest.mark.parametrize("kind", ["background", "batch"])
 def test_a_bug_in_an_urgent_request_ends_the_sending_instead_of_hanging_its_item(tmp_path, kind):
-    from pytest_medhelm.sending.background import Sender, SenderCrashed
+    from pytest_medhelm.sending.background import BackgroundSender, SenderCrashed
     from pytest_medhelm.sending.batching import BatchSender, batchable
     from pytest_medhelm.sending.jobs import Job
     from pytest_medhelm.sending.scheduler import Scheduler, Settings
     from pytest_medhelm.testing.server import running_server
     from pytest_medhelm.values import REPLICA_SEPARATOR, ChatRequest, ModelSpec
 
-    class UrgentBug(Sender if kind == "background" else BatchSender):  # (the sender under test)
+    class UrgentBug(BackgroundSender if kind == "background" else BatchSender):  # (the sender under test)
         def _on_done(self, job, result):
             if job.urgent:
                 raise RuntimeError("a bug in an item's own request")

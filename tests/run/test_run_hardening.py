@@ -39,15 +39,15 @@ def test_a_public_download_without_a_pin_is_recorded_as_unverified(pytester: pyt
 SENDER_BUG = """
 from pytest_medhelm.sending import background
 
-_on_done = background.Sender._on_done
+_on_done = background.BackgroundSender._on_done
 
 
 def _a_bug(self, job, result):  # the first answer's bookkeeping raises: the sender's loop ends with this error
-    background.Sender._on_done = _on_done
+    background.BackgroundSender._on_done = _on_done
     raise RuntimeError("a bug in the sender")
 
 
-background.Sender._on_done = _a_bug
+background.BackgroundSender._on_done = _a_bug
 """
 
 

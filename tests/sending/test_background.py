@@ -17,7 +17,7 @@ import pytest
 from toy_benchmark import TIMED_TEST
 
 from pytest_medhelm.cache.store import AnswerCache
-from pytest_medhelm.sending.background import Sender, SenderCrashed
+from pytest_medhelm.sending.background import BackgroundSender, SenderCrashed
 from pytest_medhelm.sending.jobs import Job
 from pytest_medhelm.sending.scheduler import Scheduler, Settings
 from pytest_medhelm.testing.server import last_user_text, running_server
@@ -35,8 +35,8 @@ def jobs_for(url: str, n: int, prefix: str = "question", purpose: str = "answer"
     return [Job(spec, ChatRequest.for_prompt(spec, f"{prefix} {i}", max_tokens, purpose=purpose)) for i in range(n)]
 
 
-def make_sender(tmp_path: Path, follow_up=None) -> Sender:
-    return Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
+def make_sender(tmp_path: Path, follow_up=None) -> BackgroundSender:
+    return BackgroundSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
 
 
 def test_every_answer_arrives_in_memory_and_in_the_cache(tmp_path):
@@ -156,7 +156,7 @@ async def first_fast_then_slow(body: dict) -> str:
     return "A"
 
 
-class CrashingSender(Sender):
+class CrashingSender(BackgroundSender):
     crashed = False
 
     def _on_done(self, job: Job, result) -> None:  # a bug in the bookkeeping of the first answer only

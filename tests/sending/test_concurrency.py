@@ -18,7 +18,7 @@ from conftest import NO_BERTSCORE
 from pytest_medhelm.cache.store import AnswerCache
 from pytest_medhelm.endpoints.llama import servers as llama_servers
 from pytest_medhelm.jury import JUDGE_MAX_TOKENS, judge_requests, llama_judges, parse_judgement, rubric_for
-from pytest_medhelm.sending.background import Sender
+from pytest_medhelm.sending.background import BackgroundSender
 from pytest_medhelm.sending.jobs import Job
 from pytest_medhelm.sending.scheduler import Scheduler, Settings
 from pytest_medhelm.testing.server import running_server
@@ -72,7 +72,7 @@ def test_the_background_sender_keeps_to_the_slots(tmp_path):
     settings = Settings(concurrency=8, timeout=30, retries=0)
     with running_server(answer="A", latency=0.1) as server:
         jobs = _jobs(server.url, 10, 2)
-        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
+        sender = BackgroundSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
         sender.start(jobs)
         results = [sender.wait(job.key) for job in jobs]
         sender.stop()
@@ -88,7 +88,8 @@ def test_a_question_asked_while_the_sender_runs_keeps_to_the_slots_and_goes_firs
     with running_server(answer="A", latency=0.1) as server:
         jobs = _jobs(server.url, 10, 1)
         ended = threading.Event()
-        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings), on_finished=ended.set)
+        sender = BackgroundSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings),
+                                  on_finished=ended.set)
         try:
             sender.start(jobs)
             sender.wait(jobs[0].key)
@@ -121,7 +122,7 @@ def test_a_question_asked_while_the_sender_runs_goes_first_when_the_answers_go_t
     with running_server(answer="A", latency=0.1) as server:
         group = REPLICA_SEPARATOR.join([server.url, server.url.replace("127.0.0.1", "localhost")])
         jobs = _jobs(group, 20, None)
-        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
+        sender = BackgroundSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings))
         try:
             sender.start(jobs)
             sender.wait(jobs[0].key)
@@ -251,7 +252,7 @@ def test_the_judge_of_an_answer_goes_before_the_answers_still_waiting(tmp_path):
             return [judge] if job is answers[0] else []
 
         settings = Settings(concurrency=4, timeout=30)
-        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings), follow_up)
+        sender = BackgroundSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="r"), settings), follow_up)
         sender.start(answers)
         assert isinstance(sender.wait(judge.key), Completion)
         sender.wait(answers[-1].key)

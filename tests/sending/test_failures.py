@@ -16,7 +16,7 @@ import pytest
 
 from pytest_medhelm.cache.store import AnswerCache
 from pytest_medhelm.sending import scheduler as scheduler_module
-from pytest_medhelm.sending.background import Sender
+from pytest_medhelm.sending.background import BackgroundSender
 from pytest_medhelm.sending.jobs import Job
 from pytest_medhelm.sending.scheduler import Scheduler, Settings
 from pytest_medhelm.sending.transport import OpenAIWire
@@ -117,7 +117,7 @@ def test_the_thread_sender_goes_on_after_an_odd_failure_and_a_broken_follow_up(t
 
     with running_server(answer="A") as srv:
         jobs = jobs_for(srv.url)
-        sender = Sender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
+        sender = BackgroundSender(Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), SETTINGS), follow_up)
         sender.start(jobs)
         results = {j.key: sender.wait(j.key) for j in jobs}
         sender.stop()
