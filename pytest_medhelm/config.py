@@ -376,9 +376,10 @@ def _check_local_models(rc: RunConfig, models: Sequence[str], judges: Sequence[s
     from pytest_medhelm.endpoints.llama.gguf import unavailable_reason
     from pytest_medhelm.values import is_llama_cpp_model
 
-    # the users' implementations only: the built-in one ("medhelm-run") reads the run configuration being built
+    # the users' implementations only: the built-in one ("medhelm-endpoints") reads the run configuration being built
     users_resolution = config.pluginmanager.subset_hook_caller(
-        "pytest_medhelm_model_spec", [p for p in (config.pluginmanager.get_plugin("medhelm-run"),) if p is not None])
+        "pytest_medhelm_model_spec",
+        [p for p in (config.pluginmanager.get_plugin("medhelm-endpoints"),) if p is not None])
     for option, role, api_base, names in (("--medhelm-model", "model", rc.api_base, models),
                                           ("--medhelm-jury", "judge", rc.jury_api_base, judges),
                                           ("--medhelm-grader", "judge", rc.jury_api_base, [rc.grader])):

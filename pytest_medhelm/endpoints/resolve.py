@@ -25,9 +25,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pytest_medhelm.values import ModelSpec, is_llama_cpp_model, redact_url
+
+if TYPE_CHECKING:
+    from pytest_medhelm.endpoints.hook import EndpointOptions
 
 Role = Literal["model", "judge"]
 
@@ -246,7 +249,7 @@ def key_lines(models: Sequence[ModelSpec], judges: Sequence[ModelSpec]) -> list[
     return [f"medhelm key: {url} gets {what} ({', '.join(users)})" for (url, what), users in said.items()]
 
 
-def spec_for(rc: Any, name: str, role: Role) -> ModelSpec:
+def spec_for(rc: EndpointOptions, name: str, role: Role) -> ModelSpec:
     """``name`` resolved as the run configuration ``rc`` says: its role's default endpoint and key variable, and
     its own endpoint when ``--medhelm-endpoint`` names one (the built-in ``pytest_medhelm_model_spec``)."""
     judge = role == "judge"

@@ -143,6 +143,10 @@ class RunContext:
             from pytest_medhelm.config import from_pytest
 
             self._run_config = from_pytest(self.config, set(self.registry.slugs()), registry=self.registry)
+            from pytest_medhelm.endpoints import hook as endpoints_hook
+
+            # model strings resolve from below: the built-in hook reads these options, not this context
+            endpoints_hook.register(self.config, self._run_config)
         return self._run_config
 
     @property
