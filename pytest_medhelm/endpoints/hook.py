@@ -8,36 +8,14 @@ last (``trylast``): a user's plugin that returns a spec first wins.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
-
 import pytest
 
-from pytest_medhelm.endpoints.resolve import Role, spec_for
+from pytest_medhelm.endpoints.resolve import EndpointOptions, Role, spec_for
 from pytest_medhelm.values import ModelSpec
 
 #: the name the plugin is registered under (the start-up check of ``local/...`` models leaves it out: it asks the
 #: users' plugins only, while the run configuration is still being built)
 PLUGIN_NAME = "medhelm-endpoints"
-
-
-class EndpointOptions(Protocol):
-    """What resolution reads of the run configuration (:class:`pytest_medhelm.config.RunConfig` has these)."""
-
-    @property
-    def api_base(self) -> str | None: ...
-
-    @property
-    def jury_api_base(self) -> str | None: ...
-
-    @property
-    def api_key_env(self) -> str | None: ...
-
-    @property
-    def jury_api_key_env(self) -> str | None: ...
-
-    @property
-    def endpoint_map(self) -> Mapping[str, str]: ...
 
 
 #: set by the run once its configuration is validated

@@ -25,14 +25,31 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pytest_medhelm.values import ModelSpec, is_llama_cpp_model, redact_url
 
-if TYPE_CHECKING:
-    from pytest_medhelm.endpoints.hook import EndpointOptions
-
 Role = Literal["model", "judge"]
+
+
+class EndpointOptions(Protocol):
+    """What resolution reads of the run configuration (:class:`pytest_medhelm.config.RunConfig` has these)."""
+
+    @property
+    def api_base(self) -> str | None: ...
+
+    @property
+    def jury_api_base(self) -> str | None: ...
+
+    @property
+    def api_key_env(self) -> str | None: ...
+
+    @property
+    def jury_api_key_env(self) -> str | None: ...
+
+    @property
+    def endpoint_map(self) -> Mapping[str, str]: ...
+
 
 #: providers of the usual litellm strings: routable without importing litellm (3 s) to ask it
 KNOWN_PROVIDERS = frozenset({

@@ -14,8 +14,8 @@ answers as for a direct run's, from memory or, under xdist, from the shared cach
   answers). A line the provider failed, a request a failed, expired or cancelled batch never answered, and a line
   that cannot be read, answers another model or shares its custom_id with another line are errors of their own
   items, never cached (:class:`~.batch_api.ResultLines`).
-* **Resuming.** A batch's id is written to the cache directory (:class:`~.batch_api.BatchRecords`) as soon as it
-  exists and removed only once every answer of it is stored (and its other lines are their items' errors): a run
+* **Resuming.** A batch's id is written to the cache directory (:mod:`pytest_medhelm.cache.batch_records`) as soon
+  as it exists and removed only once every answer of it is stored (and its other lines are their items' errors): a run
   stopped by Ctrl-C, a batch not ended by ``--medhelm-batch-timeout``, a results file that could not be read and an
   answer the cache refused leave it, and the same command collects that batch instead of paying twice.
 * **Polling** every :data:`~.batch_api.POLL_FIRST_S` s, growing to :data:`~.batch_api.POLL_MAX_S`
@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any
 
+from pytest_medhelm.cache.batch_records import BatchRecord, BatchRecords
 from pytest_medhelm.cache.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.cache.store import Stored
 from pytest_medhelm.endpoints.wire import api_key_for, uses_openai_wire
@@ -44,8 +45,6 @@ from pytest_medhelm.sending.batch_api import (
     NO_BATCH_API,
     WINDOW_S,
     BadLine,
-    BatchRecord,
-    BatchRecords,
     BatchState,
     LineError,
     OpenAIBatches,

@@ -12,13 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_medhelm.cache.batch_records import BatchRecord, BatchRecords
 from pytest_medhelm.cost import Prices, PricesError
 from pytest_medhelm.sending import batch_api
 from pytest_medhelm.sending import batching as batches
 from pytest_medhelm.sending.batch_api import (
     BadLine,
-    BatchRecord,
-    BatchRecords,
     BatchState,
     LineError,
     ResultLines,
