@@ -301,11 +301,11 @@ class Delivery:
     def _ask_now(self, job: Job) -> Completion | ModelError:
         """A request nobody sends for this item (its own question, or one asked again after its error): through the
         running sender when there is one, ahead of what waits there, so that the endpoint's slots and the run's
-        limits hold for it too (a second loop beside the sender's would not know them); else sent from here."""
+        limits hold for it too (a second loop beside the sender's would not know them); else by a sender of its
+        own (:func:`~pytest_medhelm.sending.background.ask_alone`): one way to the wire either way."""
         from dataclasses import replace
 
-        from pytest_medhelm.sending.background import SenderCrashed
-        from pytest_medhelm.values import ModelError
+        from pytest_medhelm.sending.background import SenderCrashed, ask_alone
 
         sender = self._sender
         if sender is not None:
@@ -316,10 +316,7 @@ class Delivery:
                 result = None
             if result is not None:
                 return result
-        try:
-            return self.ctx.scheduler.complete(job)
-        except ModelError as exc:
-            return exc
+        return ask_alone(self.ctx.scheduler, job)
 
     def complete(self, spec: ModelSpec, request: ChatRequest) -> Completion:
         from pytest_medhelm.values import BudgetExhausted, ModelError

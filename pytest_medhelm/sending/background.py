@@ -309,3 +309,15 @@ def progress_text(label: str, done: int, total: int, elapsed: float, failed: int
     else:  # nothing back yet
         text = f"medhelm {label}: {done}/{total} (waiting {elapsed:.0f}s for the first)"
     return text + (f", {failed} failed" if failed else "")
+
+
+def ask_alone(scheduler: Scheduler, job: Job) -> Result:
+    """``job`` sent now by a sender of its own, for an item whose request no running sender takes (an xdist
+    worker's own question, or one asked after the sending ended): the same loop and rules as every request, so
+    that an item's question has one way to the wire."""
+    sender = BackgroundSender(scheduler)
+    sender.start([job])
+    try:
+        return sender.wait(job.key)
+    finally:
+        sender.stop()

@@ -380,18 +380,6 @@ class Scheduler:
         run_coroutine(send())
         return failures
 
-    def complete(self, job: Job) -> Completion:
-        """One request now, on a loop of its own: for an item whose request no running sender takes (an xdist
-        worker's own question, or one asked after the sending ended)."""
-        failures = self.send_all([job])
-        if job.key in failures:
-            raise failures[job.key]
-        completion = self.cache.get(job.key)
-        if completion is None:  # cache off/refresh edge: the answer was stored under this run, read it back
-            raise ModelError(job.spec.name, "answer was not stored in the cache")
-        completion.cached = False
-        return completion
-
     def summary(self) -> str:
         """One line for the terminal: what retrying and rate limiting did, or "" when nothing happened."""
         return stats_line(self.stats, self.settings.concurrency, self.replicas.rested)
