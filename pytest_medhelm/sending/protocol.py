@@ -12,7 +12,8 @@ request goes out through.
   retry policy (:mod:`.retry`) to act on: :class:`~.transport.OpenAIWire` (an OpenAI-compatible endpoint by URL,
   over one aiohttp session) and :class:`~.transport.LitellmTransport` (every other provider, through litellm).
   :func:`~pytest_medhelm.endpoints.wire.uses_openai_wire` says which a model takes; both build the request's body
-  from :func:`~.reasoning.generation_parameters`, the one place a model's wire request is made.
+  with :func:`~.reasoning.wire_request` (its parameters from :func:`~.reasoning.generation_parameters`), the one
+  place a model's wire request is made.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from typing import Any
 from pytest_medhelm.values import ChatRequest, ModelSpec, Reasoning, is_llama_cpp_model, split_thinking
 
 __all__ = ["ANTHROPIC_MIN_BUDGET", "DEFAULT_BUDGET", "EFFORTS", "answer_of", "cut_at_stops", "family_of",
-           "generation_parameters", "reasoning_for", "split_thinking", "stops_after"]
+           "generation_parameters", "reasoning_for", "split_thinking", "stops_after", "wire_request"]
 
 #: reasoning tokens a reasoning model gets on top of each answer limit when no budget is given (default mode)
 DEFAULT_BUDGET = 4096
@@ -118,6 +118,14 @@ def reasoning_for(spec: ModelSpec, *, budget: int | None, effort: str | None, re
     if family == "anthropic":
         amount = max(amount, ANTHROPIC_MIN_BUDGET)
     return Reasoning(family=family, budget=amount, effort=effort or "", source=source)
+
+
+def wire_request(spec: ModelSpec, request: ChatRequest, model: str) -> dict[str, Any]:
+    """The request every transport sends for ``request`` to ``spec`` (OpenAI's chat completions shape: the JSON body
+    of a direct request or a batch line, litellm's keyword arguments): ``model`` as that wire names it, the
+    messages, and the generation parameters."""
+    return {"model": model, "messages": [{"role": role, "content": content} for role, content in request.messages],
+            **generation_parameters(spec, request)}
 
 
 def generation_parameters(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:

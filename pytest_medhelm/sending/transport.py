@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.endpoints.wire import api_key_for
-from pytest_medhelm.sending.reasoning import answer_of, generation_parameters, stops_after
+from pytest_medhelm.sending.reasoning import answer_of, stops_after, wire_request
 from pytest_medhelm.sending.replies import (
     MalformedReply,
     believed_cost,
@@ -61,14 +61,9 @@ def _retryable_status(status: int | None) -> bool:
     return status is None or status in (408, 409, 429) or status >= 500
 
 
-def _messages(request: ChatRequest) -> list[dict[str, str]]:
-    return [{"role": role, "content": content} for role, content in request.messages]
-
-
 def chat_body(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:
     """The JSON body of ``request`` to an OpenAI-compatible endpoint (sent as is, or as a line of a batch)."""
-    return {"model": spec.litellm_model.split("/", 1)[1], "messages": _messages(request),
-            **generation_parameters(spec, request)}
+    return wire_request(spec, request, spec.litellm_model.split("/", 1)[1])
 
 
 def completion_of(spec: ModelSpec, request: ChatRequest, content: Any, message: Any, usage: Any,
@@ -188,8 +183,7 @@ async def send_litellm(spec: ModelSpec, request: ChatRequest, timeout: float) ->
     from pytest_medhelm.thirdparty import import_litellm
 
     litellm = import_litellm()
-    kwargs: dict[str, Any] = {"model": spec.litellm_model, "messages": _messages(request),
-                              **generation_parameters(spec, request), "timeout": timeout, "num_retries": 0}
+    kwargs = {**wire_request(spec, request, spec.litellm_model), "timeout": timeout, "num_retries": 0}
     if spec.api_base:
         kwargs["api_base"] = _one_url(spec)
     key = api_key_for(spec)
