@@ -14,7 +14,7 @@ How a request is accounted (:class:`Budget`):
   is still counted in full.
 * **Unknown usage** (the reply had no token counts, or a malformed reply came back): the request is counted at its
   reserved upper bound, never at $0 (a server that omits ``usage`` could otherwise spend without limit); a
-  negative count is counted as 0 (pytest_medhelm/models/replies.py validates counts before they get here).
+  negative count is counted as 0 (pytest_medhelm/sending/replies.py validates counts before they get here).
 * **Release** (the request failed for good, without an answer): the reservation is dropped and nothing is
   counted: a failed request costs nothing we know of.
 

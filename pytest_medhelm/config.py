@@ -43,7 +43,7 @@ class _RunConfigBase(BaseModel, _Declared):
     @field_validator("cache_url", check_fields=False)
     @classmethod
     def _cache_url(cls, value: str | None) -> str | None:
-        from pytest_medhelm.models.shared_cache import url_problem
+        from pytest_medhelm.cache.shared import url_problem
 
         problem = None if value is None else url_problem(value)
         if problem:
@@ -207,8 +207,8 @@ def check_endpoints(rc: RunConfig, endpoints_cli: list[tuple[str, str]], endpoin
 
     ``sending``: this process may send requests (not an xdist worker, which only reads answers): then a model
     string litellm cannot route is refused here, once, instead of failing every item with litellm's paragraph."""
+    from pytest_medhelm.endpoints import resolve as ep
     from pytest_medhelm.jury import DEFAULT_JUDGES
-    from pytest_medhelm.models import endpoints as ep
 
     # the rubric graders are reached as judges are (HealthBench's and HealthBench Professional's, the last one the
     # --medhelm-grader when given)
@@ -256,12 +256,13 @@ def _check_local_models(rc: RunConfig, models: Sequence[str], judges: Sequence[s
 
     Each name is resolved as the run resolves it (the ``pytest_medhelm_model_spec`` hook): a plugin that serves a
     ``local/...`` name from a server of its own needs no llama.cpp here."""
-    from pytest_medhelm.models.llama.gguf import unavailable_reason
+    from pytest_medhelm.endpoints.llama.gguf import unavailable_reason
     from pytest_medhelm.values import is_llama_cpp_model
 
-    # the users' implementations only: the built-in one ("medhelm-run") reads the run configuration being built
+    # the users' implementations only: the built-in one ("medhelm-endpoints") reads the run configuration being built
     users_resolution = config.pluginmanager.subset_hook_caller(
-        "pytest_medhelm_model_spec", [p for p in (config.pluginmanager.get_plugin("medhelm-run"),) if p is not None])
+        "pytest_medhelm_model_spec",
+        [p for p in (config.pluginmanager.get_plugin("medhelm-endpoints"),) if p is not None])
     for option, role, api_base, names in (("--medhelm-model", "model", rc.api_base, models),
                                           ("--medhelm-jury", "judge", rc.jury_api_base, judges),
                                           ("--medhelm-grader", "judge", rc.jury_api_base, [rc.grader])):

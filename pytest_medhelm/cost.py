@@ -269,7 +269,7 @@ class Prices:
 
     def file_price_for(self, model_name: str, litellm_model: str | None = None) -> Price | None:
         """The prices file's price only (at the batch rate when batched), never litellm's table: for a model at an
-        endpoint that is not its provider's public API (see pytest_medhelm.models.identity)."""
+        endpoint that is not its provider's public API (see pytest_medhelm.cache.identity)."""
         for name in (model_name, litellm_model):
             if name and name in self.table:
                 return self._scaled(model_name, self.table[name])

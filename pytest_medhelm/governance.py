@@ -34,7 +34,7 @@ Not a private network:
 A model served by several endpoints (``--medhelm-endpoint MODEL=URL1,URL2``) is local only when every one of them
 is. The shared answer cache (``--medhelm-cache-url``) holds every prompt and answer of the run: it is held to the
 same rule (a ``unix://`` socket is on this machine). The models and judges checked are the session's resolved
-ModelSpecs (:mod:`pytest_medhelm.models.endpoints`), so a judge's own endpoint is the one checked, not the judges'
+ModelSpecs (:mod:`pytest_medhelm.endpoints.resolve`), so a judge's own endpoint is the one checked, not the judges'
 default.
 """
 

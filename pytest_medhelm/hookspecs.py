@@ -31,5 +31,6 @@ def pytest_medhelm_model_spec(name: str, api_base: str | None, config: pytest.Co
     """Resolve a ``--medhelm-model`` (``role`` "model") or ``--medhelm-jury`` (``role`` "judge") string to a
     ``ModelSpec`` (first non-None result wins). ``api_base`` is the role's default endpoint.
 
-    The built-in implementation (:func:`pytest_medhelm.models.endpoints.resolve_spec`) handles every litellm string,
-    ``local/...`` llama.cpp models, per-model endpoints and the roles' key variables."""
+    The built-in implementation (:func:`pytest_medhelm.endpoints.hook.pytest_medhelm_model_spec`, a plugin of its
+    own) handles every litellm string, ``local/...`` llama.cpp models, per-model endpoints and the roles' key
+    variables."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
 #: set for litellm's import only, and only when the user has not set them: LITELLM_LOCAL_MODEL_COST_MAP makes it
 #: read its bundled price table instead of fetching one from the internet at import (the only time it reads it);
@@ -20,7 +21,7 @@ _LITELLM_IMPORT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 _RESTORED_AFTER_IMPORT = ("LITELLM_LOCAL_MODEL_COST_MAP", "TIKTOKEN_CACHE_DIR")
 
 
-def import_litellm():
+def import_litellm() -> Any:
     """litellm, imported without fetching anything and without leaving environment variables changed."""
     import sys
 

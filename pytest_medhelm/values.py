@@ -16,16 +16,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, overload
+from typing import Any, TypeGuard, overload
 
 LOG = logging.getLogger("pytest_medhelm.catalogue")
 
 #: what starts the name of a llama.cpp model (``local/<name or path.gguf>``): a GGUF file served by a llama.cpp
-#: server the run starts on loopback (:mod:`pytest_medhelm.models.llama`). Not a private network
+#: server the run starts on loopback (:mod:`pytest_medhelm.endpoints.llama`). Not a private network
 #: (``--medhelm-local-only``, :mod:`pytest_medhelm.governance`), not the user's data files.
 LLAMA_CPP_PREFIX = "local/"
 
@@ -108,7 +109,7 @@ def replica_group(urls: Iterable[str]) -> str:
     return REPLICA_SEPARATOR.join(sorted({url.strip().rstrip("/") for url in urls}))
 
 
-#: the families of reasoning models, each sent its own parameters (:mod:`pytest_medhelm.models.reasoning`)
+#: the families of reasoning models, each sent its own parameters (:mod:`pytest_medhelm.sending.reasoning`)
 REASONING_FAMILIES = ("openai", "anthropic", "gemini", "served")
 
 
@@ -153,7 +154,7 @@ class ModelSpec:
     #: how many requests the endpoint serves at once (a llama.cpp server we started: its slots); the scheduler
     #: never has more in flight to it. None: no limit of its own (the run's concurrency applies)
     slots: int | None = None
-    #: how the run treats the model as a reasoning model (what its requests carry, :mod:`pytest_medhelm.models.
+    #: how the run treats the model as a reasoning model (what its requests carry, :mod:`pytest_medhelm.sending.
     #: reasoning`); None: a plain model
     reasoning: Reasoning | None = None
 
@@ -223,7 +224,7 @@ class ChatRequest:
     response_format: str = ""
     #: reasoning tokens allowed on top of ``max_tokens`` (the answer's limit); 0: none (a plain model, or a
     #: reasoning model sent the references' request). What is sent for it depends on the model's family
-    #: (:func:`pytest_medhelm.models.reasoning.generation_parameters`)
+    #: (:func:`pytest_medhelm.sending.reasoning.generation_parameters`)
     reasoning_budget: int = 0
     #: the ``reasoning_effort`` asked ("" = none)
     reasoning_effort: str = ""
@@ -297,7 +298,7 @@ class Completion:
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     #: False when the server's reply had no token counts (the counts are then 0 and mean nothing): a budget counts
-    #: such a request at its reserved upper bound (pytest_medhelm/models/replies.py). Not cached: only the
+    #: such a request at its reserved upper bound (pytest_medhelm/sending/replies.py). Not cached: only the
     #: request that was sent is accounted.
     usage_known: bool = True
     #: of ``tokens_out``, the tokens spent thinking (``usage.completion_tokens_details.reasoning_tokens``; they
@@ -389,3 +390,50 @@ class BudgetExhausted(ModelError):
 
     def __str__(self) -> str:
         return self.provider_message
+
+
+# The numbers believed from untrusted input (a reply, a batch line, a cache entry): held to these bounds so that no
+# sum, product or JSON writing of the report stage meets an integer of thousands of digits or an infinity
+# (pytest_medhelm/sending/replies.py checks replies with them, pytest_medhelm/cache/store.py the cache's entries).
+#: the largest token count believed from a reply, a batch line or a cache entry (a billion: no model's context
+#: comes near it; a larger count is a server's invention)
+MAX_TOKEN_COUNT = 10**9
+#: the largest cost believed for one call, in USD (a million: no single request costs that)
+MAX_COST_USD = 1e6
+#: the largest duration believed, in seconds (about 11.6 days: a batch may take its provider's day, and more)
+MAX_SECONDS = 1e6
+
+
+def count_ok(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is a token count to believe: an integer (not a bool) from 0 to :data:`MAX_TOKEN_COUNT`."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
+
+
+def float_ok(value: Any, upper: float) -> bool:
+    """Whether ``value`` is a number to believe: finite, from 0 to ``upper`` (a cost, a duration)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    # (an int is compared as it is: math.isfinite of an integer of 309 digits raises OverflowError)
+    return (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= upper
+
+
+# A reasoning model's thinking, kept apart from its answer (pytest_medhelm/sending/reasoning.py on a fresh reply,
+# pytest_medhelm/cache/store.py on an answer cached before the thinking was split off).
+_OPEN, _CLOSE = "<think>", "</think>"
+
+
+def split_thinking(content: str) -> tuple[str, str]:
+    """(answer, thinking) of a message's content: a leading ``<think>…</think>`` block (after blank space) is the
+    thinking and the rest, less the blank space after the block, the answer; an unclosed block is all thinking
+    (an empty answer, as HELM's rule gives); a ``</think>`` with no ``<think>`` before it ends a thinking that the
+    chat template opened in the prompt. Content without either is all answer."""
+    stripped = content.lstrip()
+    if stripped.startswith(_OPEN):
+        end = stripped.find(_CLOSE, len(_OPEN))
+        if end < 0:
+            return "", stripped[len(_OPEN):]
+        return stripped[end + len(_CLOSE):].lstrip(), stripped[len(_OPEN):end]
+    end = content.find(_CLOSE)
+    if end >= 0 and _OPEN not in content[:end]:
+        return content[end + len(_CLOSE):].lstrip(), content[:end]
+    return content, ""

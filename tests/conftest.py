@@ -61,7 +61,7 @@ def _import_before_inner_sessions() -> None:
         pass
 
     # and every module of the plugin: one first imported inside an inner session is dropped at its end, but its
-    # package keeps the attribute naming it, so a test's later ``from pytest_medhelm.models import shared_cache``
+    # package keeps the attribute naming it, so a test's later ``from pytest_medhelm.cache import shared``
     # got the dropped module while the plugin imported a new one, and the test patched a module nobody used (a test
     # failed so, depending on which tests ran before it in its worker); and each in-process run imported again what
     # the run imports lazily. (So a module of the package must import an optional extra lazily, as they all do:

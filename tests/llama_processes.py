@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from pytest_medhelm.models.llama.server import BOOTSTRAP_MODULE
+from pytest_medhelm.endpoints.llama.server import BOOTSTRAP_MODULE
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -38,11 +38,11 @@ def _is_zombie(pid: int) -> bool:
 
 
 def find_llama_processes(gguf: str | os.PathLike[str] | None = None) -> list[int]:
-    """Pids of live llama.cpp server processes (``python -m pytest_medhelm.models.llama.bootstrap``) serving
+    """Pids of live llama.cpp server processes (``python -m pytest_medhelm.endpoints.llama.bootstrap``) serving
     ``gguf`` (any model when ``None``).
 
     The model path is compared as given on the server's command line (made absolute, symlinks not followed), the
-    way :class:`~pytest_medhelm.models.llama.server.LlamaServer` passes it. Zombies (exited, not yet reaped) are
+    way :class:`~pytest_medhelm.endpoints.llama.server.LlamaServer` passes it. Zombies (exited, not yet reaped) are
     not counted. Returns ``[]`` where /proc does not exist.
     """
     wanted = None if gguf is None else os.path.abspath(os.fspath(gguf))

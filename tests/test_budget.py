@@ -17,13 +17,13 @@ import pytest
 import pytester_runs
 
 from pytest_medhelm.budget import BUDGET_PREFIX, Budget, BudgetExhausted, Reservation, unpriced, usd_limit
+from pytest_medhelm.cache.store import AnswerCache
 from pytest_medhelm.cost import Prices, per_token
-from pytest_medhelm.models.cache import AnswerCache
-from pytest_medhelm.models.jobs import Job
-from pytest_medhelm.models.scheduler import Scheduler, Settings
+from pytest_medhelm.sending.jobs import Job
+from pytest_medhelm.sending.scheduler import Scheduler, Settings
 from pytest_medhelm.testing import server as test_server
 from pytest_medhelm.testing.server import running_server
-from pytest_medhelm.values import ChatRequest, ModelError, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
 
 IN, OUT = per_token(2.50), per_token(10.00)
 PRICE = (IN, OUT)
@@ -473,19 +473,22 @@ def test_a_dead_endpoint_releases_every_reservation(tmp_path):
     assert budget.spent == 0.0 and budget.in_flight == 0.0 and budget.not_sent == 0
 
 
-def test_complete_on_an_exhausted_budget_raises_and_sends_nothing(tmp_path):
+def test_an_items_own_question_on_an_exhausted_budget_is_refused_and_not_sent(tmp_path):
+    from pytest_medhelm.sending.background import ask_alone
+
     budget = Budget(PER_REQUEST, price_of, server_tokens)
     with running_server(answer="A") as srv:
         sched = make_scheduler(tmp_path, budget)
         first, second = make_jobs(srv.url, 2)
-        assert sched.complete(first).text == "A"
-        with pytest.raises(BudgetExhausted) as info:
-            sched.complete(second)
+        answer = ask_alone(sched, first)
+        assert isinstance(answer, Completion) and answer.text == "A"
+        refused = ask_alone(sched, second)
+        assert isinstance(refused, BudgetExhausted)
         assert srv.count == 1
-    assert str(info.value) == f"medhelm budget of ${usd_limit(PER_REQUEST)} reached: request not sent"
+    assert str(refused) == f"medhelm budget of ${usd_limit(PER_REQUEST)} reached: request not sent"
     # as the run reads it back from the cache's error entries and re-raises it for the item
     stored = sched.cache.get_error(second.key)
-    assert type(stored) is BudgetExhausted and str(stored) == str(info.value)
+    assert type(stored) is BudgetExhausted and str(stored) == str(refused)
 
 
 def test_two_threads_share_one_budget(tmp_path):

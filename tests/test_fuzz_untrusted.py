@@ -24,8 +24,8 @@ from pytest_medhelm.metrics.exact_match import GenerationExactMatch, MultipleCho
 from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract
 from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
 from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
-from pytest_medhelm.models.batch_api import BadLine, BatchState, ResultLines, reply_json
-from pytest_medhelm.models.replies import (
+from pytest_medhelm.sending.batch_api import BadLine, BatchState, ResultLines, reply_json
+from pytest_medhelm.sending.replies import (
     MAX_COST_USD,
     MAX_SECONDS,
     MAX_TOKEN_COUNT,
@@ -34,7 +34,7 @@ from pytest_medhelm.models.replies import (
     reply_text,
     reply_usage,
 )
-from pytest_medhelm.models.transport import RequestFailed
+from pytest_medhelm.sending.transport import RequestFailed
 from pytest_medhelm.values import Completion, Instance, redact_url
 
 #: inputs tried per target
@@ -299,7 +299,7 @@ def _completion_entry(numbers: dict) -> dict:
 @given(st.dictionaries(st.sampled_from(["tokens_in", "tokens_out", "latency_s", "cost_usd", "reasoning_tokens"]),
                        absurd_numbers, max_size=5))
 def test_a_cache_entry_with_any_numbers_is_used_within_bounds_or_is_a_miss(numbers: dict) -> None:
-    from pytest_medhelm.models.cache import valid_entry
+    from pytest_medhelm.cache.store import valid_entry
     from pytest_medhelm.values import Completion
 
     TRIED["cache entry numbers (disk, Redis)"] += 1
@@ -352,8 +352,8 @@ def test_whatever_the_records_hold_the_results_are_built_priced_and_written(tmp_
        | st.sampled_from([b"", b"[" * 100_000, b'{"completion": {"text": "A", "tokens_in": ' + b"9" * 5000 + b"}}"])
        | st.none() | st.integers() | st.text(max_size=20))
 def test_a_redis_value_of_any_bytes_is_an_entry_of_ours_or_a_miss(raw) -> None:
-    from pytest_medhelm.models.cache import valid_entry
-    from pytest_medhelm.models.shared_cache import SharedCache
+    from pytest_medhelm.cache.shared import SharedCache
+    from pytest_medhelm.cache.store import valid_entry
 
     TRIED["Redis values"] += 1
     value = SharedCache("redis://127.0.0.1:9/0")._decoded(raw)  # (what get_many does with each reply)
@@ -368,7 +368,7 @@ def test_a_redis_value_of_any_bytes_is_an_entry_of_ours_or_a_miss(raw) -> None:
 def test_the_lengths_redis_gives_never_take_a_round_trip_past_its_bounds(lengths) -> None:
     from redis.exceptions import ResponseError
 
-    from pytest_medhelm.models import shared_cache
+    from pytest_medhelm.cache import shared as shared_cache
 
     TRIED["Redis lengths (a round trip's budget)"] += 1
     replies = [ResponseError(x) if isinstance(x, str) and x.isupper() and len(x) > 5 else x for x in lengths]

@@ -333,7 +333,7 @@ def test_cache_directory_is_0700_and_its_files_0600(pytester, server, monkeypatc
     assert [p.relative_to(cache) for p in cache.rglob("*.val")] == []
     import diskcache
 
-    from pytest_medhelm.models.cache_disk import JSONDisk
+    from pytest_medhelm.cache.disk import JSONDisk
 
     with diskcache.Cache(str(cache), disk=JSONDisk) as stored:  # entries are JSON text (issue 20)
         sizes = [len(json.dumps(stored[key])) for key in stored if isinstance(stored[key], dict)]

@@ -41,7 +41,7 @@ needs_proc_umask = pytest.mark.skipif(_umask_from_proc() is None, reason="no Uma
 
 @needs_proc_umask
 def test_creating_the_cache_from_a_thread_never_changes_the_process_umask(tmp_path, monkeypatch):
-    from pytest_medhelm.models.cache import AnswerCache
+    from pytest_medhelm.cache.store import AnswerCache
     from pytest_medhelm.values import Completion
 
     calls = []
@@ -89,7 +89,7 @@ def test_creating_the_cache_from_a_thread_never_changes_the_process_umask(tmp_pa
 
 
 def test_an_existing_wider_cache_file_is_made_private(tmp_path):
-    from pytest_medhelm.models.cache import AnswerCache
+    from pytest_medhelm.cache.store import AnswerCache
 
     root = tmp_path / "cache"
     root.mkdir(mode=0o755)
@@ -171,8 +171,8 @@ def test_counting_tokens_offline_leaves_the_environment_as_it_was():
 
 @pytest.mark.e2e
 def test_llama_cpp_is_started_without_preexec_fn(tmp_path, monkeypatch):
-    from pytest_medhelm.models.llama import process
-    from pytest_medhelm.models.llama import server as llama_server
+    from pytest_medhelm.endpoints.llama import process
+    from pytest_medhelm.endpoints.llama import server as llama_server
 
     launched: list[dict] = []
 

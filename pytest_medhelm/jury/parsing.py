@@ -69,7 +69,7 @@ _SCORE_TEXT = re.compile(
 #: backtracks on long runs of spaces and emphasis)
 _MAX_SCORE_TEXT = 40
 #: a reply longer than this is not read: a judgement is a few hundred characters and a judge's max_tokens is 4096
-#: (HELM's); the transport refuses bodies over its own bound first (pytest_medhelm/models/replies.py)
+#: (HELM's); the transport refuses bodies over its own bound first (pytest_medhelm/sending/replies.py)
 MAX_REPLY_CHARS = 1_000_000
 #: a candidate object on a line starting with ">" (within this many characters) is a quotation, not a verdict
 _QUOTE_LOOKBACK = 200

@@ -56,7 +56,7 @@ def reasoning_record(budget: int | None, effort: str | None, models: Iterable[An
                      judges: Iterable[Any] = ()) -> ReasoningSettings | None:
     """``run.reasoning`` from the run's options and its specs (``ModelSpec``); None when no option was given and
     no model is a reasoning model."""
-    from pytest_medhelm.models.reasoning import DEFAULT_BUDGET
+    from pytest_medhelm.sending.reasoning import DEFAULT_BUDGET
 
     thinking = {spec.name: _of(spec) for spec in models if spec.reasoning is not None}
     judging = {spec.name: _of(spec) for spec in judges if spec.reasoning is not None}

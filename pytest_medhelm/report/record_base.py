@@ -58,7 +58,7 @@ Text = Annotated[str | None, BeforeValidator(_as_text)]
 
 
 #: the largest token count an instance's record holds (over every call of its item; each call's own count is at
-#: most 10^9, pytest_medhelm.models.replies): a larger one is refused into ``metrics.invalid_fields``, so that no
+#: most 10^9, pytest_medhelm.sending.replies): a larger one is refused into ``metrics.invalid_fields``, so that no
 #: sum, price or JSON writing of the report meets an integer of thousands of digits
 MAX_RECORD_COUNT = 10**15
 #: the largest cost (USD) or duration (s) an instance's record holds, likewise

@@ -146,7 +146,7 @@ class Collection:
 
     # ------------------------------------------------------------------------------------------ instances
     def _model_problem(self, model: str) -> str | None:
-        from pytest_medhelm.models.llama.gguf import unavailable_reason
+        from pytest_medhelm.endpoints.llama.gguf import unavailable_reason
         from pytest_medhelm.values import is_llama_cpp_model
 
         if not is_llama_cpp_model(model):

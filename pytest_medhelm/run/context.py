@@ -22,11 +22,11 @@ import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
     from pytest_medhelm.budget import Budget
+    from pytest_medhelm.cache.store import AnswerCache
     from pytest_medhelm.catalogue import Registry
     from pytest_medhelm.config import RunConfig
     from pytest_medhelm.cost import Prices
-    from pytest_medhelm.models.cache import AnswerCache
-    from pytest_medhelm.models.scheduler import Scheduler
+    from pytest_medhelm.sending.scheduler import Scheduler
     from pytest_medhelm.values import ModelSpec
 
 
@@ -143,6 +143,10 @@ class RunContext:
             from pytest_medhelm.config import from_pytest
 
             self._run_config = from_pytest(self.config, set(self.registry.slugs()), registry=self.registry)
+            from pytest_medhelm.endpoints import hook as endpoints_hook
+
+            # model strings resolve from below: the built-in hook reads these options, not this context
+            endpoints_hook.register(self.config, self._run_config)
         return self._run_config
 
     @property
@@ -197,7 +201,7 @@ class RunContext:
     @property
     def cache(self) -> AnswerCache:
         if self._cache is None:
-            from pytest_medhelm.models.cache import AnswerCache
+            from pytest_medhelm.cache.store import AnswerCache
 
             self._cache = AnswerCache(self.cache_dir(), mode=self.cache_mode, run_id=self.run_id,
                                       shared_url=self.shared_cache_url)
@@ -218,7 +222,7 @@ class RunContext:
         shared = self._cache.shared if self._cache is not None else None
         if shared is None or shared.failure is None:
             return None
-        from pytest_medhelm.models.shared_cache import redacted
+        from pytest_medhelm.cache.shared import redacted
 
         return (f"medhelm: the shared cache {redacted(shared.url)} {shared.failure}: the answers after that are in "
                 "the local cache only")
@@ -244,7 +248,7 @@ class RunContext:
     def shared_cache_lines(self) -> list[str]:
         """What the terminal summary says of the shared cache (shown under -q too): that it could not be used from
         the start, that it failed during the run (here or in an xdist worker), what it held that was not read."""
-        from pytest_medhelm.models.shared_cache import notes, redacted
+        from pytest_medhelm.cache.shared import notes, redacted
 
         url = self.run_config.cache_url or ""
         lines = [self._shared_problem] if self._shared_problem else []
@@ -264,7 +268,7 @@ class RunContext:
         url = self.run_config.cache_url if self.configured and self.run_config.cache != "off" else None
         if not url:
             return None
-        from pytest_medhelm.models.shared_cache import redacted
+        from pytest_medhelm.cache.shared import redacted
 
         states = self._shared_states()
         failures = [state["failure"] for _process, state in sorted(states.items()) if state.get("failure")]
@@ -277,12 +281,12 @@ class RunContext:
         """At start-up, before anything is sent: the cache opened (a directory or file that is not safely the
         user's own, or a damaged database, is a usage error naming it); returns what the run must say about it
         (an old cache converted, a shared cache that cannot be reached)."""
-        from pytest_medhelm.models.cache import CacheRefused
+        from pytest_medhelm.cache.store import CacheRefused
 
         lines = []
         url = self.shared_cache_url
         if url:
-            from pytest_medhelm.models.shared_cache import ClientMissing, probe, redacted
+            from pytest_medhelm.cache.shared import ClientMissing, probe, redacted
 
             try:
                 problem = probe(url)
@@ -331,7 +335,7 @@ class RunContext:
 
     # ------------------------------------------------------------------------------------------ sending
     def settings(self):
-        from pytest_medhelm.models.scheduler import Settings
+        from pytest_medhelm.sending.scheduler import Settings
 
         rc = self.run_config
         return Settings(concurrency=rc.concurrency, timeout=rc.timeout, retries=rc.retries)
@@ -340,7 +344,7 @@ class RunContext:
     def scheduler(self) -> Scheduler:
         """For requests sent from this process itself (a test body's own question, a thread sender)."""
         if self._scheduler is None:
-            from pytest_medhelm.models.scheduler import Scheduler
+            from pytest_medhelm.sending.scheduler import Scheduler
 
             self._scheduler = Scheduler(self.cache, self.settings(), budget=self.budget)
         return self._scheduler
@@ -353,7 +357,7 @@ class RunContext:
 
             self._prices = Prices.load(self.run_config.prices)
             if self.run_config.batch:  # the models sent as batches cost their batch price, in every process
-                from pytest_medhelm.models.batches import batch_rates
+                from pytest_medhelm.sending.batching import batch_rates
 
                 specs = [self.model_spec(m) for m in self.run_config.models] + self.judge_specs()
                 self._prices.batched = batch_rates(specs, self._prices)
@@ -373,11 +377,11 @@ class RunContext:
                                            as_provider=self._priced_as_provider(spec))
 
     def _priced_as_provider(self, spec: ModelSpec) -> bool:
-        """:func:`~pytest_medhelm.models.identity.priced_as_provider`, once per spec of the run (it is asked for
+        """:func:`~pytest_medhelm.cache.identity.priced_as_provider`, once per spec of the run (it is asked for
         every answer, and reads the environment's endpoint variables: 30 microseconds an item)."""
         known = self._provider_priced.get(spec)
         if known is None:
-            from pytest_medhelm.models.identity import priced_as_provider
+            from pytest_medhelm.cache.identity import priced_as_provider
 
             known = self._provider_priced[spec] = priced_as_provider(spec)
         return known
@@ -443,11 +447,11 @@ class RunContext:
 
     def _with_reasoning(self, spec: ModelSpec, judge: bool) -> ModelSpec:
         """``spec`` as the run treats it: a reasoning model gets its family and the room it may think in
-        (:mod:`pytest_medhelm.models.reasoning`); a judge is sent what its family accepts, in its own mode."""
+        (:mod:`pytest_medhelm.sending.reasoning`); a judge is sent what its family accepts, in its own mode."""
         import dataclasses
 
         from pytest_medhelm.compat import reproduces_helm
-        from pytest_medhelm.models.reasoning import reasoning_for
+        from pytest_medhelm.sending.reasoning import reasoning_for
 
         if spec.reasoning is not None:  # (a hook implementation that said it itself)
             return spec
@@ -466,24 +470,24 @@ class RunContext:
 
         if spec.api_base is not None or not is_llama_cpp_model(spec.name):
             return spec
-        from pytest_medhelm.models.llama import endpoints as llama_endpoints  # (its server's modules: 20 ms)
+        from pytest_medhelm.endpoints.llama import servers as llama_servers  # (its server's modules: 20 ms)
         from pytest_medhelm.values import ModelError
 
         if not self.role.sends_answers:
-            entry = llama_endpoints.read_published(self._local_publish_path(), spec.name, self.coordination_key)
+            entry = llama_servers.read_published(self._local_publish_path(), spec.name, self.coordination_key)
             if entry is None:
                 raise ModelError(spec.name, "the controlling process started no llama.cpp server for this model "
                                             "(every answer of the run was cached); run without -n to ask it anew")
         else:
             if self._local is None:
                 rc = self.run_config
-                self._local = llama_endpoints.LlamaEndpoints(self._local_publish_path(), self.cache_dir() / "logs",
+                self._local = llama_servers.LlamaEndpoints(self._local_publish_path(), self.cache_dir() / "logs",
                                                              n_ctx=rc.local_ctx, n_threads=rc.local_threads,
                                                              signing_key=self.coordination_key)
             entry = self._local.start(spec.name)
         if "error" in entry:
             raise ModelError(spec.name, entry["error"])
-        return llama_endpoints.attach(spec, entry)  # its URL, and its slots: never more in flight than it serves
+        return llama_servers.attach(spec, entry)  # its URL, and its slots: never more in flight than it serves
 
     def stop_local_servers(self) -> None:
         if self._local is not None:

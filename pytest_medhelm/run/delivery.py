@@ -1,7 +1,7 @@
 """Delivery: the one path by which requests are sent and answers reach the items.
 
 **Sending** (the central process, or xdist's controller): the planned answers that the cache does not hold go out
-in item order through one background sender (:mod:`pytest_medhelm.models.background`: the scheduler's loop on a
+in item order through one background sender (:mod:`pytest_medhelm.sending.background`: the scheduler's loop on a
 thread), while the items run; each answer is cached the moment it arrives, and an answer of a
 judged benchmark is followed at once by its judge requests. Both modes print the same summary lines.
 
@@ -26,9 +26,11 @@ from pytest_medhelm.item_api import CURRENT_ITEM, TIMEOUT_SETTINGS
 from pytest_medhelm.run.imports_ahead import ImportsAhead
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.models.jobs import Job
     from pytest_medhelm.run.context import RunContext
     from pytest_medhelm.run.plan import AnswerPlan, JudgeRequest, PlannedAnswer
+    from pytest_medhelm.sending.background import FollowUp
+    from pytest_medhelm.sending.jobs import Job
+    from pytest_medhelm.sending.protocol import Sender
     from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError, ModelSpec
 
 Line = tuple[str, dict[str, bool]]
@@ -48,8 +50,9 @@ class Delivery:
         #: thread adds verdicts as answers arrive: single updates and lookups, never iterated; a completion may be
         #: handed to two items, as a planned answer shared by two instances is)
         self._answers: dict[str, Completion] = {}
-        self._sender: Any = None
-        self._targets: dict[str, Any] = {}  # model name -> its endpoint spec, or the ModelError that stops it
+        self._sender: Sender | None = None  # (the one engine the run talks to: sending/protocol.py)
+        #: model name -> its endpoint spec, or the ModelError that stops it
+        self._targets: dict[str, ModelSpec | ModelError] = {}
         self._broken_models: set[str] = set()
         self.session: pytest.Session | None = None  # set by the loop: a run that cannot go on stops through it
         #: worker: answers the controller sends (planned answer keys; judge keys once their answer is here)
@@ -63,7 +66,7 @@ class Delivery:
         self._sender_crash: str | None = None  # the sender died during the run: what its waiting items did
 
     # ------------------------------------------------------------------------------------------ sending
-    def target(self, spec: ModelSpec) -> Any:
+    def target(self, spec: ModelSpec) -> ModelSpec | ModelError:
         """``spec`` with a URL to send to, or the ModelError that says it cannot be reached (then its items error,
         and one line says why, once per model)."""
         from pytest_medhelm.values import ModelError
@@ -77,7 +80,7 @@ class Delivery:
         return self._targets[spec.name]
 
     def _job_or_error(self, spec: ModelSpec, request: ChatRequest) -> Job | None:
-        from pytest_medhelm.models.jobs import Job
+        from pytest_medhelm.sending.jobs import Job
         from pytest_medhelm.values import ModelError
 
         target = self.target(spec)
@@ -151,7 +154,7 @@ class Delivery:
                 else:
                     waiting_for_answer.setdefault(key, []).append(entry.instance)
 
-        def follow_up(job: Job, result: Any) -> list[Job]:
+        def follow_up(job: Job, result: Completion | ModelError) -> list[Job]:
             # on the sender's side: the jury's requests for an answer that just arrived
             from pytest_medhelm.values import ModelError
 
@@ -164,18 +167,20 @@ class Delivery:
         if not jobs:
             self._sender_finished()
             return
-        from pytest_medhelm.models import background
+        from pytest_medhelm.sending import background
 
-        if self.ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.models.batches)
-            self._sender = self._batch_sender(follow_up, judged)
+        sender: Sender
+        if self.ctx.run_config.batch:  # --medhelm-batch: chosen once, here (pytest_medhelm.sending.batching)
+            sender = self._batch_sender(follow_up, judged)
         else:
-            self._sender = background.Sender(self.ctx.scheduler, follow_up, self._sender_finished)
-        self._sender.start(jobs)
+            sender = background.BackgroundSender(self.ctx.scheduler, follow_up, self._sender_finished)
+        self._sender = sender
+        sender.start(jobs)
 
-    def _batch_sender(self, follow_up: Any, judged: bool) -> Any:
+    def _batch_sender(self, follow_up: FollowUp, judged: bool) -> Sender:
         """The sender of ``--medhelm-batch`` (in this process: the controller under xdist, never a worker); the
         models and judges without a Batch API are named once."""
-        from pytest_medhelm.models.batches import BatchSender, unbatchable_line
+        from pytest_medhelm.sending.batching import BatchSender, unbatchable_line
 
         specs = [self.ctx.model_spec(m) for m in self.ctx.run_config.models]
         line = unbatchable_line(specs + (self.ctx.judge_specs() if judged else []))
@@ -241,8 +246,8 @@ class Delivery:
         if sender is not None and sender.expects(key):
             if sender.has(key):
                 return sender.wait(key)
-            from pytest_medhelm.models.background import SenderCrashed
-            from pytest_medhelm.models.waiting import wait_for_answer
+            from pytest_medhelm.sending.background import SenderCrashed
+            from pytest_medhelm.sending.waiting import wait_for_answer
 
             try:
                 with self._timeout_paused():
@@ -296,11 +301,11 @@ class Delivery:
     def _ask_now(self, job: Job) -> Completion | ModelError:
         """A request nobody sends for this item (its own question, or one asked again after its error): through the
         running sender when there is one, ahead of what waits there, so that the endpoint's slots and the run's
-        limits hold for it too (a second loop beside the sender's would not know them); else sent from here."""
+        limits hold for it too (a second loop beside the sender's would not know them); else by a sender of its
+        own (:func:`~pytest_medhelm.sending.background.ask_alone`): one way to the wire either way."""
         from dataclasses import replace
 
-        from pytest_medhelm.models.background import SenderCrashed
-        from pytest_medhelm.values import ModelError
+        from pytest_medhelm.sending.background import SenderCrashed, ask_alone
 
         sender = self._sender
         if sender is not None:
@@ -311,10 +316,7 @@ class Delivery:
                 result = None
             if result is not None:
                 return result
-        try:
-            return self.ctx.scheduler.complete(job)
-        except ModelError as exc:
-            return exc
+        return ask_alone(self.ctx.scheduler, job)
 
     def complete(self, spec: ModelSpec, request: ChatRequest) -> Completion:
         from pytest_medhelm.values import BudgetExhausted, ModelError
@@ -327,8 +329,12 @@ class Delivery:
             result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
         if result is None:
             job = self._job_or_error(spec, request)
-            # (no job: the model cannot be reached; its error, stored for this key, or said by its target)
-            result = self._ask_now(job) if job is not None else (self.ctx.cache.get_error(key) or self.target(spec))
+            if job is not None:
+                result = self._ask_now(job)
+            else:  # the model cannot be reached: its error, stored for this key, or said by its target
+                unreachable = self.target(spec)
+                assert isinstance(unreachable, ModelError)  # (a reachable target makes a job)
+                result = self.ctx.cache.get_error(key) or unreachable
         if isinstance(result, BudgetExhausted):
             pytest.skip(str(result))
         if isinstance(result, ModelError):
@@ -346,7 +352,7 @@ class Delivery:
         sender, or in the shared cache), without waiting."""
         out: list[tuple[str, Instance]] = []
         for key, instances in self.plan.keys_of(slug):
-            answer = self._answers.get(key)
+            answer: Completion | ModelError | None = self._answers.get(key)
             if answer is None and self._sender is not None and self._sender.has(key):
                 answer = self._sender.wait(key)
             if answer is None:
@@ -402,7 +408,7 @@ class Delivery:
         """A wrong key or an unknown model (401/403/404), or an endpoint that never answered, fails every request
         the same way: once every model under test is in that state, the run stops after this item instead of
         printing the same error on each (under xdist, each worker stops after its first such item)."""
-        from pytest_medhelm.models.failures import systematic_failure
+        from pytest_medhelm.sending.failures import systematic_failure
 
         models = self.ctx.run_config.models
         if not systematic_failure(error) or spec.name not in models:

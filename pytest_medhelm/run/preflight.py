@@ -41,8 +41,8 @@ def check_local_only(ctx: RunContext) -> None:
 def identity_lines(ctx: RunContext) -> list[str]:
     """The start-up lines saying where each model under test is sent, and so what its answers are cached and
     priced as; a judge too when litellm's environment (OPENAI_BASE_URL...) moves it off its provider's API."""
-    from pytest_medhelm.models.endpoints import destination, key_lines
-    from pytest_medhelm.models.identity import endpoint_of
+    from pytest_medhelm.cache.identity import endpoint_of
+    from pytest_medhelm.endpoints.resolve import destination, key_lines
 
     lines = []
     for name in ctx.run_config.models:
@@ -60,8 +60,8 @@ def announce_judges(ctx: RunContext, write_line: Any) -> None:
     """Before the first judge request of a run whose model under test is local: one line per judge that a
     provider's public API would get (a hospital keeping its model on its network must not learn that from a bill),
     and what a local judge's requests do differently from HELM's."""
+    from pytest_medhelm.endpoints.resolve import startup_lines
     from pytest_medhelm.jury import JUDGE_MAX_TOKENS, llama_judges
-    from pytest_medhelm.models.endpoints import startup_lines
 
     judges = ctx.judge_specs()
     for line in startup_lines([ctx.model_spec(m) for m in ctx.run_config.models], judges):

@@ -27,7 +27,7 @@ from pytest_medhelm.run.session import Run
 from pytest_medhelm.values import printable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pytest_medhelm.values import ModelSpec
+    pass
 
 
 class StoppedEarly(enum.Enum):
@@ -120,15 +120,6 @@ class Role:
                 interrupted=exitstatus == pytest.ExitCode.INTERRUPTED and self.stopped_early is None)
 
     # ------------------------------------------------------------------------------------------ hooks
-    @pytest.hookimpl(trylast=True)
-    def pytest_medhelm_model_spec(self, name: str, api_base: str | None, config: pytest.Config,
-                                  role: str) -> ModelSpec:
-        # the built-in resolution: any litellm string, local/... models, --medhelm-endpoint, the key variable of
-        # the model's part in the run (``role``: a model under test or a judge)
-        from pytest_medhelm.models.endpoints import spec_for
-
-        return spec_for(self.ctx.run_config, name, role)  # type: ignore[arg-type]  # the hookspec's str: "model" or "judge"
-
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.check_start()

@@ -46,7 +46,7 @@ def remove_plan_files(cache_dir: Path, run_id: str) -> None:
 
 
 def _write_private(path: Path, text: str) -> None:
-    from pytest_medhelm.models.cache import write_private_text
+    from pytest_medhelm.cache.store import write_private_text
 
     write_private_text(path, text)
 
@@ -58,7 +58,7 @@ class PlanRefused(ValueError):
 def read_plan(path: Path, key: bytes) -> str:
     """The text of a worker's plan file, read without following a link, its signature checked (the run's
     coordination key, which only this run's processes know). Raises FileNotFoundError, CacheRefused, PlanRefused."""
-    from pytest_medhelm.models.cache import read_private_text, verified
+    from pytest_medhelm.cache.store import read_private_text, verified
 
     text = verified(key, read_private_text(path))
     if text is None:
@@ -155,7 +155,7 @@ class Worker(Role):
         judged = {p.instance.benchmark for p in planned if run.plan.is_judged(p.instance.benchmark)}
         selected, counts = run.collection.selection(session.items)
         cache_dir = ctx.cache_dir()
-        from pytest_medhelm.models.cache import signed
+        from pytest_medhelm.cache.store import signed
 
         removed = run.collection.removed
         worker_id = self.config.workerinput["workerid"]  # type: ignore[attr-defined]  # xdist's, on a worker only
@@ -214,7 +214,7 @@ class Controller(Role):
         self._started = True
         ctx, reporting, delivery = self.ctx, self.run.reporting, self.run.delivery
         path = plans_dir(ctx.cache_dir()) / f"{ctx.run_id}-{node.gateway.id}.json"
-        from pytest_medhelm.models.cache import CacheRefused
+        from pytest_medhelm.cache.store import CacheRefused
 
         try:
             text = read_plan(path, ctx.coordination_key)  # signed by this run's worker, or refused

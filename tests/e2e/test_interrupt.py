@@ -161,7 +161,7 @@ def cache_answers(directory: Path) -> dict[str, str]:
     Returns the prompt of every stored answer, by cache key."""
     import diskcache
 
-    from pytest_medhelm.models.cache_disk import JSONDisk
+    from pytest_medhelm.cache.disk import JSONDisk
 
     db = directory / "cache.db"
     assert db.is_file()

@@ -24,7 +24,7 @@ SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 def gguf(tmp_path: Path) -> Path:
     """The packaged SmolLM2 file behind a path of this test's own, so that the process checks below see only the
     server this test started (other test sessions may run a server on the packaged file at the same time)."""
-    from pytest_medhelm.models.llama.gguf import LlamaModelUnavailable, resolve_gguf
+    from pytest_medhelm.endpoints.llama.gguf import LlamaModelUnavailable, resolve_gguf
 
     try:
         packaged = resolve_gguf("smollm2")

@@ -22,15 +22,15 @@ from pathlib import Path
 import pytest
 from llama_processes import find_llama_processes
 
-from pytest_medhelm.models.llama import cpu, gguf
-from pytest_medhelm.models.llama.gguf import (
+from pytest_medhelm.endpoints.llama import cpu, gguf
+from pytest_medhelm.endpoints.llama.gguf import (
     INSTALL_LOCAL,
     INSTALL_SERVER,
     LlamaModelUnavailable,
     resolve_gguf,
     served_model_name,
 )
-from pytest_medhelm.models.llama.server import BOOTSTRAP_MODULE, LlamaServer
+from pytest_medhelm.endpoints.llama.server import BOOTSTRAP_MODULE, LlamaServer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -135,7 +135,7 @@ def test_missing_server_gives_the_install_command(monkeypatch: pytest.MonkeyPatc
 
 
 def test_no_heavy_import() -> None:
-    code = ("import sys, pytest_medhelm.models.llama.endpoints; "
+    code = ("import sys, pytest_medhelm.endpoints.llama.servers; "
             "print(any(m.startswith('llama_cpp') for m in sys.modules))")
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO,
@@ -226,7 +226,7 @@ def _cleanup(parent: subprocess.Popen[str], gguf: Path) -> None:
 PARENT = """
     import json, sys, time
     from pathlib import Path
-    from pytest_medhelm.models.llama.server import LlamaServer
+    from pytest_medhelm.endpoints.llama.server import LlamaServer
     server = LlamaServer(Path({gguf!r}), Path({log!r}), n_ctx=512)
     server.start()
     print(json.dumps({{"pid": server.pid, "url": server.base_url}}), flush=True)
@@ -340,7 +340,7 @@ def test_command_line_and_environment(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_ctrl_c_during_startup_leaves_no_server(smollm2_link: Path, tmp_path: Path) -> None:
     script = f"""
         from pathlib import Path
-        from pytest_medhelm.models.llama.server import LlamaServer
+        from pytest_medhelm.endpoints.llama.server import LlamaServer
         print("starting", flush=True)
         LlamaServer(Path({str(smollm2_link)!r}), Path({str(tmp_path / "llama.log")!r}), n_ctx=512).start()
         print("started", flush=True)

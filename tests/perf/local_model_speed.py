@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from llama_processes import find_llama_processes
 
-from pytest_medhelm.models.llama.gguf import resolve_gguf, served_model_name
-from pytest_medhelm.models.llama.server import LlamaServer
+from pytest_medhelm.endpoints.llama.gguf import resolve_gguf, served_model_name
+from pytest_medhelm.endpoints.llama.server import LlamaServer
 
 PROMPT = (
     "Write a detailed paragraph explaining to a patient how high blood pressure damages the heart, "

@@ -265,7 +265,7 @@ def test_exitfirst_keeps_the_answers_in_flight_and_sends_nothing_more(pytester, 
         sent, answered = server.count, server.stats()["by_status"].get("200", 0)
     assert result.ret in (1, 2), result.stdout.str()  # (xdist reports its own -x stop as an interruption)
     assert sent < 12, sent  # what was only queued was not sent
-    from pytest_medhelm.models.cache import AnswerCache
+    from pytest_medhelm.cache.store import AnswerCache
 
     stored = AnswerCache(cache)
     try:

@@ -8,7 +8,7 @@ from conftest import TOY_CONFTEST
 
 #: the fault: closing the answer cache fails (as it did once a model's PRAGMA had capped SQLite's heap)
 CACHE_CLOSE_FAILS = '''
-from pytest_medhelm.models.cache import AnswerCache
+from pytest_medhelm.cache.store import AnswerCache
 
 def _broken_close(self):
     raise OSError("the cache could not close: disk went away")

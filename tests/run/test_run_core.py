@@ -152,7 +152,7 @@ def test_an_items_own_question_keeps_to_the_endpoints_slots(pytester, toy, mode)
 
 
 LOOKUP_PROBE = """
-from pytest_medhelm.models.cache import AnswerCache
+from pytest_medhelm.cache.store import AnswerCache
 
 calls = {"get": 0, "get_many": []}
 get, get_many = AnswerCache.get, AnswerCache.get_many

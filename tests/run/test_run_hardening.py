@@ -37,17 +37,17 @@ def test_a_public_download_without_a_pin_is_recorded_as_unverified(pytester: pyt
 
 
 SENDER_BUG = """
-from pytest_medhelm.models import background
+from pytest_medhelm.sending import background
 
-_on_done = background.Sender._on_done
+_on_done = background.BackgroundSender._on_done
 
 
 def _a_bug(self, job, result):  # the first answer's bookkeeping raises: the sender's loop ends with this error
-    background.Sender._on_done = _on_done
+    background.BackgroundSender._on_done = _on_done
     raise RuntimeError("a bug in the sender")
 
 
-background.Sender._on_done = _a_bug
+background.BackgroundSender._on_done = _a_bug
 """
 
 
@@ -163,7 +163,7 @@ def test_a_judge_of_another_provider_at_a_url_is_refused_not_just_said() -> None
     """Issue 30, item 9: the judge whose provider's key litellm would send to a gateway was announced and its key
     sent; now it is refused (a usage error's text), a judge with its key variable named is not, and the start-up
     lines say which key the gateway gets."""
-    from pytest_medhelm.models.endpoints import foreign_key_problems, key_lines, startup_lines
+    from pytest_medhelm.endpoints.resolve import foreign_key_problems, key_lines, startup_lines
     from pytest_medhelm.values import ModelSpec
 
     model = ModelSpec("openai/x", "openai/x", "http://10.0.0.5/v1")

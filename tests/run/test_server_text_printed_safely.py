@@ -29,8 +29,8 @@ def test_escape_sequences_in_a_servers_error_never_reach_the_terminal_raw(pytest
 
 
 def test_a_batch_id_that_is_no_id_is_refused_and_error_lines_are_escaped():
-    from pytest_medhelm.models.batch_api import BatchState
-    from pytest_medhelm.models.transport import RequestFailed
+    from pytest_medhelm.sending.batch_api import BatchState
+    from pytest_medhelm.sending.transport import RequestFailed
 
     with pytest.raises(RequestFailed, match="is not an id"):
         BatchState.of({"id": "batch_1\x1b[2J", "status": "completed"})

@@ -209,7 +209,7 @@ def test_the_command_line_takes_the_reasoning_options():
 
 def run_batch(srv, *bodies: dict) -> dict:
     """A batch of ``bodies`` (lines k1, k2...) through the server's Files and Batches API, polled once: the batch."""
-    from pytest_medhelm.models.batch_api import batch_line  # (the plugin's own line format)
+    from pytest_medhelm.sending.batch_api import batch_line  # (the plugin's own line format)
     from pytest_medhelm.testing.server.batches import configure_batches
 
     configure_batches(srv.url, reset=True, polls=1)

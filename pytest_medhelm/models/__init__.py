@@ -1,1 +1,0 @@
-"""Models: requests and answers, the answer cache, and the llama.cpp server behind ``local/...`` models."""

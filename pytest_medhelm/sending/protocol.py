@@ -1,0 +1,78 @@
+"""The two interfaces of the sending engine: the :class:`Sender` the run talks to, and the :class:`Transport` a
+request goes out through.
+
+* A **sender** takes the run's planned jobs (``start``), hands each item its own result (``wait``), takes a request
+  an item needs now ahead of what waits (``ask``), and stops (``stop``). Two senders keep this contract:
+  :class:`~.background.BackgroundSender` (the scheduler's loop on a thread, request by request) and
+  :class:`~.batching.BatchSender` (``--medhelm-batch``: the same loop, the batchable requests gathered into a
+  provider's Batch API). :class:`~pytest_medhelm.run.delivery.Delivery` chooses one once and knows only this
+  protocol.
+* A **transport** sends one chat request to one endpoint and returns its :class:`~pytest_medhelm.values.Completion`,
+  or raises :class:`~.transport.RequestFailed` (status, ``Retry-After``, whether another try may help) for the one
+  retry policy (:mod:`.retry`) to act on: :class:`~.transport.OpenAIWire` (an OpenAI-compatible endpoint by URL,
+  over one aiohttp session) and :class:`~.transport.LitellmTransport` (every other provider, through litellm).
+  :func:`~pytest_medhelm.endpoints.wire.uses_openai_wire` says which a model takes; both build the request's body
+  with :func:`~.reasoning.wire_request` (its parameters from :func:`~.reasoning.generation_parameters`), the one
+  place a model's wire request is made.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pytest_medhelm.sending.jobs import Job
+    from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
+
+    Result = Completion | ModelError
+
+
+class Sender(Protocol):
+    """What the run knows of the engine that sends its requests (see the module)."""
+
+    #: finished jobs (answered or failed for good) and jobs queued, by kind ("answers", "jury"): the status line's
+    done: Counter[str]
+    queued: Counter[str]
+
+    def start(self, jobs: list[Job]) -> None:
+        """Begin sending ``jobs`` (in this order, what an item waits for first) and return at once."""
+
+    def expects(self, key: str) -> bool:
+        """Whether the result for the request ``key`` is (or will be) sent here."""
+
+    def has(self, key: str) -> bool:
+        """Whether that result is already here."""
+
+    def wait(self, key: str, on_wait: Callable[[float], None] | None = None) -> Result:
+        """The result for ``key`` once it is here (``on_wait(seconds)`` about once a second meanwhile); raises
+        :class:`~.background.SenderCrashed` when the sender stopped before it."""
+
+    def ask(self, job: Job) -> Result | None:
+        """Send ``job`` ahead of what waits and return its result; None when the sender takes no more requests."""
+
+    def stop(self, timeout: float = 10.0, drain: float | None = None) -> None:
+        """Stop sending (``drain``: let what is in flight finish first, for at most that many seconds)."""
+
+    def summary_lines(self) -> list[str]:
+        """What the sending did, for the terminal summary."""
+
+    @property
+    def summary(self) -> str:
+        """One more line of what retrying and rate limiting did, or ""."""
+
+    @property
+    def broken(self) -> dict[str, str]:
+        """Models every request of which fails alike (a wrong key, an unknown model), with the message."""
+
+    @property
+    def crash(self) -> str | None:
+        """Why the sender stopped before its work was done (a bug), or None."""
+
+
+class Transport(Protocol):
+    """One wire to a model (see the module)."""
+
+    async def send(self, spec: ModelSpec, request: ChatRequest, timeout: float) -> Completion:
+        """``request`` sent to ``spec``'s endpoint, its reply checked (:mod:`.replies`), within ``timeout`` s."""
