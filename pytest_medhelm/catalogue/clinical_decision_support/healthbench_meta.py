@@ -116,7 +116,6 @@ def build_instances(files: Mapping[str, Path]) -> Loaded:
 BENCHMARK = Benchmark(
     slug=SLUG,
     name="HealthBench meta-evaluation (the grader against physicians)",
-    category="clinical_decision_support",
     subcategory="Providing Clinical Knowledge Support",  # (HealthBench's: the grader it measures is HealthBench's)
     access="public",
     kind="closed",
