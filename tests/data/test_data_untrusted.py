@@ -7,7 +7,8 @@ import json
 import textwrap
 
 import pytest
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+import pytester_runs
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows
 
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.data.readers import jsonl_rows, read_json
@@ -77,9 +78,8 @@ def test_a_hostile_data_file_errors_its_benchmark_and_the_others_run(pytester, x
         (data / slug).mkdir(parents=True)
         (data / slug / name).write_text(text)
     with running_server(answer="A") as server:
-        result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/toy-model",
-                                    "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data), "-rA",
-                                    *xdist)
+        result = pytester_runs.run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                                   "--medhelm-data-dir", str(data), "-rA", *xdist)
         assert server.count == 6, result.stdout.str()[-3000:]  # the toy benchmark's six questions
     output = result.stdout.str()
     assert "INTERNALERROR" not in output and "Traceback" not in output

@@ -17,7 +17,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import NO_BERTSCORE, SUITE
+import pytester_runs
+from pytester_runs import NO_BERTSCORE, SUITE
 from test_jury_helm_scoring import CRITERIA, FOURS, TABLE, obj
 
 from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score
@@ -142,12 +143,12 @@ def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shar
         out = pytester.path / f"{compat}.json"
         with running_server(answer="x") as server:
             server.set_answer(answer_or_judge)
-            result = pytester.runpytest(
-                str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base",
-                server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
-                "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mentalhealth",
-                "--medhelm-data-dir", str(data), "--medhelm-cache", "off", "--medhelm-compat", compat,
-                "--medhelm-json", str(out), *NO_BERTSCORE, *xdist)  # (BERTScore is not under test here)
+            result = pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
+                                       server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury",
+                                       "openai/judge-b", "--medhelm-jury-api-base", server.url, "--medhelm-benchmark",
+                                       "mentalhealth", "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
+                                       "--medhelm-compat", compat, "--medhelm-json", str(out), *NO_BERTSCORE,
+                                       *xdist)  # (BERTScore is not under test here)
             assert result.ret == 0, result.stdout.str()[-3000:]
             judge_prompts[compat] = sorted(r["json"]["messages"][0]["content"] for r in server.requests
                                            if r["json"]["model"].startswith("judge"))

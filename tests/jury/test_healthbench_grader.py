@@ -11,9 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA, report_line
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pytester_runs import SHARED_DATA
+from terminal_lines import report_line
 
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.jury.grader_reply import (

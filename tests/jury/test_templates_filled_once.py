@@ -5,9 +5,9 @@ text; an answer without a placeholder gets the references' prompt, byte for byte
 from __future__ import annotations
 
 import pytest
-from conftest import SHARED_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pytester_runs import SHARED_DATA
 
 from pytest_medhelm.jury.rubric_grader import fill, fill_comparison, load_grader_prompts
 from pytest_medhelm.prompting import fill_once

@@ -8,10 +8,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import report_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from medhelm08_fixtures import SCT_CASE, SCT_ROWS, sct_csv, write_sct
+from terminal_lines import report_line
 
 from pytest_medhelm.catalogue.clinical_decision_support import sct_bench
 from pytest_medhelm.data.errors import DataError
