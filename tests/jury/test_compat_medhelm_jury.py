@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import pytester_runs
 from pytester_runs import NO_BERTSCORE, SUITE
-from test_jury_helm_scoring import CRITERIA, FOURS, TABLE, obj
+from test_scoring import CRITERIA, FOURS, TABLE, obj
 
 from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score
 from pytest_medhelm.values import Completion
