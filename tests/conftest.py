@@ -14,6 +14,7 @@ import numpy.fft  # noqa: F401 - a C extension too; first imported lazily, by an
 import pydantic  # noqa: F401 - imported once here, before any inner session (above)
 import pytest
 import tabulate  # noqa: F401 - imported once here, before any inner session (above)
+from fuzzing import choose_budget
 from pytester_runs import NO_BERTSCORE, SHARED_DATA, suite_args  # noqa: F401 - NO_BERTSCORE, suite_args: see below
 from terminal_lines import report_line  # noqa: F401 - tests/models/ imports it from here (see below)
 from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
@@ -92,6 +93,7 @@ def _import_before_inner_sessions() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    choose_budget(config)  # (before the test modules' decorators read it)
     # (before any test: a session that runs none skips these seconds of imports: one that only collects, as the
     # tier guard's collection of the whole suite (tests/test_tiers.py), and xdist's controller, whose seconds here
     # would hold back the start of its workers)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
+from fuzzing import examples, fuzz
 from pytester_runs import NO_BERTSCORE, SUITE
 from test_scoring import CRITERIA, FOURS, TABLE, obj
 
@@ -191,7 +192,7 @@ def test_the_medhelm_reading_never_breaks_on_any_reply() -> None:
     scores or rejects the judge with a reason; it never raises anything else, in any mode."""
     import math
 
-    from hypothesis import given, settings
+    from hypothesis import given
     from hypothesis import strategies as st
 
     score = (st.integers(-3, 9) | st.floats(allow_nan=True, allow_infinity=True) | st.booleans()
@@ -205,7 +206,7 @@ def test_the_medhelm_reading_never_breaks_on_any_reply() -> None:
     tried: list[str] = []
     medhelm_read = {True: 0, False: 0}  # judge kept / rejected under medhelm
 
-    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None)
+    @fuzz(FUZZ_EXAMPLES, database=None)
     @given(text=reply | garbled | st.text(max_size=40))
     def check(text: str) -> None:
         tried.append(text)
@@ -218,5 +219,5 @@ def test_the_medhelm_reading_never_breaks_on_any_reply() -> None:
                 medhelm_read[result.flagged is None] += 1
 
     check()
-    assert len(tried) >= FUZZ_EXAMPLES // 2
+    assert len(tried) >= examples(FUZZ_EXAMPLES) // 2
     assert min(medhelm_read.values()) >= 20, medhelm_read  # both paths exercised: replies kept and rejected

@@ -274,8 +274,8 @@ def test_a_batch_gives_each_pair_the_score_it_gets_alone():
     a batch is: ``python tests/perf/bench.py --only bertscore``, quoted in BENCHMARKS.md.)"""
     sentence = ("The patient reports intermittent chest pain radiating to the left arm, worse on exertion and "
                 "relieved by rest; troponin was negative and the ECG showed no acute ischemic changes. ")
-    pairs = [(f"{p} ({i})", f"{r} [{i}]") for i in range(6) for p, r in PAIRS[:1]]
-    pairs += [(sentence * 8 + f" case {i}", sentence * 7 + f" plan {i}") for i in range(3)]
+    pairs = [(f"{p} ({i})", f"{r} [{i}]") for i in range(3) for p, r in PAIRS[:1]]
+    pairs += [(sentence * 8 + f" case {i}", sentence * 7 + f" plan {i}") for i in range(2)]
     batched = bertscore_batch([p for p, _ in pairs], [r for _, r in pairs], MINILM)
     single = [bertscore_batch([p], [r], MINILM)[0] for p, r in pairs]
     assert [v for scores in batched for v in scores] == pytest.approx([v for scores in single for v in scores],
