@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA
+from pytester_runs import SHARED_DATA
 
 from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.data.sources import resolve_files

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -15,7 +14,14 @@ import numpy.fft  # noqa: F401 - a C extension too; first imported lazily, by an
 import pydantic  # noqa: F401 - imported once here, before any inner session (above)
 import pytest
 import tabulate  # noqa: F401 - imported once here, before any inner session (above)
-from toy_benchmark import TOY_CONFTEST, TOY_TEST  # the toy benchmark (tests import it from here too)
+from fuzzing import choose_budget
+from pytester_runs import NO_BERTSCORE, SHARED_DATA, suite_args  # noqa: F401 - NO_BERTSCORE, suite_args: see below
+from terminal_lines import report_line  # noqa: F401 - tests/models/ imports it from here (see below)
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
+
+# (tests/models/ still imports NO_BERTSCORE, suite_args, report_line, TOY_CONFTEST, TOY_TEST and toy_rows from this
+# conftest; the rest of the suite imports them from where they are defined. Drop these names here once tests/models/
+# does too.)
 
 # The suite starts hundreds of interpreters (pytester's subprocess runs, their xdist workers, test servers). Under
 # PYTHONDONTWRITEBYTECODE (set on CI's machine) each of them would compile every module it imports from source and
@@ -87,6 +93,7 @@ def _import_before_inner_sessions() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    choose_budget(config)  # (before the test modules' decorators read it)
     # (before any test: a session that runs none skips these seconds of imports: one that only collects, as the
     # tier guard's collection of the whole suite (tests/test_tiers.py), and xdist's controller, whose seconds here
     # would hold back the start of its workers)
@@ -145,41 +152,6 @@ def _installed_packages_stay_visible():
                     pytrace=False)
 
 
-def report_line(config: pytest.Config, text: str) -> None:
-    """Write ``text`` on the terminal now, past output capture: the figures a module's tests measured, printed by
-    a module-scoped fixture after its last test (shown without -s; not shown by xdist workers)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None or capture is None:
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line(text)
-
-
-#: ../shared/data beside the project (real public benchmark data); tests that need it skip when it is absent
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-#: the built-in suite, which the tests run as users run it
-SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-#: ``--medhelm-bertscore-model`` of the test runs that check nothing of BERTScore: it costs a run about 4 s (torch,
-#: transformers and the model loaded in each process) and tests/metrics/test_bertscore.py checks it
-NO_BERTSCORE = ("--medhelm-bertscore-model", "off")
-
-
-def suite_args(url: str, data: Path, benchmark: str, n: int, *extra: str,
-               judges: tuple[str, ...] = ("openai/judge-a",), bertscore: str = "off") -> list[str]:
-    """The built-in suite on ``n`` instances of ``benchmark``: the model ``openai/writer`` and the judges on our
-    test server at ``url``, the data from ``data``, no pytest cache, BERTScore with the model ``bertscore`` (off
-    unless the test checks it); ``extra`` after these."""
-    args = [str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base", url,
-            "--medhelm-jury-api-base", url, "--medhelm-benchmark", benchmark, "--medhelm-max-instances", str(n),
-            "--medhelm-data-dir", str(data), "--medhelm-bertscore-model", bertscore]
-    for judge in judges:
-        args += ["--medhelm-jury", judge]
-    return [*args, *extra]
-
-
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
@@ -196,11 +168,6 @@ def server():
         yield srv
 
 
-def toy_rows(n: int, yes_every: int = 2) -> list[dict]:
-    """n questions; every ``yes_every``-th has "yes" (A) as its answer, the others "no" (B)."""
-    return [{"id": f"q{i:03d}", "q": f"question {i}?", "correct": 0 if i % yes_every == 0 else 1} for i in range(n)]
-
-
 @pytest.fixture
 def toy(pytester: pytest.Pytester):
     """A pytester project with the toy benchmark (registered through the plugin's hook) and its data dir.
@@ -210,9 +177,6 @@ def toy(pytester: pytest.Pytester):
     pytester.makepyfile(test_toy=TOY_TEST)
 
     def write(n: int = 10, yes_every: int = 2) -> Path:
-        data = pytester.path / "data"
-        (data / "toy").mkdir(parents=True, exist_ok=True)
-        (data / "toy" / "toy.json").write_text(json.dumps(toy_rows(n, yes_every)))
-        return data
+        return write_toy_data(pytester.path, toy_rows(n, yes_every))
 
     return write

@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import SHARED_DATA
+from pytester_runs import SHARED_DATA
 
 PROMPTS = SHARED_DATA.parent / "reference" / "prompts"
 TEMPLATE_SOURCE = SHARED_DATA / "medhelm08_templates" / "sct_bench_scenario.py"

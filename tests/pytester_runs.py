@@ -1,26 +1,74 @@
-"""Whole pytest runs inside a test (pytester): the one helper the plugin's tests start them with."""
+"""Whole pytest runs inside a test (pytester): the one helper the plugin's tests start them with, and the
+arguments of the two projects they run (the built-in suite, the toy benchmark)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Protocol
+
 import pytest
 
+#: ../shared/data beside the project (real public benchmark data); tests that need it skip when it is absent
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: the built-in suite, which the tests run as users run it
+SUITE = Path(__file__).resolve().parents[1] / "benchmarks"
+#: ``--medhelm-bertscore-model`` of the test runs that check nothing of BERTScore: it costs a run about 4 s (torch,
+#: transformers and the model loaded in each process) and tests/metrics/test_bertscore.py checks it
+NO_BERTSCORE = ("--medhelm-bertscore-model", "off")
+#: the answer cache off: for a test whose runs in one project must each ask the server (its answers change between
+#: them)
+UNCACHED = ("--medhelm-cache", "off")
+
 #: what every inner run leaves out: the pytest cache (no .pytest_cache written into the test's project),
-#: pytest-randomly when it is installed (an inner run's order and seeds are not what these tests check), and the
+#: pytest-randomly and pytest-benchmark when they are installed (an inner run's order and seeds are not what these
+#: tests check; pytest-benchmark's options and summary are not the plugin's), and the
 #: pytest plugins of two test extras that no inner run uses but each new interpreter paid for (each xdist worker
 #: too): anyio's imports its event-loop backends (trio's when installed) at load, Hypothesis's imports Hypothesis
 #: and its entry points in every terminal summary; 0.3-0.5 s of CPU per interpreter together
-INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:anyio", "-p", "no:hypothesispytest")
+INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:anyio",
+                   "-p", "no:hypothesispytest")
+#: the same, keeping the pytest cache: for the tests of what reads it (``--lf``)
+WITH_PYTEST_CACHE = INNER_RUN_FLAGS[2:]
 
 
-def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False) -> pytest.RunResult:
+def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
+        pytest_cache: bool = False) -> pytest.RunResult:
     """pytest with ``args`` in ``pytester``'s project, in this process (fast; the conftest imports up front what
     an inner session must not import twice) or, with ``subprocess``, in a fresh interpreter (signals, the
     environment of a new process, sys.modules as a user's process starts with it). An inner xdist run (``-n N``)
     always runs in a fresh interpreter: its controller's cache connections, pipes and threads then live and end
     with a process of their own, as a user's do (in this process, one such run of the full suite once ended with
-    its cache database unreadable, which no run in a process of its own has shown)."""
+    its cache database unreadable, which no run in a process of its own has shown). ``pytest_cache`` keeps pytest's
+    cache plugin for the tests of what reads it (``--lf``)."""
     flags = list(args)
     if "-n" in flags[:-1] and flags[flags.index("-n") + 1] != "0":
         subprocess = True
     runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
-    return runner(*INNER_RUN_FLAGS, *args)
+    return runner(*(WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS), *args)
+
+
+class Served(Protocol):
+    """A test server as the arguments below read it (pytest_medhelm.testing.server's, in process or not)."""
+
+    @property
+    def url(self) -> str: ...
+
+
+def toy_args(server: Served, data: Path, *extra: str) -> list[str]:
+    """The toy benchmark (tests/toy_benchmark.py, the ``toy`` fixture) run with the model ``openai/toy-model`` on
+    ``server``, its data from ``data``; ``extra`` after these."""
+    return ["--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
+            *extra]
+
+
+def suite_args(url: str, data: Path, benchmark: str, n: int, *extra: str,
+               judges: tuple[str, ...] = ("openai/judge-a",), bertscore: str = "off") -> list[str]:
+    """The built-in suite on ``n`` instances of ``benchmark``: the model ``openai/writer`` and the judges on our
+    test server at ``url``, the data from ``data``, BERTScore with the model ``bertscore`` (off unless the test
+    checks it); ``extra`` after these."""
+    args = [str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base", url, "--medhelm-jury-api-base", url,
+            "--medhelm-benchmark", benchmark, "--medhelm-max-instances", str(n), "--medhelm-data-dir", str(data),
+            "--medhelm-bertscore-model", bertscore]
+    for judge in judges:
+        args += ["--medhelm-jury", judge]
+    return [*args, *extra]

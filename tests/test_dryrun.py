@@ -6,6 +6,7 @@ import math
 import re
 
 import pytest
+import pytester_runs
 from report_fixtures import no_network
 
 from pytest_medhelm.cost import Prices, per_token
@@ -152,9 +153,9 @@ def test_the_dry_run_counts_the_judge_prompts_a_run_would_send(pytester, shared_
     from helm_reference import helm_judge_prompt, helm_template
 
     suite = Path(__file__).resolve().parents[1] / "benchmarks"
-    result = pytester.runpytest_subprocess(
-        str(suite), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-jury", "openai/judge-a",
-        "--medhelm-benchmark", "aci_bench", "--medhelm-data-dir", str(shared_data), "--medhelm-dry-run")
+    result = pytester_runs.run(pytester, str(suite), "--medhelm-model", "openai/writer", "--medhelm-jury",
+                               "openai/judge-a", "--medhelm-benchmark", "aci_bench", "--medhelm-data-dir",
+                               str(shared_data), "--medhelm-dry-run", subprocess=True)
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert "medhelm dry run: judge prompts helm@ef439fc" in result.stdout.str()
     lines = result.stdout.lines

@@ -9,6 +9,7 @@ import json
 import math
 from collections import Counter
 
+import fuzzing
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -47,9 +48,10 @@ C3 = ("accuracy", "completeness", "clarity")
 
 
 def fuzz(examples: int) -> settings:
-    """Settings of a property: ``examples`` inputs, no deadline (a loaded machine), no example database on disk."""
-    return settings(max_examples=examples, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    """Settings of a property: ``examples`` inputs in the whole suite (fuzzing.examples), no example database on
+    disk."""
+    return fuzzing.fuzz(examples, database=None,
+                        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 @pytest.fixture(scope="module", autouse=True)

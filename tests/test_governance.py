@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import TOY_CONFTEST, TOY_TEST
+from toy_benchmark import TOY_CONFTEST, TOY_TEST
 
 from pytest_medhelm.governance import (
     is_private_network_address,
@@ -171,7 +171,7 @@ OPEN_GATED_CONFTEST = GATED_CONFTEST.replace('kind="closed"', 'kind="open"')
 def gated_project(pytester: pytest.Pytester, conftest: str = GATED_CONFTEST) -> Path:
     import json
 
-    from conftest import toy_rows
+    from toy_benchmark import toy_rows
 
     pytester.makeconftest(conftest)
     pytester.makepyfile(test_toy=TOY_TEST)
@@ -231,7 +231,7 @@ def test_local_only_lets_public_data_go_anywhere(pytester, server):
     endpoint is checked by the collect-only run, which sends nothing to TEST-NET.)"""
     import json
 
-    from conftest import toy_rows
+    from toy_benchmark import toy_rows
 
     pytester.makeconftest(TOY_CONFTEST)  # public
     pytester.makepyfile(test_toy=TOY_TEST)
@@ -293,9 +293,8 @@ def test_cache_directory_is_created_0700_whatever_the_umask(pytester, server):
     cache = pytester.path / "a" / "new" / "cache"
     old = os.umask(0o002)
     try:
-        result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/toy-model",
-                                    "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-                                    "--medhelm-cache-dir", str(cache))
+        result = pytester_runs.run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                                   "--medhelm-data-dir", str(data), "--medhelm-cache-dir", str(cache))
     finally:
         os.umask(old)
     assert result.ret == 0
@@ -320,9 +319,8 @@ def test_cache_directory_is_0700_and_its_files_0600(pytester, server, monkeypatc
     monkeypatch.setenv("MEDHELM_TEST_CACHE", str(cache))
     old = os.umask(0o022)  # the usual umask: files 0644 unless the plugin makes them private
     try:
-        result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model",
-                                    "openai/toy-model", "--medhelm-api-base", server.url, "--medhelm-data-dir",
-                                    str(data), "--medhelm-cache-dir", str(cache), *xdist)
+        result = pytester_runs.run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                                   "--medhelm-data-dir", str(data), "--medhelm-cache-dir", str(cache), *xdist)
     finally:
         os.umask(old)
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import pytester_runs
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 

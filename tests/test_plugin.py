@@ -7,8 +7,8 @@ import os
 import stat
 
 import pytest
-from conftest import toy_rows
 from pytester_runs import run
+from toy_benchmark import toy_rows
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-p", "no:xdist"], id="p-no-xdist"),
                pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
@@ -156,11 +156,11 @@ def test_bad_ini_value_is_a_usage_error(pytester):
 def test_misses_are_their_own_outcome_and_rerun_with_lf(pytester, toy, server):
     data = toy(6)
     args = model_args(server, data)
-    first = pytester.runpytest(*args, "-v")
+    first = run(pytester, *args, "-v", pytest_cache=True)
     assert first.ret == 0
     first.stdout.fnmatch_lines(["*test_toy*q001* MISSED*", "*medhelm misses*",
                                 "MISSED *q001* - expected 'B' (no), got 'A'", "*3 passed, 3 missed*"])
-    rerun = pytester.runpytest(*args, "--lf")
+    rerun = run(pytester, *args, "--lf", pytest_cache=True)
     rerun.stdout.fnmatch_lines(["*rerun previous 3 failures*", "test_toy.py mmm*", "*= 3 missed in *"])
 
 

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import pytester_runs
 
 from pytest_medhelm.testing.server import running_server
 
@@ -46,12 +47,11 @@ def test_a_planted_api_key_is_nowhere(pytester, toy, monkeypatch, xdist):
         options += ["--medhelm-html", str(out / "r.html")]
     echo = ("status", 400, {}, f"Invalid request: the key {key} is not allowed to use this model")
     with running_server(answer="A", api_key=key, fail_matching={"question 3?": echo}) as srv:
-        result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "-v", "-rA",
-                                    "-o", "log_cli=true", "--log-cli-level=DEBUG", "--log-level=DEBUG",
-                                    "--medhelm-model", "openai/toy-model", "--medhelm-api-base", srv.url,
-                                    "--medhelm-api-key-env", "MEDHELM_TEST_ENDPOINT_KEY",
-                                    "--medhelm-data-dir", str(data), "--medhelm-cache-dir",
-                                    str(pytester.path / "cache"), "--medhelm-retries", "0", *options, *xdist)
+        result = pytester_runs.run(pytester, "-v", "-rA", "-o", "log_cli=true", "--log-cli-level=DEBUG",
+                                   "--log-level=DEBUG", "--medhelm-model", "openai/toy-model", "--medhelm-api-base",
+                                   srv.url, "--medhelm-api-key-env", "MEDHELM_TEST_ENDPOINT_KEY", "--medhelm-data-dir",
+                                   str(data), "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-retries",
+                                   "0", *options, *xdist)
         requests = srv.requests
     # the key was used: the server (which requires it) answered, and it never logs credentials itself
     assert requests and all(r["had_auth"] for r in requests)

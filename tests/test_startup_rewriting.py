@@ -11,6 +11,7 @@ import os
 import textwrap
 
 import pytest
+import pytester_runs
 
 LOADERS = """
     import sys
@@ -46,7 +47,7 @@ def test_an_installed_session_rewrites_only_the_assertion_modules(pytester, monk
     # modules: pytest then marks nothing of ours, and only "nothing else is rewritten" can be checked here; the
     # test below marks the package by hand and checks the narrowing itself)
     pytester.makepyfile(test_loaders="EXPECTED_TOO = ()\nMARKED = False\n" + textwrap.dedent(LOADERS))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester_runs.run(pytester, subprocess=True)
     result.assert_outcomes(passed=1)
 
 
@@ -66,6 +67,5 @@ def test_the_whole_package_marked_by_hand_is_narrowed_too(pytester, monkeypatch)
     pytester.makepyfile(test_loaders="EXPECTED_TOO = ('pytest_medhelm.plugin',)\nMARKED = True\n"
                         + textwrap.dedent(LOADERS))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, (str(pytester.path), os.environ.get("PYTHONPATH")))))
-    result = pytester.runpytest_subprocess("-p", "mark_package", "-p", "pytest_medhelm.plugin", "-p",
-                                           "no:cacheprovider")
+    result = pytester_runs.run(pytester, "-p", "mark_package", "-p", "pytest_medhelm.plugin", subprocess=True)
     result.assert_outcomes(passed=1)

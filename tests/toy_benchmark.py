@@ -6,7 +6,9 @@ Text only (no import of the package), so that the benchmark script can use it wh
 
 from __future__ import annotations
 
+import json
 import textwrap
+from pathlib import Path
 
 TOY_CONFTEST = textwrap.dedent('''
     import json
@@ -39,6 +41,24 @@ TOY_TEST = textwrap.dedent('''
     def test_toy(medhelm_instance, medhelm_model):
         assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
 ''')
+
+
+def toy_rows(n: int, yes_every: int = 2) -> list[dict]:
+    """n questions; every ``yes_every``-th has "yes" (A) as its answer, the others "no" (B)."""
+    return [{"id": f"q{i:03d}", "q": f"question {i}?", "correct": 0 if i % yes_every == 0 else 1} for i in range(n)]
+
+
+def toy_answers(answers: list[str]) -> list[dict]:
+    """Toy questions whose right answers are ``answers`` ("A" = yes, "B" = no)."""
+    return [{"id": f"q{i:03d}", "q": f"question {i}?", "correct": 0 if a == "A" else 1} for i, a in enumerate(answers)]
+
+
+def write_toy_data(project: Path, rows: list[dict]) -> Path:
+    """The toy benchmark's data file holding ``rows`` in ``project``/data; gives that data dir."""
+    data = project / "data"
+    (data / "toy").mkdir(parents=True, exist_ok=True)
+    (data / "toy" / "toy.json").write_text(json.dumps(rows))
+    return data
 
 
 TIMED_TEST = textwrap.dedent('''

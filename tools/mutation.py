@@ -32,11 +32,11 @@ _COMPARE_UNIT = ("not toy_regression and not autosave and not missing_baseline a
 #: module (relative to pytest_medhelm/, without .py) -> the pytest arguments that select its own unit tests
 MODULES: dict[str, list[str]] = {
     "budget": ["tests/test_budget.py", "-k", "not a_run_stops and not refused_before_anything"],
-    "compare/stats": ["tests/compare/test_compare_stats.py", "tests/compare/test_compare.py", "-k", _COMPARE_UNIT],
+    "compare/stats": ["tests/compare/test_stats.py", "tests/compare/test_compare.py", "-k", _COMPARE_UNIT],
     "metrics/icd10": ["tests/catalogue/test_catalogue_gated.py", "-k", "icd10"],
-    "metrics/exact_match": ["tests/catalogue/test_catalogue_core.py", "tests/metrics/test_exact_match_metric.py",
+    "metrics/exact_match": ["tests/catalogue/test_catalogue_core.py", "tests/metrics/test_exact_match.py",
                             "-k", "exact_match"],
-    "metrics/medcalc": ["tests/catalogue/test_catalogue_core.py", "tests/metrics/test_medcalc_metric.py",
+    "metrics/medcalc": ["tests/catalogue/test_catalogue_core.py", "tests/metrics/test_medcalc.py",
                         "-k", "medcalc"],
     "report/aggregate": ["tests/report/test_aggregate.py"],
 }

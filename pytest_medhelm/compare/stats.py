@@ -54,7 +54,7 @@ change": **is there evidence that the score dropped by more than DROP?** With ``
 
     ``D ≥ 1`` cannot be exceeded: p = 1. The tests simulate pairs whose true drop is exactly ``D``: the gate fails in
     at most α of the runs; with a true drop of ``2·D`` on 500 instances it fails in most
-    (tests/compare/test_compare_stats.py prints the measured rates).
+    (tests/compare/test_stats.py prints the measured rates).
 
 Multiple comparisons: :func:`holm` (Holm–Bonferroni, controls the family-wise error rate). The comparison table
 shows unadjusted two-sided p-values of "no change" (each row answers its own question); the

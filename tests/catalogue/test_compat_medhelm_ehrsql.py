@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import pytester_runs
 from catalogue_helpers import (
     BENCHMARKS,
     ROUTE_QUERY,
@@ -27,7 +28,7 @@ from catalogue_helpers import (
     sql_instance,
     write_ehrsql,
 )
-from conftest import SHARED_DATA, SUITE
+from pytester_runs import SHARED_DATA, SUITE
 
 from pytest_medhelm.metrics.ehrsql import EHRSQL_EXECUTION_ACCURACY, medhelm_gold_sql
 
@@ -110,11 +111,10 @@ def test_ehrsql_prompts_instances_and_scores_per_mode(pytester: pytest.Pytester,
         out = pytester.path / f"{compat}.json"
         with running_server(answer="x") as server:
             server.set_answer(answer)
-            run = pytester.runpytest(str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly",
-                                     "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
-                                     "--medhelm-data-dir", str(data), "--medhelm-data-unverified", "ehrsql",
-                                     "--medhelm-benchmark", "ehrsql", "--medhelm-cache", "off",
-                                     "--medhelm-compat", compat, "--medhelm-json", str(out), *xdist)
+            run = pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/x", "--medhelm-api-base",
+                                    server.url, "--medhelm-data-dir", str(data), "--medhelm-data-unverified", "ehrsql",
+                                    "--medhelm-benchmark", "ehrsql", "--medhelm-cache", "off", "--medhelm-compat",
+                                    compat, "--medhelm-json", str(out), *xdist)
             assert run.ret == 0, run.stdout.str()[-3000:]
             sent = sorted(r["json"]["messages"][0]["content"] for r in server.requests)
         report = json.loads(out.read_text())
@@ -139,14 +139,14 @@ def test_list_and_dry_run_count_medhelm_instances(pytester: pytest.Pytester, med
     common = ["--medhelm-data-dir", str(data), "--medhelm-data-unverified", "ehrsql", "-p", "no:cacheprovider"]
     counts = {}
     for compat in ("helm", "medhelm", "default"):
-        listed = pytester.runpytest("--medhelm-list", "--medhelm-compat", compat, *common)
+        listed = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-compat", compat, *common)
         assert listed.ret == 0, listed.stdout.str()[-2000:]
         [row] = [line for line in listed.stdout.lines if line.startswith("ehrsql ")]
         counts[compat] = re.split(r"\s{2,}", row.strip())[-1]
     assert counts == {"helm": "3", "default": "3", "medhelm": "2 (1 filtered)"}
 
-    dry = pytester.runpytest(str(SUITE), "--medhelm-model", "openai/gpt-4o-mini", "--medhelm-benchmark", "ehrsql",
-                             "--medhelm-compat", "medhelm", "--medhelm-dry-run", *common)
+    dry = pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/gpt-4o-mini", "--medhelm-benchmark",
+                            "ehrsql", "--medhelm-compat", "medhelm", "--medhelm-dry-run", *common)
     assert dry.ret == 0, dry.stdout.str()[-2000:]
     [row] = [line.split() for line in dry.stdout.lines if line.startswith("ehrsql ")]
     counter = TokenCounter()

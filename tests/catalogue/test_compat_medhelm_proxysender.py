@@ -15,8 +15,9 @@ import json
 from pathlib import Path
 
 import pytest
+import pytester_runs
 from catalogue_helpers import BENCHMARKS, load
-from conftest import SHARED_DATA, SUITE
+from pytester_runs import SHARED_DATA, SUITE
 
 REFERENCE = SHARED_DATA.parent / "reference" / "prompts" / "medhelm08_shc_proxy_med_template.txt"
 FILE = "medhelm-PROXY-dataset_filtered.csv"
@@ -75,10 +76,10 @@ def test_proxysender_prompt_per_mode(pytester: pytest.Pytester, medhelm_template
     for compat, prompts in expected.items():
         out = pytester.path / f"{compat}.json"
         with running_server(answer="A") as server:
-            run = pytester.runpytest(str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/x",
-                                     "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-                                     "--medhelm-benchmark", "proxysender", "--medhelm-cache", "off",
-                                     "--medhelm-compat", compat, "--medhelm-json", str(out), *xdist)
+            run = pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/x", "--medhelm-api-base",
+                                    server.url, "--medhelm-data-dir", str(data), "--medhelm-benchmark", "proxysender",
+                                    "--medhelm-cache", "off", "--medhelm-compat", compat, "--medhelm-json", str(out),
+                                    *xdist)
             assert run.ret == 0, run.stdout.str()[-3000:]
             sent = sorted(r["json"]["messages"][0]["content"] for r in server.requests)
         assert sent == sorted(prompts), compat

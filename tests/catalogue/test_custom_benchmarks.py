@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TOY_CONFTEST, TOY_TEST
 from pytester_runs import run
+from toy_benchmark import TOY_CONFTEST, TOY_TEST
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "custom_benchmark"
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import SUITE, report_line
+import pytester_runs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from medhelm08_fixtures import (
@@ -32,6 +32,8 @@ from medhelm08_fixtures import (
     write_sct,
     write_synt,
 )
+from pytester_runs import SUITE
+from terminal_lines import report_line
 
 from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.clinical_decision_support.healthqa_br import split_question
@@ -246,20 +248,20 @@ def test_fuzz_written_options_are_read_back(statement: str, options: dict[str, s
     (["--medhelm-benchmark-args", "sct_bench"], "expected SLUG:NAME=VALUE[,NAME=VALUE]"),
 ])
 def test_bad_benchmark_args_are_usage_errors(pytester: pytest.Pytester, args, message) -> None:
-    result = pytester.runpytest("--medhelm-model", "openai/m", *args)
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/m", *args)
     assert result.ret == 4, result.stdout.str() + result.stderr.str()
     assert message in result.stdout.str() + result.stderr.str()
 
 
 def test_benchmark_args_from_the_ini_file(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nmedhelm_benchmark_args =\n    sct_bench:few_shot=maybe\n")
-    result = pytester.runpytest("--medhelm-model", "openai/m")
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/m")
     assert result.ret == 4
     text = result.stdout.str() + result.stderr.str()
     assert "ini key medhelm_benchmark_args" in text and "sct_bench:few_shot='maybe': expected true or false" in text
     # the same value under --medhelm-compat medhelm is medhelm's string flag: on, no error
-    assert pytester.runpytest("--medhelm-model", "openai/m", "--medhelm-compat", "medhelm",
-                              "--collect-only").ret in (0, 5)
+    assert pytester_runs.run(pytester, "--medhelm-model", "openai/m", "--medhelm-compat", "medhelm",
+                             "--collect-only").ret in (0, 5)
 
 
 # ------------------------------------------------------------------------------------------ end to end
@@ -291,10 +293,9 @@ def test_the_six_run_end_to_end(pytester: pytest.Pytester, xdist) -> None:
     selection = [arg for slug in SIX for arg in ("--medhelm-benchmark", slug)]
     with running_server(answer="A") as server:
         server.set_answer(answers)
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/writer",
-            "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data), *selection,
-            "--medhelm-json", str(out), *xdist)
+        result = pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
+                                   server.url, "--medhelm-data-dir", str(data), *selection, "--medhelm-json", str(out),
+                                   *xdist, subprocess=True)
         sent = server.count
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert sent == 18  # 3 instances each, one request per item
@@ -330,11 +331,11 @@ def test_sct_variant_through_the_option_and_the_forks_flags(pytester: pytest.Pyt
     write_sct(data)
     out = pytester.path / "r.json"
     with running_server(answer="Rating: -2") as server:
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "no:cacheprovider", "-p", "no:xdist", "--medhelm-model", "openai/writer",
-            "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data), "--medhelm-benchmark", "sct_bench",
-            "--medhelm-compat", "medhelm", "--medhelm-benchmark-args", "sct_bench:reason=False,few_shot=False",
-            "--medhelm-json", str(out))
+        result = pytester_runs.run(pytester, str(SUITE), "-p", "no:xdist", "--medhelm-model", "openai/writer",
+                                   "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
+                                   "--medhelm-benchmark", "sct_bench", "--medhelm-compat", "medhelm",
+                                   "--medhelm-benchmark-args", "sct_bench:reason=False,few_shot=False",
+                                   "--medhelm-json", str(out), subprocess=True)
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads(out.read_text())
     expected = {sha(sct_expected("medhelm08_sct_bench.few_shot_reason.txt", row)) for row in SCT_ROWS[:3]}
@@ -352,14 +353,14 @@ def test_list_and_tree_show_the_six_with_their_data(pytester: pytest.Pytester, m
     write_healthqa(data)
     for slug in SYNT:
         write_synt(data, slug)
-    listed = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(data))
+    listed = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-data-dir", str(data))
     assert listed.ret == 0
     rows = {line.split()[0]: line for line in listed.stdout.lines if line.split() and line.split()[0] in SIX}
     assert set(rows) == set(SIX)
     assert rows["healthqa_br"].rstrip().endswith("yes     3 (1 filtered)")
     assert rows["synt_right_of_access"].rstrip().endswith("yes     3")
     assert rows["sct_bench"].rstrip().endswith("no      -")  # no CSV, no template in this data dir
-    tree = pytester.runpytest("--medhelm-tree", "--medhelm-data-dir", str(data)).stdout.str()
+    tree = pytester_runs.run(pytester, "--medhelm-tree", "--medhelm-data-dir", str(data)).stdout.str()
     block = tree[tree.index("Organizing Workflow Processes"):tree.index("Care Coordination and Planning")]
     for slug in SYNT:
         assert f"{slug}  " in block and "data: yes" in block.split(slug, 1)[1].splitlines()[0]

@@ -18,8 +18,7 @@ from itertools import cycle
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA, SUITE
-from pytester_runs import run
+from pytester_runs import SHARED_DATA, SUITE, run
 
 from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.sampling import TooFewExamples, helm_in_context_examples

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import pytester_runs
 
 from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.taxonomy import (
@@ -170,7 +171,7 @@ def _rows(stdout: str) -> dict[str, list[str]]:
 
 
 def test_list_shows_every_registered_benchmark(pytester: pytest.Pytester, empty_cache: Path) -> None:
-    result = pytester.runpytest("--medhelm-list")
+    result = pytester_runs.run(pytester, "--medhelm-list")
     assert result.ret == 0
     out = result.stdout.str()
     assert "INTERNALERROR" not in out
@@ -195,7 +196,7 @@ def test_list_reads_the_user_cache_without_data_dir(pytester: pytest.Pytester, e
         pytest.skip("../shared/data/pubmedqa is absent")
     (empty_cache / "pubmedqa").mkdir()
     shutil.copy(source, empty_cache / "pubmedqa" / "ori_pqal.json")
-    result = pytester.runpytest("--medhelm-list")
+    result = pytester_runs.run(pytester, "--medhelm-list")
     assert result.ret == 0
     assert _rows(result.stdout.str())["pubmedqa"][-2:] == ["yes", "1000"]
 
@@ -203,7 +204,7 @@ def test_list_reads_the_user_cache_without_data_dir(pytester: pytest.Pytester, e
 def test_list_with_shared_data(pytester: pytest.Pytester, empty_cache: Path) -> None:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent")
-    result = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(SHARED_DATA))
+    result = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-data-dir", str(SHARED_DATA))
     assert result.ret == 0
     rows = _rows(result.stdout.str())
     assert rows["pubmedqa"][-2:] == ["yes", "1000"]
@@ -219,8 +220,9 @@ def test_list_counts_the_instances_a_run_under_the_same_compat_has(pytester: pyt
     """MTSamples Procedures: 131 instances by default, HELM's 128 under --medhelm-compat helm (docs/fidelity.md)."""
     if not (SHARED_DATA / "mtsamples_procedures").is_dir():
         pytest.skip("../shared/data/mtsamples_procedures is absent")
-    default = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(SHARED_DATA))
-    helm = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(SHARED_DATA), "--medhelm-compat", "helm")
+    default = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-data-dir", str(SHARED_DATA))
+    helm = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-data-dir", str(SHARED_DATA), "--medhelm-compat",
+                             "helm")
     assert default.ret == helm.ret == 0
     assert _rows(default.stdout.str())["mtsamples_procedures"][-1].startswith("131")
     assert _rows(helm.stdout.str())["mtsamples_procedures"][-1].startswith("128")
@@ -229,7 +231,7 @@ def test_list_counts_the_instances_a_run_under_the_same_compat_has(pytester: pyt
 def test_list_with_empty_data_dir(pytester: pytest.Pytester, empty_cache: Path, tmp_path: Path) -> None:
     data = tmp_path / "empty-data"
     data.mkdir()
-    result = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(data), "-v")
+    result = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-data-dir", str(data), "-v")
     assert result.ret == 0
     rows = _rows(result.stdout.str())
     assert rows["pubmedqa"][-2:] == ["no", "-"]
@@ -240,7 +242,7 @@ def test_list_with_empty_data_dir(pytester: pytest.Pytester, empty_cache: Path, 
 
 
 def test_tree(pytester: pytest.Pytester, empty_cache: Path) -> None:
-    result = pytester.runpytest("--medhelm-tree")
+    result = pytester_runs.run(pytester, "--medhelm-tree")
     assert result.ret == 0
     out = result.stdout.str()
     assert "INTERNALERROR" not in out
@@ -260,7 +262,7 @@ def test_tree(pytester: pytest.Pytester, empty_cache: Path) -> None:
 
 
 def test_tree_verbose_lists_tasks(pytester: pytest.Pytester, empty_cache: Path) -> None:
-    result = pytester.runpytest("--medhelm-tree", "-v")
+    result = pytester_runs.run(pytester, "--medhelm-tree", "-v")
     assert result.ret == 0
     out = result.stdout.str()
     for sub in SUBCATEGORIES:
@@ -269,7 +271,7 @@ def test_tree_verbose_lists_tasks(pytester: pytest.Pytester, empty_cache: Path) 
 
 
 def test_list_and_tree_together(pytester: pytest.Pytester, empty_cache: Path) -> None:
-    result = pytester.runpytest("--medhelm-list", "--medhelm-tree")
+    result = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-tree")
     assert result.ret == 0
     out = result.stdout.str()
     assert "pubmedqa" in _rows(out) and "1. Clinical Decision Support [clinical_decision_support]" in out
@@ -314,7 +316,7 @@ def test_broken_custom_benchmark_is_an_error_row(pytester: pytest.Pytester, empt
     for slug in ("zz_broken", "zz_bad_row", "aa_elsewhere"):
         (data / slug).mkdir(parents=True)
         (data / slug / "toy.json").write_text(json.dumps([1, 2, 3]))
-    result = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(data))
+    result = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-data-dir", str(data))
     assert result.ret == 0
     out = result.stdout.str()
     assert "INTERNALERROR" not in out and "Traceback" not in out
@@ -333,7 +335,7 @@ def test_broken_custom_benchmark_is_an_error_row(pytester: pytest.Pytester, empt
     assert order.index("zz_broken") < order.index("aa_elsewhere")  # same category, known subcategory first
     assert order.index("pubmedqa") < order.index("zz_broken")  # same subcategory: by slug
 
-    tree = pytester.runpytest("--medhelm-tree", "--medhelm-data-dir", str(data))
+    tree = pytester_runs.run(pytester, "--medhelm-tree", "--medhelm-data-dir", str(data))
     assert tree.ret == 0
     tree.stdout.fnmatch_lines(["Outside the taxonomy (category or subcategory unknown):",
                                "  aa_elsewhere * private  data: yes  (medical_research / Somewhere Else)"])

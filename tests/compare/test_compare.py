@@ -14,7 +14,8 @@ import statistics
 from pathlib import Path
 
 import pytest
-import pytester_runs
+from pytester_runs import UNCACHED, run, toy_args
+from toy_benchmark import toy_answers, write_toy_data
 
 from pytest_medhelm.compare import stats
 from pytest_medhelm.compare.compare import build_comparison, model_pairs
@@ -375,10 +376,6 @@ def shown_p(p):
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
-def run(pytester, *args):
-    return pytester_runs.run(pytester, "-p", "no:benchmark", *args)
-
-
 @pytest.fixture
 def wired(pytester, toy):
     """The toy project, nothing added: ComparePlugin is registered by the product's own plugin.py (its
@@ -387,34 +384,21 @@ def wired(pytester, toy):
     return pytester
 
 
-def write_toy(pytester, answers: list[str]) -> Path:
-    """Toy questions whose right answers are ``answers`` ("A" = yes, "B" = no)."""
-    data = pytester.path / "data"
-    (data / "toy").mkdir(parents=True, exist_ok=True)
-    rows = [{"id": f"q{i:03d}", "q": f"question {i}?", "correct": 0 if a == "A" else 1} for i, a in enumerate(answers)]
-    (data / "toy" / "toy.json").write_text(json.dumps(rows))
-    return data
-
-
-def toy_args(server, data, *extra):
-    return ["--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-            "--medhelm-cache", "off", *extra]
-
-
 @pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
                                    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_toy_regression_is_caught_and_reported(wired, xdist):
     from pytest_medhelm.testing.server import running_server
 
-    data = write_toy(wired, ["A"] * 32 + ["B"] * 8)
+    data = write_toy_data(wired.path, toy_answers(["A"] * 32 + ["B"] * 8))
     with running_server(answer="A") as srv:
-        base = run(wired, *toy_args(srv, data, "--medhelm-save", "base"), *xdist)
+        base = run(wired, *toy_args(srv, data, *UNCACHED, "--medhelm-save", "base"), *xdist)
     assert base.ret == 0, base.stdout.str()
     base.stdout.fnmatch_lines(["*medhelm: run saved as .medhelm?runs?0001_base.json*"])
     md = wired.path / "summary.md"
     out = wired.path / "r.json"
     with running_server(answer="B") as srv:
-        result = run(wired, *toy_args(srv, data, "--medhelm-compare", "base", "--medhelm-compare-fail", "toy:0.05",
+        result = run(wired, *toy_args(srv, data, *UNCACHED, "--medhelm-compare", "base",
+                                      "--medhelm-compare-fail", "toy:0.05",
                                       "--medhelm-markdown", str(md), "--medhelm-json", str(out)), *xdist)
     text = result.stdout.str()
     assert result.ret == 1, text
@@ -438,11 +422,11 @@ def test_toy_regression_is_caught_and_reported(wired, xdist):
 def test_improvement_and_autosave_and_latest(wired):
     from pytest_medhelm.testing.server import running_server
 
-    data = write_toy(wired, ["A"] * 8 + ["B"] * 32)
+    data = write_toy_data(wired.path, toy_answers(["A"] * 8 + ["B"] * 32))
     with running_server(answer="A") as srv:
-        assert run(wired, *toy_args(srv, data, "--medhelm-autosave")).ret == 0
+        assert run(wired, *toy_args(srv, data, *UNCACHED, "--medhelm-autosave")).ret == 0
     with running_server(answer="B") as srv:
-        result = run(wired, *toy_args(srv, data, "--medhelm-autosave", "--medhelm-compare",
+        result = run(wired, *toy_args(srv, data, *UNCACHED, "--medhelm-autosave", "--medhelm-compare",
                                       "--medhelm-compare-fail", "overall:0.01"))
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*comparison with 0001_autosave*", "*toy*0.200*0.800*↑ +0.600 [*][*][*]*",
@@ -454,14 +438,14 @@ def test_improvement_and_autosave_and_latest(wired):
 def test_missing_baseline_is_a_usage_error_before_any_call(wired):
     from pytest_medhelm.testing.server import running_server
 
-    data = write_toy(wired, ["A"] * 4)
+    data = write_toy_data(wired.path, toy_answers(["A"] * 4))
     with running_server(answer="A") as srv:
-        result = run(wired, *toy_args(srv, data, "--medhelm-compare", "base"))
+        result = run(wired, *toy_args(srv, data, *UNCACHED, "--medhelm-compare", "base"))
         assert srv.count == 0
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--medhelm-compare: no saved run named 'base' in *runs (latest saved runs: none)*"])
     with running_server(answer="A") as srv:
-        result = run(wired, *toy_args(srv, data, "--medhelm-compare-fail", "toy:0.1"))
+        result = run(wired, *toy_args(srv, data, *UNCACHED, "--medhelm-compare-fail", "toy:0.1"))
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--medhelm-compare-fail (compares with the latest run): no saved run*"])
 
@@ -472,17 +456,18 @@ def test_shards_merged_give_exactly_the_unsharded_numbers(wired):
     from pytest_medhelm.cli import main
     from pytest_medhelm.testing.server import running_server
 
-    data = write_toy(wired, ["A", "B", "B"] * 14)  # 42 questions
+    data = write_toy_data(wired.path, toy_answers(["A", "B", "B"] * 14))  # 42 questions
     models = ["--medhelm-model", "openai/other-model"]  # two models: win rates too
     with running_server(rules=[("question 1", "B"), ("question 2", "B")], answer="A") as srv:
         full = wired.path / "full.json"
-        assert run(wired, *toy_args(srv, data, "--medhelm-json", str(full)), *models).ret == 0
+        assert run(wired, *toy_args(srv, data, *UNCACHED, "--medhelm-json", str(full)), *models).ret == 0
         a = json.loads(full.read_text())
         for mode, xdist in (("serial", []), ("xdist", ["-n", "2"])):
             shards = []
             for i in (1, 2):
                 path = wired.path / f"{mode}-shard{i}.json"
-                result = run(wired, *toy_args(srv, data, "--medhelm-shard", f"{i}/2", "--medhelm-json", str(path)),
+                result = run(wired, *toy_args(srv, data, *UNCACHED, "--medhelm-shard", f"{i}/2", "--medhelm-json",
+                                              str(path)),
                              *models, *xdist)
                 assert result.ret == 0, result.stdout.str()
                 result.stdout.fnmatch_lines([f"*medhelm shard: {i}/2*"])
@@ -504,7 +489,7 @@ def test_shards_merged_give_exactly_the_unsharded_numbers(wired):
 def test_shard_slices_do_not_depend_on_collection_or_selection(wired):
     from pytest_medhelm.run.collection import shard_of
 
-    data = write_toy(wired, ["A"] * 20)
+    data = write_toy_data(wired.path, toy_answers(["A"] * 20))
     args = ["--medhelm-model", "openai/m", "--medhelm-data-dir", str(data), "--collect-only", "-q"]
     full = run(wired, *args, "--medhelm-shard", "2/3")
     picked = {line for line in full.stdout.lines if "::test_toy[" in line}

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import pytester_runs
+from pytester_runs import UNCACHED, toy_args
+from toy_benchmark import toy_answers, write_toy_data
 
 from pytest_medhelm.compare import power
 from pytest_medhelm.compare.storage import save
@@ -276,27 +277,14 @@ def test_no_spread_plans_nothing_and_says_so(tmp_path, capsys):
 
 
 # ============================================================================================== a pytest run
-def write_toy(pytester, answers: list[str]) -> Path:
-    data = pytester.path / "data"
-    (data / "toy").mkdir(parents=True, exist_ok=True)
-    rows = [{"id": f"q{i:03d}", "q": f"question {i}?", "correct": 0 if a == "A" else 1} for i, a in enumerate(answers)]
-    (data / "toy" / "toy.json").write_text(json.dumps(rows))
-    return data
-
-
-def toy_args(srv, data, *extra):
-    return ["-p", "no:benchmark", "--medhelm-model", "openai/toy-model", "--medhelm-api-base", srv.url,
-            "--medhelm-data-dir", str(data), "--medhelm-cache", "off", *extra]
-
-
 @pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
                                    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_summary_line_per_gate_against_the_saved_baseline(pytester, toy, xdist):
     from pytest_medhelm.testing.server import running_server
 
-    data = write_toy(pytester, ["A"] * 28 + ["B"] * 12)  # the baseline (always "A") scores 0.7
+    data = write_toy_data(pytester.path, toy_answers(["A"] * 28 + ["B"] * 12))  # the baseline (always "A") scores 0.7
     with running_server(answer="A") as srv:
-        base = pytester_runs.run(pytester, *toy_args(srv, data, "--medhelm-save", "base"), *xdist)
+        base = pytester_runs.run(pytester, *toy_args(srv, data, *UNCACHED, "--medhelm-save", "base"), *xdist)
     assert base.ret == 0, base.stdout.str()
     # this run answers 9 of the "A" questions wrong and 3 of the "B" questions right
     flips = [(f"question {i}?", "B") for i in (*range(9), 30, 31, 32)]
@@ -336,15 +324,15 @@ def test_summary_line_per_gate_against_the_saved_baseline(pytester, toy, xdist):
 def test_summary_without_baseline_or_gate(pytester, toy):
     from pytest_medhelm.testing.server import running_server
 
-    data = write_toy(pytester, ["A"] * 30 + ["B"] * 10)
+    data = write_toy_data(pytester.path, toy_answers(["A"] * 30 + ["B"] * 10))
     with running_server(answer="A") as srv:
-        plain = pytester_runs.run(pytester, *toy_args(srv, data, "--medhelm-power"))
-        gated = pytester_runs.run(pytester, *toy_args(srv, data, "--medhelm-power", "--medhelm-threshold",
+        plain = pytester_runs.run(pytester, *toy_args(srv, data, *UNCACHED, "--medhelm-power"))
+        gated = pytester_runs.run(pytester, *toy_args(srv, data, *UNCACHED, "--medhelm-power", "--medhelm-threshold",
                                                       "toy>=0.6"))
     plain.stdout.fnmatch_lines(["medhelm power: no gate to plan*"])
     pytester.makeini("[pytest]\nmedhelm_power = true\nmedhelm_thresholds = toy>=0.6\n")
     with running_server(answer="A") as srv:
-        from_ini = pytester_runs.run(pytester, *toy_args(srv, data))
+        from_ini = pytester_runs.run(pytester, *toy_args(srv, data, *UNCACHED))
     mde = z_sum() * math.sqrt(0.75 * 0.25 / 40)
     n_margin = math.ceil(z_sum() ** 2 * 0.75 * 0.25 / 0.15 ** 2)
     line = (f"medhelm power: toy>=0.6 at n=40: detects a true score {mde:.3f} or more below 0.6 (no baseline: the "
@@ -353,6 +341,6 @@ def test_summary_without_baseline_or_gate(pytester, toy):
     from_ini.stdout.fnmatch_lines([line])  # the ini key medhelm_power
     pytester.makeini("[pytest]\nmedhelm_thresholds = toy>=0.6\n")
     with running_server(answer="A") as srv:
-        without = pytester_runs.run(pytester, *toy_args(srv, data))
+        without = pytester_runs.run(pytester, *toy_args(srv, data, *UNCACHED))
     assert "medhelm gates: all 1 passed" in without.stdout.str()
     assert "medhelm power" not in without.stdout.str()  # only when asked

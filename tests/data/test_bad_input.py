@@ -557,8 +557,7 @@ def test_a_broken_gated_file_is_an_error_too(pytester, server):
 ])
 def test_bad_options_are_usage_errors(pytester, server, args, message):
     pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
-                                server.url, *args)
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-api-base", server.url, *args)
     assert result.ret == 4, result.stdout.str() + result.stderr.str()
     result.stderr.fnmatch_lines([message])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
@@ -568,7 +567,7 @@ def test_bad_options_are_usage_errors(pytester, server, args, message):
 def test_a_bad_threshold_in_the_ini_file_is_a_usage_error(pytester, server):
     pytester.makeini("[pytest]\nmedhelm_thresholds =\n    toy>=0.4\n    overall=>0.9\n")
     pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x")
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/x")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*medhelm_thresholds*expected NAME>=VALUE*"])
 
@@ -576,8 +575,7 @@ def test_a_bad_threshold_in_the_ini_file_is_a_usage_error(pytester, server):
 def test_an_infinite_budget_in_the_ini_file_is_a_usage_error(pytester, server):
     pytester.makeini("[pytest]\nmedhelm_budget = inf\n")
     pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
-                                server.url)
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-api-base", server.url)
     assert result.ret == 4, result.stdout.str() + result.stderr.str()
     result.stderr.fnmatch_lines(["*medhelm_budget*expected a finite number, got 'inf'*"])
     assert "Traceback" not in result.stdout.str() + result.stderr.str() and server.count == 0
@@ -592,8 +590,8 @@ def test_a_bad_prices_file_is_a_usage_error(pytester, toy, server, content, mess
     data = toy(2)
     prices = pytester.path / "prices.toml"
     prices.write_text(content)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
-                                server.url, "--medhelm-data-dir", str(data), "--medhelm-prices", str(prices))
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
+                               "--medhelm-data-dir", str(data), "--medhelm-prices", str(prices))
     text = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in text
     assert result.ret == 4, text

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import pytester_runs
 from catalogue_helpers import ROUTE_QUERY, entry, write_ehrsql
 
 EHRSQL_SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -28,12 +29,11 @@ def test_ehrsql_not_scored_items_are_reported_by_the_run(pytester: pytest.Pytest
     with running_server(answer="SELECT 1 WHERE 0") as server:
         for compat in ("default", "helm"):
             out = pytester.path / f"{compat}.json"
-            run = pytester.runpytest(str(EHRSQL_SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rs",
-                                     "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
-                                     "--medhelm-data-dir", str(data), "--medhelm-data-unverified", "ehrsql",
-                                     "--medhelm-benchmark", "ehrsql",
-                                     "--medhelm-cache", "off", "--medhelm-compat", compat, "--medhelm-json", str(out),
-                                     *xdist)
+            run = pytester_runs.run(pytester, str(EHRSQL_SUITE), "-rs", "--medhelm-model", "openai/x",
+                                    "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
+                                    "--medhelm-data-unverified", "ehrsql", "--medhelm-benchmark", "ehrsql",
+                                    "--medhelm-cache", "off", "--medhelm-compat", compat, "--medhelm-json", str(out),
+                                    *xdist)
             assert run.ret == 0, run.stdout.str()[-3000:]
             results[compat] = (run, json.loads(out.read_text()))
     run, report = results["default"]

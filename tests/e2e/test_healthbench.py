@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import SHARED_DATA, SUITE
+from pytester_runs import SHARED_DATA, SUITE
 
 HB_FILE = "2025-05-07-06-14-12_oss_eval.jsonl"
 HARD_FILE = "hard_2025-05-08-21-00-10.jsonl"

@@ -29,7 +29,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import TOY_CONFTEST, report_line, toy_rows
+from terminal_lines import report_line
+from toy_benchmark import TOY_CONFTEST, toy_rows
 
 from pytest_medhelm.testing.server import running_server
 from pytest_medhelm.testing.server.protocol import key_fingerprint

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import suite_args
+import pytester_runs
+from pytester_runs import suite_args
 
 C3 = ("accuracy", "completeness", "clarity")
 #: a clear-screen, an OSC 8 link and a fake green result line, as a key of the judge's JSON
@@ -22,9 +23,9 @@ def test_a_judges_failure_reason_quoting_its_reply_is_printed_escaped(pytester, 
     junit = pytester.path / "junit.xml"
     with running_server(answer="x") as server:
         server.set_answer(lambda body: REPLY if body["model"].startswith("judge") else "A note.")
-        result = pytester.runpytest_subprocess(
-            *suite_args(server.url, shared_data, "aci_bench", 2, "--medhelm-cache-dir", str(pytester.path / "c"),
-                        "--medhelm-compat", "helm", "-rA", "--junitxml", str(junit), *xdist))
+        result = pytester_runs.run(pytester, *suite_args(server.url, shared_data, "aci_bench", 2, "--medhelm-cache-dir",
+                                               str(pytester.path / "c"), "--medhelm-compat", "helm", "-rA",
+                                               "--junitxml", str(junit), *xdist), subprocess=True)
     out = result.stdout.str() + result.stderr.str()
     xml = junit.read_text(encoding="utf-8")
     assert "\x1b" not in out, [line for line in out.splitlines() if "\x1b" in line]

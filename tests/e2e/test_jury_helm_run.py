@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import pytester_runs
 from catalogue_helpers import load
-from conftest import NO_BERTSCORE
 from helm_reference import HELM, helm_judge_prompt, helm_model_prompt, helm_template
+from pytester_runs import NO_BERTSCORE
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 JUDGES = ("openai/judge-1", "openai/judge-2", "openai/judge-3")

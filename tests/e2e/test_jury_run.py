@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import NO_BERTSCORE
+import pytester_runs
+from pytester_runs import NO_BERTSCORE
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 VERDICT = json.dumps({axis: {"score": 4, "explanation": f"{axis} is good"}
@@ -27,12 +28,12 @@ def test_two_judges_scoring_4_give_raw_4_and_normalized_075(pytester, shared_dat
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(answer_or_judge)
-        result = pytester.runpytest_subprocess(
-            str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base",
-            server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
-            "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench", "--medhelm-max-instances", "5",
-            "--medhelm-data-dir", str(shared_data), "--medhelm-cache-dir", str(pytester.path / "cache"),
-            "--medhelm-json", str(out), *NO_BERTSCORE, *xdist)  # (BERTScore is not under test here)
+        result = pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
+                                   server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
+                                   "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "aci_bench",
+                                   "--medhelm-max-instances", "5", "--medhelm-data-dir", str(shared_data),
+                                   "--medhelm-cache-dir", str(pytester.path / "cache"), "--medhelm-json", str(out),
+                                   *NO_BERTSCORE, *xdist, subprocess=True)  # (BERTScore is not under test here)
         assert result.ret == 0, result.stdout.str()[-3000:]
         judged = [r for r in server.requests if r["json"]["model"].startswith("judge")]
         assert len(server.requests) == 15 and len(judged) == 10  # 5 answers, then 2 judges x 5

@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NO_BERTSCORE
+import pytester_runs
 from llama_processes import find_llama_processes
+from pytester_runs import NO_BERTSCORE
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -56,7 +57,8 @@ def _server_starts(cache: Path) -> int:
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
 def test_suite_answers_with_the_local_model_and_leaves_no_server(pytester, shared_data, gguf, xdist):
     cache, out = pytester.path / "cache", pytester.path / "r.json"
-    result = pytester.runpytest_subprocess(*_args(shared_data, cache, gguf, "--medhelm-json", str(out), *xdist))
+    result = pytester_runs.run(pytester, *_args(shared_data, cache, gguf, "--medhelm-json", str(out), *xdist),
+                               subprocess=True)
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads(out.read_text())
     answered = [i for i in report["instances"] if i["error"] is None and i["answer"] is not None]
@@ -105,12 +107,12 @@ def test_smollm2_answering_and_judging_costs_zero_writes_judgements_that_parse_a
     judgements, where the separate uncapped judge run this one replaced queued long ones.) The model is named as users
     name it, ``local/smollm2``."""
     cache, out, html = pytester.path / "cache", pytester.path / "r.json", pytester.path / "r.html"
-    result = pytester.runpytest_subprocess(
-        str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist", "--medhelm-model",
-        "local/smollm2", "--medhelm-jury", "local/smollm2", "--medhelm-benchmark", "medicationqa",
-        "--medhelm-max-instances", "2", "--medhelm-max-tokens", "12", "--medhelm-data-dir", str(shared_data),
-        "--medhelm-cache-dir", str(cache), "--medhelm-json", str(out), "--medhelm-html", str(html),
-        *NO_BERTSCORE)  # (BERTScore is not under test here)
+    result = pytester_runs.run(pytester, str(SUITE), "-p", "no:xdist", "--medhelm-model", "local/smollm2",
+                               "--medhelm-jury", "local/smollm2", "--medhelm-benchmark", "medicationqa",
+                               "--medhelm-max-instances", "2", "--medhelm-max-tokens", "12", "--medhelm-data-dir",
+                               str(shared_data), "--medhelm-cache-dir", str(cache), "--medhelm-json", str(out),
+                               "--medhelm-html", str(html), *NO_BERTSCORE,
+                               subprocess=True)  # (BERTScore is not under test here)
     assert result.ret == 0, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["*local judge local/*: replies constrained to the judgement's JSON schema*"])
     report = json.loads(out.read_text())

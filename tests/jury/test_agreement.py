@@ -291,3 +291,39 @@ def test_cli_leaves_out_raters_that_cannot_be_z_scored(tmp_path):
                      n_boot=50)
     assert set(result["excluded_raters"]) == {"dr_flat", "dr_once"}
     assert result["clinicians"] == ["dr_a", "dr_b", "dr_c"]
+
+
+# ------------------------------------------------------------------------------- edges of the judges' agreement
+def _j(scores: dict, failures=(), flagged=None) -> dict:
+    return {"per_judge": {j: {"accuracy": {"score": s}} for j, s in scores.items()},
+            "failures": {j: "malformed JSON" for j in failures}, "flagged": flagged}
+
+
+def test_icc_reports_bad_input_by_name() -> None:
+    with pytest.raises(ValueError, match=r"^expected a 2-D targets x raters matrix, got shape \(3,\)$"):
+        icc3([1, 2, 3])
+    with pytest.raises(ValueError, match=r"^ICC needs a complete matrix \(no NaN or infinite cell\)$"):
+        icc3([[1, 2], [3, math.nan]])
+
+
+def test_agreement_counts_and_edge_rows() -> None:
+    records = [
+        {"benchmark": "closed", "metrics": {}},  # not a jury record: skipped, the others still read
+        {"jury": _j({}, flagged="empty answer")},  # nobody asked: neither agreement nor disagreement
+        {"jury": _j({"a": 2, "b": 3})},
+        {"jury": _j({"a": 4, "b": 5}, failures=["c"])},
+        {"jury": _j({"a": 3}, failures=["b", "c"])},
+        {"jury": _j({}, failures=["a", "b", "c"], flagged="no valid judge")},
+        {"jury": _j({}, flagged="empty answer")},
+        {"jury": {"per_judge": {"a": {"accuracy": "score 4"}}, "failures": {}, "flagged": None}},
+    ]
+    out = judge_agreement(records)
+    assert out["judges"] == ["a", "b", "c"] and out["n_instances"] == 7
+    assert out["failures"] == {"a": 1, "b": 2, "c": 3}
+    assert out["flagged"] == {"empty answer": 2, "no valid judge": 1}
+    assert out["judge_means"] == {"a": 3.0, "b": 4.0, "c": None}
+    # two instances graded by a and b; c never: no complete row for the three judges
+    assert out["n_complete"] == 0 and out["icc3k"] is None and out["n_pairable"] == 2
+    two = judge_agreement([{"jury": _j({"a": 2, "b": 3})}, {"jury": _j({"a": 4, "b": 5})}])
+    assert two["n_complete"] == 2 and two["icc3k"] == pytest.approx(1.0) and two["n_pairable"] == 2
+    assert two["per_criterion"]["accuracy"]["icc3k"] == pytest.approx(1.0)

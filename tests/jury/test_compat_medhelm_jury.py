@@ -17,8 +17,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import NO_BERTSCORE, SUITE
-from test_jury_helm_scoring import CRITERIA, FOURS, TABLE, obj
+import pytester_runs
+from fuzzing import examples, fuzz
+from pytester_runs import NO_BERTSCORE, SUITE
+from test_scoring import CRITERIA, FOURS, TABLE, obj
 
 from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score
 from pytest_medhelm.values import Completion
@@ -142,12 +144,12 @@ def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shar
         out = pytester.path / f"{compat}.json"
         with running_server(answer="x") as server:
             server.set_answer(answer_or_judge)
-            result = pytester.runpytest(
-                str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/writer", "--medhelm-api-base",
-                server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury", "openai/judge-b",
-                "--medhelm-jury-api-base", server.url, "--medhelm-benchmark", "mentalhealth",
-                "--medhelm-data-dir", str(data), "--medhelm-cache", "off", "--medhelm-compat", compat,
-                "--medhelm-json", str(out), *NO_BERTSCORE, *xdist)  # (BERTScore is not under test here)
+            result = pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/writer", "--medhelm-api-base",
+                                       server.url, "--medhelm-jury", "openai/judge-a", "--medhelm-jury",
+                                       "openai/judge-b", "--medhelm-jury-api-base", server.url, "--medhelm-benchmark",
+                                       "mentalhealth", "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
+                                       "--medhelm-compat", compat, "--medhelm-json", str(out), *NO_BERTSCORE,
+                                       *xdist)  # (BERTScore is not under test here)
             assert result.ret == 0, result.stdout.str()[-3000:]
             judge_prompts[compat] = sorted(r["json"]["messages"][0]["content"] for r in server.requests
                                            if r["json"]["model"].startswith("judge"))
@@ -190,7 +192,7 @@ def test_the_medhelm_reading_never_breaks_on_any_reply() -> None:
     scores or rejects the judge with a reason; it never raises anything else, in any mode."""
     import math
 
-    from hypothesis import given, settings
+    from hypothesis import given
     from hypothesis import strategies as st
 
     score = (st.integers(-3, 9) | st.floats(allow_nan=True, allow_infinity=True) | st.booleans()
@@ -204,7 +206,7 @@ def test_the_medhelm_reading_never_breaks_on_any_reply() -> None:
     tried: list[str] = []
     medhelm_read = {True: 0, False: 0}  # judge kept / rejected under medhelm
 
-    @settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None)
+    @fuzz(FUZZ_EXAMPLES, database=None)
     @given(text=reply | garbled | st.text(max_size=40))
     def check(text: str) -> None:
         tried.append(text)
@@ -217,5 +219,5 @@ def test_the_medhelm_reading_never_breaks_on_any_reply() -> None:
                 medhelm_read[result.flagged is None] += 1
 
     check()
-    assert len(tried) >= FUZZ_EXAMPLES // 2
+    assert len(tried) >= examples(FUZZ_EXAMPLES) // 2
     assert min(medhelm_read.values()) >= 20, medhelm_read  # both paths exercised: replies kept and rejected

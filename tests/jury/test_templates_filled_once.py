@@ -5,9 +5,10 @@ text; an answer without a placeholder gets the references' prompt, byte for byte
 from __future__ import annotations
 
 import pytest
-from conftest import SHARED_DATA
-from hypothesis import given, settings
+from fuzzing import fuzz
+from hypothesis import given
 from hypothesis import strategies as st
+from pytester_runs import SHARED_DATA
 
 from pytest_medhelm.jury.rubric_grader import fill, fill_comparison, load_grader_prompts
 from pytest_medhelm.prompting import fill_once
@@ -73,7 +74,7 @@ def test_an_sct_bench_row_holding_a_placeholder_is_filled_once(tmp_path):
 PLACEHOLDERS = ["<<conversation>>", "<<rubric_item>>", "<<a>>", "{{ x }}"]
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@fuzz(300, database=None)
 @given(st.lists(st.sampled_from([*PLACEHOLDERS, "text ", "<<", ">>", "\\1", "$x"]), max_size=12).map("".join),
        st.lists(st.sampled_from(["v", "<<rubric_item>>", "<<conversation>>", "\\g<0>", ""]), min_size=4,
                 max_size=4).map("".join))

@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
+import pytester_runs
 
 from pytest_medhelm.metrics import bertscore
 from pytest_medhelm.metrics.bertscore import (
@@ -273,8 +274,8 @@ def test_a_batch_gives_each_pair_the_score_it_gets_alone():
     a batch is: ``python tests/perf/bench.py --only bertscore``, quoted in BENCHMARKS.md.)"""
     sentence = ("The patient reports intermittent chest pain radiating to the left arm, worse on exertion and "
                 "relieved by rest; troponin was negative and the ECG showed no acute ischemic changes. ")
-    pairs = [(f"{p} ({i})", f"{r} [{i}]") for i in range(6) for p, r in PAIRS[:1]]
-    pairs += [(sentence * 8 + f" case {i}", sentence * 7 + f" plan {i}") for i in range(3)]
+    pairs = [(f"{p} ({i})", f"{r} [{i}]") for i in range(3) for p, r in PAIRS[:1]]
+    pairs += [(sentence * 8 + f" case {i}", sentence * 7 + f" plan {i}") for i in range(2)]
     batched = bertscore_batch([p for p, _ in pairs], [r for _, r in pairs], MINILM)
     single = [bertscore_batch([p], [r], MINILM)[0] for p, r in pairs]
     assert [v for scores in batched for v in scores] == pytest.approx([v for scores in single for v in scores],
@@ -341,7 +342,7 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
     import json
 
     import pytester_runs
-    from conftest import suite_args
+    from pytester_runs import suite_args
 
     from pytest_medhelm.testing.server import running_server
 
@@ -356,12 +357,13 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
         cache = ["--medhelm-cache-dir", str(pytester.path / "cache")]
         judges = ("openai/judge-a", "openai/judge-b")
         # the first run only fills the cache with the answers and verdicts: in this process, without BERTScore
-        first = pytester_runs.run(pytester, *suite_args(server.url, shared_data, "mediqa", 6, *cache, "-p",
-                                                        "no:xdist", judges=judges, bertscore="off"))
+        first = pytester_runs.run(pytester, *suite_args(server.url, shared_data, "mediqa", 6, *cache, "-p", "no:xdist",
+                                              judges=judges, bertscore="off"))
         assert first.ret == 0, first.stdout.str()[-3000:]
         args = suite_args(server.url, shared_data, "mediqa", 6, "-p", "count_bert", *cache, "--medhelm-json",
                           str(out), *xdist, judges=judges, bertscore=MINILM)
-        again = pytester.runpytest_subprocess(*args)  # (a child process: torch cannot be loaded twice into one)
+        again = pytester_runs.run(pytester, *args,
+                                  subprocess=True)  # (a child process: torch cannot be loaded twice into one)
         assert again.ret == 0, again.stdout.str()[-3000:]
     made = [json.loads(line) for line in calls.read_text().splitlines()]
     per_process: dict[int, list[int]] = {}
@@ -406,7 +408,7 @@ def test_a_run_with_bertscore_off_imports_no_torch_and_its_records_say_why(pytes
     ever, BERTScore is not computed, nothing of its stack is imported, and each record says it was turned off."""
     import json
 
-    from conftest import suite_args
+    from pytester_runs import suite_args
 
     from pytest_medhelm.testing.server import running_server
 
@@ -417,9 +419,10 @@ def test_a_run_with_bertscore_off_imports_no_torch_and_its_records_say_why(pytes
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(lambda body: verdict if body["model"].startswith("judge") else "Take it with food.")
-        result = pytester.runpytest_subprocess(*suite_args(
-            server.url, shared_data, "mediqa", 2, "-p", "imported", "-p", "no:xdist", "--medhelm-cache", "off",
-            "--medhelm-json", str(out), bertscore="off"))
+        result = pytester_runs.run(pytester,
+                                   *suite_args(server.url, shared_data, "mediqa", 2, "-p", "imported", "-p", "no:xdist",
+                                               "--medhelm-cache", "off", "--medhelm-json", str(out), bertscore="off"),
+                                   subprocess=True)
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert json.loads(imported.read_text()) == []
     assert "MiniLM" not in result.stdout.str()  # no notice about a model either

@@ -14,7 +14,8 @@ import math
 import textwrap
 
 import pytest
-from conftest import TOY_CONFTEST
+import pytester_runs
+from toy_benchmark import TOY_CONFTEST
 
 from pytest_medhelm.report.results import json_safe, without_nan_scores, write_json
 
@@ -48,9 +49,8 @@ def nan_project(pytester: pytest.Pytester, toy):
                                    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_custom_metric_returning_nan(pytester, nan_project, server, xdist):
     out = pytester.path / "r.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/toy-model",
-                                "--medhelm-api-base", server.url, "--medhelm-data-dir", str(nan_project),
-                                "--medhelm-json", str(out), *xdist)
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                               "--medhelm-data-dir", str(nan_project), "--medhelm-json", str(out), *xdist)
     text = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in text and "Out of range float values are not JSON compliant" not in text, text
     assert result.ret == 1, text  # the two NaN items failed: nothing measured never passes

@@ -10,8 +10,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import pytester_runs
 from catalogue_helpers import entry, write_ehrsql
-from conftest import SHARED_DATA, SUITE
+from pytester_runs import SHARED_DATA, SUITE
 
 from pytest_medhelm.metrics.ehrsql import normalize_gold_sql
 from pytest_medhelm.metrics.sql_sandbox import SandboxError, SqlSandbox
@@ -50,12 +51,11 @@ def test_sql_attacks_miss_their_own_items_and_nothing_else(pytester: pytest.Pyte
     rules.update({"how many patients": COUNT, "Does treatment": "A"})
     out = pytester.path / "results.json"
     with running_server(rules=rules) as server:
-        run = pytester.runpytest(str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
-                                 "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
-                                 "--medhelm-data-dir", str(data), "--medhelm-data-unverified", "ehrsql",
-                                 "--medhelm-data-unverified", "pubmedqa",
-                                 "--medhelm-benchmark", "ehrsql", "--medhelm-benchmark", "pubmedqa",
-                                 "--medhelm-cache", "off", "--medhelm-json", str(out), *xdist)
+        run = pytester_runs.run(pytester, str(SUITE), "-rA", "--medhelm-model", "openai/x", "--medhelm-api-base",
+                                server.url, "--medhelm-data-dir", str(data), "--medhelm-data-unverified", "ehrsql",
+                                "--medhelm-data-unverified", "pubmedqa", "--medhelm-benchmark", "ehrsql",
+                                "--medhelm-benchmark", "pubmedqa", "--medhelm-cache", "off", "--medhelm-json", str(out),
+                                *xdist)
     text = run.stdout.str()
     assert run.ret == 0, text[-4000:]  # misses are measurements: no error, no traceback
     assert "MemoryError" not in text and "INTERNALERROR" not in text
@@ -158,7 +158,7 @@ def test_the_child_ends_with_the_process_that_started_it(pytester: pytest.Pytest
             assert sandbox().run({str(db)!r}, "SELECT 1", 5, 10) == [(1,)]
             print("CHILD", sandbox()._proc.pid)
     """)
-    run = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider")
+    run = pytester_runs.run(pytester, "-s", subprocess=True)
     run.assert_outcomes(passed=1)
     pid = int(re.search(r"CHILD (\d+)", run.stdout.str()).group(1))
     with pytest.raises(ProcessLookupError):

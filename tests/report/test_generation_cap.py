@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows
 
 from pytest_medhelm.report.generation_cap import cap_note, capped
 from pytest_medhelm.testing.server import running_server

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import NO_BERTSCORE, SUITE, suite_args
+from pytester_runs import NO_BERTSCORE, SUITE, suite_args
 
 from pytest_medhelm.compare.compare import build_comparison
 from pytest_medhelm.report.agreement import NEEDS_TWO, agreement_table, jury_agreement_records
@@ -175,9 +175,10 @@ def test_without_helms_files_the_run_says_once_that_its_open_ended_scores_are_no
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(judges_disagree_a_little)
-        result = pytester.runpytest_subprocess(*suite_args(
-            server.url, data, "aci_bench", 3, "-n", "2", "--medhelm-cache-dir", str(pytester.path / "cache"),
-            "--medhelm-json", str(out)))
+        result = pytester_runs.run(pytester,
+                                   *suite_args(server.url, data, "aci_bench", 3, "-n", "2", "--medhelm-cache-dir",
+                                               str(pytester.path / "cache"), "--medhelm-json", str(out)),
+                                   subprocess=True)
         judged = [r["json"]["messages"][0]["content"] for r in server.requests if r["json"]["model"] == "judge-a"]
     assert result.ret == 0, result.stdout.str()[-3000:]
     warnings = [line for line in result.stdout.str().splitlines() if "not comparable with MedHELM's" in line]
@@ -215,9 +216,10 @@ def test_processes_that_asked_from_different_instruments_make_a_mixed_run_said_o
     out = pytester.path / "r.json"
     with running_server(answer="x") as server:
         server.set_answer(judges_disagree_a_little)
-        result = pytester.runpytest_subprocess(*suite_args(
-            server.url, shared_data, "aci_bench", 6, "-p", "half_without_helm", "-n", "2", "--medhelm-cache-dir",
-            str(pytester.path / "cache"), "--medhelm-json", str(out)))
+        result = pytester_runs.run(pytester,
+                                   *suite_args(server.url, shared_data, "aci_bench", 6, "-p", "half_without_helm", "-n",
+                                               "2", "--medhelm-cache-dir", str(pytester.path / "cache"),
+                                               "--medhelm-json", str(out)), subprocess=True)
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads(out.read_text())
     used = {inst["jury_instrument"] for inst in report["instances"]}

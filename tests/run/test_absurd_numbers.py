@@ -15,8 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import TOY_CONFTEST
 from pytester_runs import run as inner
+from toy_benchmark import TOY_CONFTEST
 
 from pytest_medhelm.report.records import SCHEMA_FILE, Results
 from pytest_medhelm.testing.server import running_server

@@ -11,15 +11,11 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import suite_args
+import pytester_runs
 from pytester_runs import run as inner
+from pytester_runs import suite_args, toy_args
 
 from pytest_medhelm.testing.server import running_server
-
-
-def toy_args(server, data, *extra: str) -> list[str]:
-    return ["-p", "no:randomly", "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
-            "--medhelm-data-dir", str(data), *extra]
 
 
 # ------------------------------------------------------------------------------------------ the jury
@@ -70,7 +66,7 @@ def test_under_helm_compat_a_judge_failure_scores_helms_default(pytester, shared
 # ------------------------------------------------------------------------------------------ gates
 def test_gates_without_a_model_fail_with_one_line(pytester, toy):
     toy(3)
-    result = pytester.runpytest("-p", "no:randomly", "--medhelm-threshold", "toy>=0.5")
+    result = pytester_runs.run(pytester, "--medhelm-threshold", "toy>=0.5")
     assert result.ret == 1, result.stdout.str()
     result.stdout.fnmatch_lines(["*medhelm gate FAILED: toy>=0.5: no model under test (--medhelm-model)*"])
     result.stdout.fnmatch_lines(["*nothing was measured*"])
@@ -79,7 +75,8 @@ def test_gates_without_a_model_fail_with_one_line(pytester, toy):
 def test_gates_when_every_item_is_skipped_for_want_of_data_fail(pytester, toy, server):
     toy(3)
     empty = pytester.mkdir("empty")
-    result = pytester.runpytest(*toy_args(server, empty, "--medhelm-threshold", "overall>=0.1", "-p", "no:xdist"))
+    result = pytester_runs.run(pytester,
+                               *toy_args(server, empty, "--medhelm-threshold", "overall>=0.1", "-p", "no:xdist"))
     assert result.ret == 1, result.stdout.str()
     result.stdout.fnmatch_lines(["*nothing was measured*",
                                  "*medhelm gate FAILED: overall>=0.1 for openai/toy-model: no score*"])
@@ -115,7 +112,7 @@ TWO_TESTS = textwrap.dedent('''
 @pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
                                   pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_a_gate_on_a_deselected_benchmark_is_not_evaluated(pytester, toy, server, mode):
-    from conftest import TOY_CONFTEST
+    from toy_benchmark import TOY_CONFTEST
 
     data = toy(4)
     (data / "toy2").mkdir()
@@ -165,7 +162,7 @@ def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
 def test_a_miss_is_visible_in_junit_xml_with_its_score(pytester, toy, server):
     data = toy(4)  # q000, q002 answer A (right); q001, q003 expect B (missed)
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest(*toy_args(server, data, f"--junitxml={junit}", "-p", "no:xdist", "-rA"))
+    result = pytester_runs.run(pytester, *toy_args(server, data, f"--junitxml={junit}", "-p", "no:xdist", "-rA"))
     assert result.ret == 0, result.stdout.str()
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     missed = cases["test_toy[toy-model-q001]"]
@@ -186,8 +183,8 @@ def test_a_miss_is_visible_in_pytest_html(pytester, toy, server):
     import pytest_html  # noqa: F401  (a test dependency: the real plugin)
     data = toy(2)
     html = pytester.path / "report.html"
-    result = pytester.runpytest(*toy_args(server, data, f"--html={html}", "--self-contained-html", "-p",
-                                          "no:xdist"))
+    result = pytester_runs.run(pytester,
+                               *toy_args(server, data, f"--html={html}", "--self-contained-html", "-p", "no:xdist"))
     assert result.ret == 0, result.stdout.str()
     text = html.read_text()
     # pytest-html shows an xfail apart from a pass, with the reason
@@ -200,7 +197,7 @@ def test_a_miss_is_counted_apart_by_pytest_sugar(pytester, toy, server):
     import pytest_sugar  # noqa: F401  (a test dependency: the real plugin)
     data = toy(4)
     # (in a child process: pytest-sugar, once forced on, stays on in the process that ran it)
-    result = pytester.runpytest_subprocess(*toy_args(server, data, "-p", "no:xdist", "--force-sugar"))
+    result = pytester_runs.run(pytester, *toy_args(server, data, "-p", "no:xdist", "--force-sugar"), subprocess=True)
     assert result.ret == 0, result.stdout.str()
     text = result.stdout.str()
     assert "2 passed" in text and "2 xfailed" in text, text[-2000:]
@@ -213,8 +210,9 @@ def test_rerunfailures_asks_an_errored_item_again_and_keeps_one_record(pytester,
     out = pytester.path / "r.json"
     # the run's first request (question 0's) fails for good (no retries); asked again on the rerun, it is answered
     with running_server(answer="A", faults=[("status", 500)]) as server:
-        result = pytester.runpytest(*toy_args(server, data, "--medhelm-retries", "0", "--reruns", "2",
-                                              "--medhelm-json", str(out), "-p", "no:xdist"))
+        result = pytester_runs.run(pytester,
+                                   *toy_args(server, data, "--medhelm-retries", "0", "--reruns", "2", "--medhelm-json",
+                                             str(out), "-p", "no:xdist"))
         count = server.count
     assert result.ret == 0, result.stdout.str()
     assert count == 6  # re-asked on the rerun, not served the stored error

@@ -154,7 +154,7 @@ def test_claude_thinks_through_litellm_at_an_api_base(pytester, toy, server, xdi
 
 @pytest.mark.e2e
 def test_a_gpt5_judge_is_sent_what_gpt5_accepts(pytester, server, shared_data):
-    from conftest import suite_args
+    from pytester_runs import suite_args
 
     verdict = json.dumps({c: {"score": 4, "explanation": "ok"} for c in ("accuracy", "completeness", "clarity")})
 

@@ -8,7 +8,9 @@ import json
 import textwrap
 
 import pytest
-from conftest import TOY_CONFTEST
+import pytester_runs
+from pytester_runs import toy_args
+from toy_benchmark import TOY_CONFTEST
 
 from pytest_medhelm.report.records import SCHEMA_FILE, Results
 
@@ -25,11 +27,6 @@ def valid_results(path) -> dict:
     assert [error.message for error in validator.iter_errors(data)] == []
     Results.model_validate(data)
     return data
-
-
-def toy_args(server, data, *extra: str) -> list[str]:
-    return ["-p", "no:randomly", "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
-            "--medhelm-data-dir", str(data), *extra]
 
 
 # a benchmark whose author passed the data file's ids as they came: a float, NaN, a UUID, an int
@@ -79,8 +76,9 @@ def test_an_item_with_values_its_record_refuses_is_recorded_and_the_run_complete
     pytester.makeconftest(TOY_CONFTEST + HOSTILE_IDS)
     pytester.makepyfile(test_toy=HOSTILE_TEST)
     out, md = pytester.path / "r.json", pytester.path / "r.md"
-    result = pytester.runpytest(*toy_args(server, data, "--medhelm-json", str(out), "--medhelm-markdown", str(md),
-                                          *mode))
+    result = pytester_runs.run(pytester,
+                               *toy_args(server, data, "--medhelm-json", str(out), "--medhelm-markdown", str(md),
+                                         *mode))
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str(), result.stdout.str()
     assert result.ret == 1, result.stdout.str()  # q009's score is refused: an error, nothing measured
     assert md.is_file()
@@ -119,8 +117,9 @@ def test_a_results_hook_writing_refused_values_is_reported_and_the_files_are_wri
     data = toy(4)
     pytester.makeconftest(TOY_CONFTEST + GARBAGE_HOOK)
     out, md = pytester.path / "r.json", pytester.path / "r.md"
-    result = pytester.runpytest(*toy_args(server, data, "--medhelm-json", str(out), "--medhelm-markdown", str(md),
-                                          *mode))
+    result = pytester_runs.run(pytester,
+                               *toy_args(server, data, "--medhelm-json", str(out), "--medhelm-markdown", str(md),
+                                         *mode))
     assert result.ret == 0, result.stdout.str()  # the plugin's garbage does not change the run's verdict
     for where in ("gates.0.value*valid number", "run.interrupted*valid boolean"):
         result.stdout.fnmatch_lines([f"*medhelm: WARNING: a pytest_medhelm_results hook*{where}*"])
@@ -154,8 +153,8 @@ def test_the_runs_own_stop_stays_visible_under_a_garbage_hook(pytester, toy, ser
     pytester.makepyfile(test_toy=STOPPING_TEST.replace("{stop}", stop))
     out = pytester.path / "r.json"
     # (a child process: an in-process run re-raises the KeyboardInterrupt into this session)
-    result = pytester.runpytest_subprocess(*toy_args(server, data, "--medhelm-json", str(out), "-p", "no:xdist",
-                                                     "-x"))
+    result = pytester_runs.run(pytester, *toy_args(server, data, "--medhelm-json", str(out), "-p", "no:xdist", "-x"),
+                               subprocess=True)
     assert result.ret == status, result.stdout.str()
     result.stdout.fnmatch_lines([shown])
     result.stdout.fnmatch_lines(["*medhelm: WARNING: a pytest_medhelm_results hook*gates.0.value*"])

@@ -11,7 +11,9 @@ import re
 import textwrap
 
 import pytest
+import pytester_runs
 from pytester_runs import run as inner
+from pytester_runs import toy_args
 from toy_benchmark import TIMED_TEST  # the items that note when they started
 
 from pytest_medhelm.testing.server import last_user_text, running_server
@@ -39,11 +41,6 @@ def priced_follow_ups(pytester, toy, n: int):
     prices = pytester.path / "prices.toml"
     prices.write_text(DOLLAR_PER_ANSWER)
     return data, prices, pytester.path / "results.json"
-
-
-def toy_args(server, data, *extra: str) -> list[str]:
-    return ["-p", "no:randomly", "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
-            "--medhelm-data-dir", str(data), *extra]
 
 
 @pytest.mark.e2e
@@ -104,8 +101,9 @@ def test_the_budget_holds_across_processes_when_items_ask_their_own_questions(py
 def test_an_item_that_asks_twice_keeps_its_answer_and_adds_up_its_accounting(pytester, toy):
     data, prices, out = priced_follow_ups(pytester, toy, 2)
     with running_server(answer="A") as server:
-        result = pytester.runpytest(*toy_args(server, data, "--medhelm-prices", str(prices), "--medhelm-json",
-                                              str(out), "-p", "no:xdist"))
+        result = pytester_runs.run(pytester,
+                                   *toy_args(server, data, "--medhelm-prices", str(prices), "--medhelm-json", str(out),
+                                             "-p", "no:xdist"))
         prompts = [last_user_text(r["json"]) for r in server.requests]
     assert result.ret == 0, result.stdout.str()
     import hashlib
@@ -196,7 +194,7 @@ def test_a_run_looks_up_its_planned_answers_in_the_cache_all_at_once(pytester, t
 def test_a_resumed_judged_run_looks_up_its_judges_verdicts_all_at_once(pytester, shared_data):
     """A jury's verdicts for the cached answers are looked up together, as the answers are (HealthBench's graders
     ask one verdict per rubric criterion: with a shared Redis, one round trip instead of thousands)."""
-    from conftest import suite_args
+    from pytester_runs import suite_args
 
     verdict = json.dumps({axis: {"score": 3, "explanation": "fine"} for axis in ("accuracy", "completeness",
                                                                                  "clarity")})

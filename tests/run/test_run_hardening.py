@@ -10,8 +10,9 @@ import os
 import stat
 
 import pytest
+import pytester_runs
 from catalogue_helpers import medqa_zip
-from conftest import SUITE
+from pytester_runs import SUITE
 
 from pytest_medhelm.testing.server import running_server
 
@@ -25,10 +26,9 @@ def test_a_public_download_without_a_pin_is_recorded_as_unverified(pytester: pyt
     data = pytester.path / "data"
     archive = medqa_zip(data / "medqa" / "data_clean.zip")
     out = pytester.path / "results.json"
-    run = pytester.runpytest(str(SUITE), "-p", "no:cacheprovider", "--medhelm-model", "openai/x",
-                             "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-                             "--medhelm-benchmark", "medqa", "--medhelm-cache", "off", "--medhelm-json", str(out),
-                             *xdist)
+    run = pytester_runs.run(pytester, str(SUITE), "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
+                            "--medhelm-data-dir", str(data), "--medhelm-benchmark", "medqa", "--medhelm-cache", "off",
+                            "--medhelm-json", str(out), *xdist)
     assert run.ret == 0, run.stdout.str()[-3000:]
     recorded = json.loads(out.read_text())["run"]["data_unverified"]
     assert recorded == {"medqa": {"data_clean.zip": {
@@ -60,10 +60,9 @@ def test_a_sender_that_dies_fails_no_item(pytester: pytest.Pytester, toy, xdist:
     pytester.makepyfile(sender_bug=SENDER_BUG)  # (a plugin of its own: the toy benchmark's conftest stays)
     pytester.syspathinsert()
     with running_server(answer="A", latency=0.05) as server:
-        run = pytester.runpytest_subprocess("-p", "sender_bug", "-p", "no:cacheprovider", "--medhelm-model", "openai/x",
-                                            "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-                                            "--medhelm-cache-dir", str(pytester.path / "the-cache"),
-                                            "--medhelm-retries", "0", *xdist)
+        run = pytester_runs.run(pytester, "-p", "sender_bug", "--medhelm-model", "openai/x", "--medhelm-api-base",
+                                server.url, "--medhelm-data-dir", str(data), "--medhelm-cache-dir",
+                                str(pytester.path / "the-cache"), "--medhelm-retries", "0", *xdist, subprocess=True)
     text = run.stdout.str()
     assert run.ret == 0, text[-3000:]
     assert "the background sender stopped" in text and "asked for their own answers" in text
@@ -74,15 +73,14 @@ def test_a_sender_that_dies_fails_no_item(pytester: pytest.Pytester, toy, xdist:
 def test_a_key_given_as_the_variable_name_is_not_repeated(pytester: pytest.Pytester, toy) -> None:
     data = toy(2)
     key = "hf_" + "Zq8" * 10  # letters, digits and _: it passes for a variable name
-    run = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
-                             "http://127.0.0.1:9/v1", "--medhelm-api-key-env", key, "--medhelm-data-dir", str(data))
+    run = pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-api-base", "http://127.0.0.1:9/v1",
+                            "--medhelm-api-key-env", key, "--medhelm-data-dir", str(data))
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     text = run.stdout.str() + run.stderr.str()
     assert key not in text and key[:12] not in text
     assert "looks like an API key rather than the NAME of the variable" in text
-    named = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
-                               "http://127.0.0.1:9/v1", "--medhelm-api-key-env", "MY_GATEWAY_KEY",
-                               "--medhelm-data-dir", str(data))
+    named = pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-api-base", "http://127.0.0.1:9/v1",
+                              "--medhelm-api-key-env", "MY_GATEWAY_KEY", "--medhelm-data-dir", str(data))
     assert "the environment variable MY_GATEWAY_KEY is not set" in named.stderr.str()  # a real name still is
 
 
@@ -93,11 +91,10 @@ def test_credentials_in_an_api_base_are_never_stored(pytester: pytest.Pytester, 
     secret = "s3cret-" + os.urandom(6).hex()
     with_credentials = server.url.replace("http://", f"http://gateway-user:{secret}@")
     out, html, cache = pytester.path / "r.json", pytester.path / "r.html", pytester.path / "cache"
-    run = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
-                             with_credentials, "--medhelm-endpoint", f"openai/x={with_credentials}",
-                             "--medhelm-data-dir", str(data), "--medhelm-cache-dir", str(cache),
-                             "--medhelm-retries", "0", "--medhelm-json", str(out), "--medhelm-html", str(html),
-                             *xdist)
+    run = pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-api-base", with_credentials,
+                            "--medhelm-endpoint", f"openai/x={with_credentials}", "--medhelm-data-dir", str(data),
+                            "--medhelm-cache-dir", str(cache), "--medhelm-retries", "0", "--medhelm-json", str(out),
+                            "--medhelm-html", str(html), *xdist)
     assert out.exists(), run.stdout.str()[-3000:]
     assert secret not in run.stdout.str() + run.stderr.str()
     options = json.loads(out.read_text())["run"]["options"]
@@ -148,10 +145,9 @@ def test_reports_with_patient_text_are_private(pytester: pytest.Pytester, toy, s
     data = toy(2)
     out, html = pytester.path / "r.json", pytester.path / "r.html"
     os.umask(umask := os.umask(0o022))  # (read the umask: the reports without texts keep its permissions)
-    run = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/x", "--medhelm-api-base",
-                             server.url, "--medhelm-data-dir", str(data), "--medhelm-cache", "off",
-                             "--medhelm-json", str(out), "--medhelm-html", str(html),
-                             *(["--medhelm-report-text"] if report_text else []))
+    run = pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
+                            "--medhelm-data-dir", str(data), "--medhelm-cache", "off", "--medhelm-json", str(out),
+                            "--medhelm-html", str(html), *(["--medhelm-report-text"] if report_text else []))
     assert run.ret == 0, run.stdout.str()[-2000:]
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (out, html)}
     expected = 0o600 if report_text else 0o666 & ~umask

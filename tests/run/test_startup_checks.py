@@ -4,7 +4,8 @@ names what to install, not a run whose every item is skipped and which exits 0."
 from __future__ import annotations
 
 import pytest
-from conftest import TOY_CONFTEST
+import pytester_runs
+from toy_benchmark import TOY_CONFTEST
 
 #: an inner run's view of this machine without some packages: their modules cannot be found or imported and their
 #: distributions have no metadata, as after ``pip uninstall`` (the plugin's own checks are left as they are)
@@ -62,8 +63,8 @@ def test_a_local_model_that_cannot_run_is_a_usage_error(pytester: pytest.Pyteste
     modules, distributions, options, message = CASES[case]
     data = toy(4)
     pytester.makeconftest(TOY_CONFTEST + HIDE_PACKAGES.format(modules=set(modules), distributions=set(distributions)))
-    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", *options, "--medhelm-api-base", server.url,
-                                        "--medhelm-data-dir", str(data), "--medhelm-cache", "off", *xdist)
+    run = pytester_runs.run(pytester, *options, "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
+                            "--medhelm-cache", "off", *xdist, subprocess=True)
     assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()[-2000:] + run.stderr.str()[-2000:]
     run.stderr.fnmatch_lines([f"*pytest-medhelm: {message}"])
     assert server.count == 0  # nothing was sent
@@ -73,6 +74,6 @@ def test_a_local_model_that_cannot_run_is_a_usage_error(pytester: pytest.Pyteste
 def test_a_dry_run_does_not_need_the_local_model(pytester: pytest.Pytester, toy) -> None:
     data = toy(4)
     pytester.makeconftest(TOY_CONFTEST + HIDE_PACKAGES.format(modules={"llama_cpp"}, distributions=set()))
-    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--medhelm-model", "local/smollm2",
-                                        "--medhelm-data-dir", str(data), "--medhelm-dry-run", "-p", "no:xdist")
+    run = pytester_runs.run(pytester, "--medhelm-model", "local/smollm2", "--medhelm-data-dir", str(data),
+                            "--medhelm-dry-run", "-p", "no:xdist", subprocess=True)
     assert run.ret == 0, run.stdout.str()[-2000:] + run.stderr.str()[-2000:]

@@ -9,8 +9,8 @@ import textwrap
 from types import SimpleNamespace
 
 import pytest
-from conftest import TOY_CONFTEST
-from pytester_runs import run
+from pytester_runs import run, toy_args
+from toy_benchmark import TOY_CONFTEST
 
 from pytest_medhelm.testing.server import running_server
 
@@ -29,11 +29,6 @@ ROLE_PROBE = textwrap.dedent('''
             json.dump({"role": type(run).__name__, "items": len(session.items) if worker != "main" else ran,
                        "reports": run.reports, "sends": run.sends_answers}, f)
 ''')
-
-
-def toy_args(server, data, *extra: str) -> list[str]:
-    return ["--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-            *extra]
 
 
 def roles_of(pytester: pytest.Pytester) -> dict[str, dict]:

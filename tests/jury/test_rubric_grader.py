@@ -11,9 +11,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA, report_line
-from hypothesis import HealthCheck, given, settings
+from fuzzing import fuzz
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
+from pytester_runs import SHARED_DATA
+from terminal_lines import report_line
 
 from pytest_medhelm.data.errors import DataError
 from pytest_medhelm.jury.grader_reply import (
@@ -129,7 +131,7 @@ _REPLIES = st.one_of(
 )
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz(1500, suppress_health_check=[HealthCheck.too_slow])
 @given(_REPLIES)
 def test_fuzz_the_reference_parser_only_ever_gives_a_verdict_or_its_error(reply):
     FIGURES["reference"] += 1
@@ -141,7 +143,7 @@ def test_fuzz_the_reference_parser_only_ever_gives_a_verdict_or_its_error(reply)
         assert isinstance(verdict.criteria_met, bool) and isinstance(verdict.explanation, str)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz(1500, suppress_health_check=[HealthCheck.too_slow])
 @given(_REPLIES)
 def test_fuzz_medhelms_parser_only_ever_gives_an_object_or_none(reply):
     FIGURES["fork"] += 1
@@ -151,7 +153,7 @@ def test_fuzz_medhelms_parser_only_ever_gives_an_object_or_none(reply):
         assert isinstance(fork_met(verdict), bool)
 
 
-@settings(max_examples=500, deadline=None)
+@fuzz(500)
 @given(st.dictionaries(st.sampled_from(["criteria_met", "explanation"]), _JSONISH, max_size=2))
 def test_fuzz_comparison_values_are_numbers_or_said_errors(verdict):
     FIGURES["comparison"] += 1

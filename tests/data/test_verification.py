@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import TOY_CONFTEST, TOY_TEST, toy_rows
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows
 
 from pytest_medhelm.data.verification import DataVerification, file_sha256
 
@@ -90,8 +90,8 @@ def test_the_ini_key_accepts_too_and_an_unknown_slug_is_a_usage_error(pytester, 
 
 def test_a_file_without_a_pin_is_not_checked(pytester, server, toy):
     data = toy(4)  # the plain toy benchmark: its file has no sha256
-    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/toy-model", "--medhelm-api-base",
-                                server.url, "--medhelm-data-dir", str(data))
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                               "--medhelm-data-dir", str(data))
     assert result.ret == 0
 
 
@@ -126,10 +126,10 @@ def test_the_public_data_matches_its_pins_and_hashing_is_cheap(shared_data, caps
 
 def test_the_list_shows_a_changed_file_as_an_error(pytester, server, pinned):
     (pinned / "toy" / "toy.json").write_text(json.dumps(toy_rows(3)))
-    result = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(pinned))
+    result = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-data-dir", str(pinned))
     assert result.ret == 0
     text = result.stdout.str()
     assert f"differs from the pinned {PINNED}" in text, text
-    accepted = pytester.runpytest("--medhelm-list", "--medhelm-data-dir", str(pinned),
-                                  "--medhelm-data-unverified", "toy")
+    accepted = pytester_runs.run(pytester, "--medhelm-list", "--medhelm-data-dir", str(pinned),
+                                 "--medhelm-data-unverified", "toy")
     assert "differs from the pinned" not in accepted.stdout.str()

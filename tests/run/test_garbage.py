@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 
 import pytest
+import pytester_runs
 
 FREEZE_PROBE = """
 import gc
@@ -33,9 +34,8 @@ def pytest_sessionfinish(session):
 def frozen_counts(pytester: pytest.Pytester, data, url: str) -> tuple[int, int]:
     pytester.makepyfile(freeze_probe=FREEZE_PROBE)
     pytester.syspathinsert()
-    run = pytester.runpytest("-p", "freeze_probe", "-p", "no:cacheprovider", "-p", "no:xdist", "--medhelm-model",
-                             "openai/x", "--medhelm-api-base", url, "--medhelm-data-dir", str(data),
-                             "--medhelm-cache", "off", "-q")
+    run = pytester_runs.run(pytester, "-p", "freeze_probe", "-p", "no:xdist", "--medhelm-model", "openai/x",
+                            "--medhelm-api-base", url, "--medhelm-data-dir", str(data), "--medhelm-cache", "off", "-q")
     assert run.ret == 0, run.stdout.str()[-3000:]
     line = run.stdout.str().split("frozen while the items ran: ")[1].split("\n")[0]
     during, after = line.split("; after them: ")
@@ -45,9 +45,9 @@ def frozen_counts(pytester: pytest.Pytester, data, url: str) -> tuple[int, int]:
 def probed_run(pytester: pytest.Pytester, probe: str, source: str, data, url: str, *args: str) -> pytest.RunResult:
     """A run of the toy benchmark in a new interpreter, with the plugin ``probe`` (``source``) loaded, that passed."""
     pytester.makepyfile(**{probe: source})
-    run = pytester.runpytest_subprocess("-p", probe, "-p", "no:cacheprovider", *args, "--medhelm-model", "openai/x",
-                                        "--medhelm-api-base", url, "--medhelm-data-dir", str(data),
-                                        "--medhelm-cache", "off", "--rootdir", str(pytester.path))
+    run = pytester_runs.run(pytester, "-p", probe, *args, "--medhelm-model", "openai/x", "--medhelm-api-base", url,
+                            "--medhelm-data-dir", str(data), "--medhelm-cache", "off", "--rootdir", str(pytester.path),
+                            subprocess=True)
     assert run.ret == 0, run.stdout.str()[-3000:]
     return run
 
@@ -93,9 +93,9 @@ def full_collection_thresholds(pytester: pytest.Pytester, data, url: str) -> lis
     pytester.makepyfile(threshold_probe=THRESHOLD_PROBE)
     pytester.syspathinsert()
     before = gc.get_threshold()
-    run = pytester.runpytest("-p", "threshold_probe", "-p", "no:cacheprovider", "-p", "no:xdist", "--medhelm-model",
-                             "openai/x", "--medhelm-api-base", url, "--medhelm-data-dir", str(data),
-                             "--medhelm-cache", "off", "-q", "-s")
+    run = pytester_runs.run(pytester, "-p", "threshold_probe", "-p", "no:xdist", "--medhelm-model", "openai/x",
+                            "--medhelm-api-base", url, "--medhelm-data-dir", str(data), "--medhelm-cache", "off", "-q",
+                            "-s")
     assert run.ret == 0, run.stdout.str()[-3000:]
     assert gc.get_threshold() == before  # (a caller of pytest.main gets its collector as it was)
     out = run.stdout.str().split("full collections after: ")[1].split("\n")[0]
@@ -169,8 +169,8 @@ def test_the_controller_of_a_large_session_of_other_tests_freezes_nothing(pytest
     pytester.makepyfile(controller_freeze_probe=CONTROLLER_FREEZE_PROBE)
     pytester.makepyfile(test_plain="import pytest\n\n\n@pytest.mark.parametrize('i', range(1000))\n"
                                    "def test_plain(i):\n    assert i < 1000\n")
-    run = pytester.runpytest_subprocess("-p", "controller_freeze_probe", "-p", "no:cacheprovider", "-n", "2", "-s",
-                                        "--rootdir", str(pytester.path), "-q")
+    run = pytester_runs.run(pytester, "-p", "controller_freeze_probe", "-n", "2", "-s", "--rootdir", str(pytester.path),
+                            "-q", subprocess=True)
     assert run.ret == 0, run.stdout.str()[-3000:]
     assert "controller frozen: 0" in run.stdout.str()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from catalogue_helpers import load
-from conftest import SHARED_DATA
+from pytester_runs import SHARED_DATA
 
 from pytest_medhelm.jury import judge_requests
 from pytest_medhelm.jury.instrument import (

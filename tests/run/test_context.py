@@ -4,7 +4,8 @@ directory (prompts, answers: patient text) never stays on disk because the cache
 from __future__ import annotations
 
 import pytest
-from conftest import TOY_CONFTEST
+import pytester_runs
+from toy_benchmark import TOY_CONFTEST
 
 #: the fault: closing the answer cache fails (as it did once a model's PRAGMA had capped SQLite's heap)
 CACHE_CLOSE_FAILS = '''
@@ -28,9 +29,8 @@ def test_a_failing_cache_close_still_removes_the_run_directory(pytester: pytest.
     temp = pytester.path / "tmp"
     temp.mkdir()
     monkeypatch.setenv("TMPDIR", str(temp))
-    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--medhelm-model", "openai/x",
-                                        "--medhelm-api-base", server.url, "--medhelm-data-dir", str(data),
-                                        "--medhelm-cache", "off", *xdist)
+    run = pytester_runs.run(pytester, "--medhelm-model", "openai/x", "--medhelm-api-base", server.url,
+                            "--medhelm-data-dir", str(data), "--medhelm-cache", "off", *xdist, subprocess=True)
     text = run.stdout.str() + run.stderr.str()
     assert "disk went away" in text  # the failure is said, not hidden
     assert run.ret != 0

@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import suite_args
+import pytester_runs
+from pytester_runs import suite_args, toy_args
 
 from pytest_medhelm.report.records import SCHEMA_FILE, Results, dump, field_tables, schema_text
 
@@ -74,18 +75,13 @@ def test_the_schema_has_teeth():
     assert validator.is_valid({**good, "run": header, "instances": [{**instance, "a_field_of_tomorrow": [1]}]})
 
 
-def toy_args(server_url: str, data: Path, *extra: str) -> list[str]:
-    return ["-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model", "openai/toy-model",
-            "--medhelm-api-base", server_url, "--medhelm-data-dir", str(data), *extra]
-
-
 @pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
                                    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_a_run_against_the_test_server_fits_the_schema(pytester, toy, server, xdist):
     data = toy(12)
     out = pytester.path / "r.json"
-    result = pytester.runpytest(*toy_args(server.url, data, "--medhelm-json", str(out), "--medhelm-threshold",
-                                          "toy>=0.4", "--medhelm-report-text"), *xdist)
+    result = pytester_runs.run(pytester, *toy_args(server, data, "--medhelm-json", str(out), "--medhelm-threshold",
+                                         "toy>=0.4", "--medhelm-report-text"), *xdist)
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = valid(out)
     assert len(report["instances"]) == 12 and sum(bool(i.get("missed")) for i in report["instances"]) == 6
@@ -101,8 +97,9 @@ def test_shards_merged_fit_the_schema(pytester, toy, server):
     shards = []
     for i in (1, 2):
         path = pytester.path / f"shard{i}.json"
-        result = pytester.runpytest(*toy_args(server.url, data, "--medhelm-shard", f"{i}/2", "--medhelm-json",
-                                              str(path), "--medhelm-threshold", "toy>=0.4"))
+        result = pytester_runs.run(pytester,
+                                   *toy_args(server, data, "--medhelm-shard", f"{i}/2", "--medhelm-json", str(path),
+                                             "--medhelm-threshold", "toy>=0.4"))
         assert result.ret == 0, result.stdout.str()[-3000:]
         assert valid(path)["gates"][0]["status"] == "not evaluated"  # a shard: checked on the merged run
         shards.append(str(path))
@@ -131,9 +128,9 @@ def test_a_run_with_a_jury_fits_the_schema(pytester, monkeypatch, shared_data):
     with running_server(answer="x") as server:
         server.set_answer(judges_reply)
         # in a subprocess: BERTScore may import torch, which cannot be imported twice in one process
-        result = pytester.runpytest_subprocess(*suite_args(
-            server.url, shared_data, "aci_bench", 4, "--medhelm-cache-dir", str(pytester.path / "cache"),
-            "--medhelm-json", str(out), judges=("openai/judge-a", "openai/judge-b")))
+        result = pytester_runs.run(pytester, *suite_args(server.url, shared_data, "aci_bench", 4, "--medhelm-cache-dir",
+                                               str(pytester.path / "cache"), "--medhelm-json", str(out),
+                                               judges=("openai/judge-a", "openai/judge-b")), subprocess=True)
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = valid(out)
     [row] = report["jury_agreement"]

@@ -8,10 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import report_line
-from hypothesis import given, settings
+from fuzzing import fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 from medhelm08_fixtures import SCT_CASE, SCT_ROWS, sct_csv, write_sct
+from terminal_lines import report_line
 
 from pytest_medhelm.catalogue.clinical_decision_support import sct_bench
 from pytest_medhelm.data.errors import DataError
@@ -72,7 +73,7 @@ def test_metric_is_the_same_in_every_mode_and_names_the_rating() -> None:
 LABELS = ("+2", "+1", "0", "-1", "-2")
 
 
-@settings(max_examples=400, deadline=None)
+@fuzz(400)
 @given(st.text())
 def test_fuzz_any_text_gives_a_rating_in_range_or_none(text: str) -> None:
     FUZZED["arbitrary texts"] += 1
@@ -82,7 +83,7 @@ def test_fuzz_any_text_gives_a_rating_in_range_or_none(text: str) -> None:
     assert 0.0 <= score.value <= 1.0
 
 
-@settings(max_examples=400, deadline=None)
+@fuzz(400)
 @given(prefix=st.text().filter(lambda t: "Rating: " not in t), label=st.sampled_from(LABELS),
        suffix=st.text(alphabet=st.characters(blacklist_characters="+-0123456789")).filter(
            lambda t: "Rating: " not in t))
@@ -94,7 +95,7 @@ def test_fuzz_a_rating_after_the_mark_is_read(prefix: str, label: str, suffix: s
     assert parse_rating(text) == int(label)
 
 
-@settings(max_examples=200, deadline=None)
+@fuzz(200)
 @given(st.lists(st.integers(min_value=0, max_value=50), min_size=5, max_size=5), st.sampled_from(LABELS))
 def test_fuzz_partial_credit_is_the_count_over_the_largest(panel, label) -> None:
     FUZZED["panels"] += 1
