@@ -15,13 +15,8 @@ import pydantic  # noqa: F401 - imported once here, before any inner session (ab
 import pytest
 import tabulate  # noqa: F401 - imported once here, before any inner session (above)
 from fuzzing import choose_budget
-from pytester_runs import NO_BERTSCORE, SHARED_DATA, suite_args  # noqa: F401 - NO_BERTSCORE, suite_args: see below
-from terminal_lines import report_line  # noqa: F401 - tests/models/ imports it from here (see below)
+from pytester_runs import SHARED_DATA
 from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
-
-# (tests/models/ still imports NO_BERTSCORE, suite_args, report_line, TOY_CONFTEST, TOY_TEST and toy_rows from this
-# conftest; the rest of the suite imports them from where they are defined. Drop these names here once tests/models/
-# does too.)
 
 # The suite starts hundreds of interpreters (pytester's subprocess runs, their xdist workers, test servers). Under
 # PYTHONDONTWRITEBYTECODE (set on CI's machine) each of them would compile every module it imports from source and

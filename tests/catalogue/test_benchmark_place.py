@@ -7,8 +7,8 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import TOY_CONFTEST, TOY_TEST
 from pytester_runs import run
+from toy_benchmark import TOY_CONFTEST, TOY_TEST
 
 from pytest_medhelm.catalogue import CATEGORY_PACKAGES, builtin_benchmarks
 from pytest_medhelm.catalogue.definition import Benchmark

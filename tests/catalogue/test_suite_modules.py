@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from conftest import SUITE
-from pytester_runs import INNER_RUN_FLAGS, run
+from pytester_runs import INNER_RUN_FLAGS, SUITE, run
 
 from pytest_medhelm.catalogue import builtin_benchmarks, builtin_modules
 from pytest_medhelm.catalogue.definition import Benchmark

@@ -23,9 +23,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import NO_BERTSCORE, TOY_CONFTEST, TOY_TEST, toy_rows
+from pytester_runs import NO_BERTSCORE, run
 from pytester_runs import run as inner
 from test_secrets import scan
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows
 
 from pytest_medhelm.endpoints.resolve import (
     destination,
@@ -196,7 +197,7 @@ def test_each_key_reaches_its_own_endpoint_only(pytester, shared_data, monkeypat
             running_server(answer=VERDICT, api_key=keys["JUDGE_ENDPOINT_KEY"]) as judges:
         # in this process: BERTScore's torch (aci_bench's secondary metric) is imported before any inner session
         # (tests/conftest.py), so it is not imported again here
-        result = pytester.runpytest(
+        result = run(pytester,
             str(SUITE), "-p", "no:cacheprovider", "-p", "no:randomly", "-rA",
             "--medhelm-model", "openai/writer", "--medhelm-endpoint", f"openai/writer={models.url}",
             "--medhelm-api-key-env", "MODEL_ENDPOINT_KEY",
@@ -224,7 +225,7 @@ def test_openais_key_and_the_retired_medhelm_api_key_never_reach_a_servers_endpo
     monkeypatch.setenv("OPENAI_API_KEY", openai)
     monkeypatch.setenv("MEDHELM_API_KEY", legacy)
     with running_server(answer="A") as srv:
-        result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/toy-model",
+        result = run(pytester, "--medhelm-model", "openai/toy-model",
                                     "--medhelm-api-base", srv.url, "--medhelm-data-dir", str(data))
         fingerprints = {r["auth_fingerprint"] for r in srv.requests}
     assert result.ret == 0
@@ -240,7 +241,7 @@ def test_every_model_goes_to_its_own_endpoint_from_the_command_line_and_the_ini_
                 openai/a = {a.url}
                 openai/b = http://127.0.0.1:9/v1
         """)
-        result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/a", "--medhelm-model",
+        result = run(pytester, "--medhelm-model", "openai/a", "--medhelm-model",
                                     "openai/b", "--medhelm-model", "openai/c",
                                     "--medhelm-endpoint", f"openai/b={b.url}",  # the command line wins
                                     "--medhelm-api-base", default.url, "--medhelm-data-dir", str(data))
@@ -278,7 +279,7 @@ def test_bad_endpoints_keys_and_model_strings_are_usage_errors(pytester, toy, se
     data = toy(3)
     if ini:
         pytester.makeini("[pytest]\n" + ini + "\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-data-dir", str(data), *args)
+    result = run(pytester, "--medhelm-data-dir", str(data), *args)
     err = result.stderr.str()
     assert result.ret == 4, result.stdout.str() + err
     assert expected in err, err
@@ -289,7 +290,7 @@ def test_bad_endpoints_keys_and_model_strings_are_usage_errors(pytester, toy, se
 def test_a_key_given_instead_of_a_variable_name_is_refused_without_being_repeated(pytester, toy):
     data = toy(2)
     key = f"sk-live-{uuid.uuid4().hex}"
-    result = pytester.runpytest("--medhelm-model", "openai/a", "--medhelm-api-base", "http://127.0.0.1:9/v1",
+    result = run(pytester, "--medhelm-model", "openai/a", "--medhelm-api-base", "http://127.0.0.1:9/v1",
                                 "--medhelm-jury-api-key-env", key, "--medhelm-data-dir", str(data))
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == 4
@@ -351,11 +352,11 @@ def test_local_only_checks_each_judges_own_endpoint(pytester, server):
     common = ["-p", "no:cacheprovider", "--collect-only", "-q", "--medhelm-local-only", "--medhelm-model",
               "openai/toy-model", "--medhelm-api-base", server.url, "--medhelm-jury", "openai/judge",
               "--medhelm-data-dir", str(data)]
-    refused = pytester.runpytest(*common, "--medhelm-jury-api-base", server.url,
+    refused = run(pytester, *common, "--medhelm-jury-api-base", server.url,
                                  "--medhelm-endpoint", f"openai/judge={OFF_NETWORK}")
     assert refused.ret == 4
     assert f"toy (gated) -> judge openai/judge at {OFF_NETWORK}" in refused.stderr.str()
-    allowed = pytester.runpytest(*common, "--medhelm-jury-api-base", OFF_NETWORK,
+    allowed = run(pytester, *common, "--medhelm-jury-api-base", OFF_NETWORK,
                                  "--medhelm-endpoint", f"openai/judge={server.url}")
     assert allowed.ret == 0, allowed.stderr.str()
     assert server.count == 0
@@ -377,7 +378,7 @@ def _closed_port_url() -> str:
 def test_a_refused_connection_is_said_once_and_stops_the_run(pytester, toy, xdist):
     data = toy(20)
     url = _closed_port_url()
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model",
+    result = run(pytester, "--medhelm-model",
                                 "openai/toy-model", "--medhelm-api-base", url, "--medhelm-retries", "1",
                                 "--medhelm-data-dir", str(data), *xdist)
     text = result.stdout.str()

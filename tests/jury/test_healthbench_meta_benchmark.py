@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import SHARED_DATA, SUITE
+from pytester_runs import SHARED_DATA, SUITE
 
 META_FILE = "2025-05-07-06-14-12_oss_meta_eval.jsonl"
 SYSTEM = "You are a helpful assistant."

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import SUITE
+from pytester_runs import SUITE
 from test_healthbench_meta_benchmark import GRADER, grader_server, make_data, reply
 
 from pytest_medhelm.jury.calibration import CALIBRATION_DIR, CalibrationRecord, read_all, write_record

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pytester_runs import run
 from toy_benchmark import TIMED_TEST
 
 from pytest_medhelm.cache.store import AnswerCache
@@ -263,9 +264,8 @@ def test_items_run_while_the_later_answers_are_still_coming(pytester, toy):
     data = toy(12)
     pytester.makepyfile(test_toy=TIMED_TEST)
     with running_server(answer="A", latency=0.25) as server:
-        result = pytester.runpytest_subprocess("--medhelm-model", "openai/toy-model", "--medhelm-api-base",
-                                               server.url, "--medhelm-data-dir", str(data),
-                                               "--medhelm-concurrency", "2", "-p", "no:randomly")
+        result = run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
+                     "--medhelm-data-dir", str(data), "--medhelm-concurrency", "2", subprocess=True)
         arrivals = sorted(r["received_at"] for r in server.requests)
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*medhelm answers: 12/12*"])

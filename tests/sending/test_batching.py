@@ -232,7 +232,7 @@ def answer_or_judge(body):
 @pytest.mark.e2e
 @XDIST
 def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytester, server, shared_data, xdist):
-    from conftest import suite_args
+    from pytester_runs import suite_args
 
     server.set_answer(answer_or_judge)
 

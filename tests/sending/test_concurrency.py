@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import NO_BERTSCORE
+from pytester_runs import NO_BERTSCORE
 
 from pytest_medhelm.cache.store import AnswerCache
 from pytest_medhelm.endpoints.llama import servers as llama_servers

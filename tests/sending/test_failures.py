@@ -13,6 +13,7 @@ import os
 import textwrap
 
 import pytest
+from pytester_runs import run
 
 from pytest_medhelm.cache.store import AnswerCache
 from pytest_medhelm.sending import scheduler as scheduler_module
@@ -163,9 +164,8 @@ def test_a_whole_run_goes_on_when_one_answer_cannot_be_stored(pytester, toy, tmp
     monkeypatch.setenv("MEDHELM_TEST_PUT_FAILS", "question 3?")
     out = pytester.path / "r.json"
     with running_server(answer="A") as srv:
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--medhelm-model",
-                                               "openai/toy-model", "--medhelm-api-base", srv.url,
-                                               "--medhelm-data-dir", str(data), "--medhelm-json", str(out), *how)
+        result = run(pytester, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", srv.url,
+                     "--medhelm-data-dir", str(data), "--medhelm-json", str(out), *how, subprocess=True)
         assert srv.count == 8  # every question asked once
     text = result.stdout.str()
     assert result.ret == 1, text

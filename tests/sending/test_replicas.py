@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from conftest import suite_args, toy_rows
+from pytester_runs import suite_args
+from toy_benchmark import toy_rows
 
 from pytest_medhelm.options import parse_endpoint
 from pytest_medhelm.testing.server import running_server
@@ -128,7 +129,7 @@ def test_a_replica_list_is_one_canonical_value():
 ])
 def test_a_bad_replica_list_is_a_usage_error_naming_the_url(pytester, toy, value, expected):
     data = toy(2)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/m", "--medhelm-endpoint", value,
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/m", "--medhelm-endpoint", value,
                                 "--medhelm-data-dir", str(data))
     assert result.ret == 4
     err = result.stderr.str()
@@ -137,7 +138,7 @@ def test_a_bad_replica_list_is_a_usage_error_naming_the_url(pytester, toy, value
 
 def test_two_endpoint_options_for_one_model_say_how_to_list_replicas(pytester, toy):
     data = toy(2)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--medhelm-model", "openai/m", "--medhelm-data-dir",
+    result = pytester_runs.run(pytester, "--medhelm-model", "openai/m", "--medhelm-data-dir",
                                 str(data), "--medhelm-endpoint", "openai/m=http://127.0.0.1:1/v1",
                                 "--medhelm-endpoint", "openai/m=http://127.0.0.1:2/v1")
     assert result.ret == 4

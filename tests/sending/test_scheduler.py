@@ -23,8 +23,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import report_line, toy_rows
 from pytester_runs import run
+from terminal_lines import report_line
+from toy_benchmark import toy_rows
 
 from pytest_medhelm.cache.store import AnswerCache
 from pytest_medhelm.sending.failures import redact

@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from pytester_runs import run
 
 from pytest_medhelm.sending import waiting
 
@@ -30,7 +31,7 @@ def test_off_a_terminal_a_plain_line_says_what_is_awaited(pytester, toy, monkeyp
     monkeypatch.setattr(waiting, "PLAIN_FIRST", 1.0)
     wait = waiting.PLAIN_FIRST + 1.5
     with running_server(answer="A", latency=wait) as server:
-        result = pytester.runpytest(*_args(server, data, "--medhelm-concurrency", "1"))
+        result = run(pytester, *_args(server, data, "--medhelm-concurrency", "1"))
     assert result.ret == 0, result.stdout.str()[-2000:]
     # the first item waited longer than PLAIN_FIRST for its answer: one line said so, with the counts
     result.stdout.re_match_lines([r"medhelm: waiting \d+ s; answers 0/2$"])
@@ -41,7 +42,7 @@ def test_off_a_terminal_a_plain_line_says_what_is_awaited(pytester, toy, monkeyp
 
 def test_quick_answers_show_nothing(pytester, toy, server):
     data = toy(4)
-    result = pytester.runpytest(*_args(server, data))
+    result = run(pytester, *_args(server, data))
     assert result.ret == 0
     assert "medhelm: waiting" not in result.stdout.str()
 
