@@ -89,7 +89,8 @@ SCORED_ITEM_FIELDS = {"benchmark", "instance_id", "model", "prompt_sha256", "ans
                       "expected", "metric", "detail", "metrics", "reasoning_tokens", "thinking_chars"}
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                    pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_the_record_reaches_the_results_the_same_from_a_worker_and_from_the_main_process(pytester, toy, server,
                                                                                            mode):
     data = toy(4)

@@ -33,7 +33,8 @@ def pytest_medhelm_model_spec(name, api_base, config):
         return ModelSpec(name=name, litellm_model="hosted_vllm/renamed", api_base=api_base)
 """
 
-MODES = pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                    pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 
 
 def toy_args(server, data) -> list[str]:

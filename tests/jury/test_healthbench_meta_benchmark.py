@@ -105,7 +105,8 @@ def test_macro_f1_by_hand():
     assert macro_f1(pairs) == pytest.approx(0.6)
 
 
-@pytest.mark.parametrize("dist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("dist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                    pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_the_grader_is_measured_against_physicians(pytester, server, data, dist):
     md, html = pytester.path / "s.md", pytester.path / "r.html"
     report, sent, stdout = run(pytester, server, data, *dist, "--medhelm-markdown", str(md),

@@ -70,7 +70,8 @@ def record(data: Path, **change) -> CalibrationRecord:
     return CalibrationRecord(**{**fields, **change})
 
 
-@pytest.mark.parametrize("dist", [["-p", "no:xdist"], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("dist", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                    pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
 def test_without_a_record_the_gate_is_not_evaluated_and_a_meta_run_calibrates_it(pytester, server, hb_data,
                                                                                  dist):
     gate, stdout = gated_run(pytester, server, hb_data, *dist, ret=1)
