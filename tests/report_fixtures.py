@@ -170,3 +170,12 @@ def reasoning_results(model: str = THINKER, budget: int = 40) -> dict[str, Any]:
     assert settings is not None
     results["run"]["reasoning"] = settings.model_dump(mode="json")
     return results
+
+
+def jury_run_results(jury_prompts: str | None, judges: list[str], scores: list[float]) -> dict[str, Any]:
+    """A run of one open-ended benchmark whose jury asked from ``jury_prompts`` (the run's instrument)."""
+    return {"run": {"models": ["m"], "judges": judges, "jury_prompts": jury_prompts, "compat": "default"},
+            "benchmarks": [{"slug": "aci_bench", "model": "m", "mean": sum(scores) / len(scores),
+                            "category_slug": "clinical_note_generation"}],
+            "instances": [{"benchmark": "aci_bench", "model": "m", "instance_id": str(i), "score": s}
+                          for i, s in enumerate(scores)]}

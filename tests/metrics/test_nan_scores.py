@@ -5,19 +5,17 @@ the metric and the instance, its record in the results JSON has ``score: null`` 
 benchmark's mean is that of the other instances, and the JSON is written (``json.dump(allow_nan=False)`` raised at
 session finish before). A NaN elsewhere in a record (a raw score, a metric's extras) is written as null and listed
 in the instance's ``nan_fields``.
+The results module's own functions for both (``without_nan_scores``, ``write_json``): tests/report/test_results.py.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import textwrap
 
 import pytest
 import pytester_runs
 from toy_benchmark import TOY_CONFTEST
-
-from pytest_medhelm.report.results import json_safe, without_nan_scores, write_json
 
 NAN_METRIC = textwrap.dedent('''
     import math
@@ -71,28 +69,5 @@ def test_a_custom_metric_returning_nan(pytester, nan_project, server, xdist):
     assert bench["mean"] == pytest.approx(0.875) and bench["n_errors"] == 2
 
 
-def test_without_nan_scores_makes_a_nan_score_an_error_of_its_instance():
-    records = [{"score": float("nan"), "raw_score": float("nan"), "missed": True},
-               {"score": 0.5, "raw_score": float("nan")},
-               {"score": float("inf"), "error": "kept"}]
-    fixed = without_nan_scores(records)
-    assert fixed[0] == {"score": None, "raw_score": None, "missed": False, "score_nan": True,
-                        "error": "the metric returned nan for this instance: not a score"}
-    assert fixed[1] is records[1]  # a finite score is left alone (its raw NaN is json_safe's business)
-    assert fixed[2]["score"] is None and fixed[2]["error"] == "kept" and fixed[2]["score_nan"] is True
-    assert math.isnan(records[0]["score"])  # the caller's records are not changed
 
 
-def test_write_json_never_raises_on_a_nan_and_flags_where_it_was(tmp_path):
-    numpy = pytest.importorskip("numpy")
-    results = {"run": {"x": float("nan")}, "benchmarks": [{"mean": float("inf"), "ci": [numpy.float32("nan"), 1.0]}],
-               "instances": [{"instance_id": "a", "score": float("nan"), "metrics": {"m": [1.0, float("-inf")]}},
-                             {"instance_id": "b", "score": 1.0}]}
-    path = tmp_path / "r.json"
-    write_json(results, path)
-    data = json.loads(path.read_text())
-    assert data["run"]["x"] is None and data["benchmarks"][0] == {"mean": None, "ci": [None, 1.0]}
-    a, b = data["instances"]
-    assert a["score"] is None and a["score_nan"] is True and a["nan_fields"] == ["metrics.m[1]", "score"]
-    assert b == {"instance_id": "b", "score": 1.0}
-    assert json_safe({"instances": []}) == {"instances": []}

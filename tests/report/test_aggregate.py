@@ -272,3 +272,37 @@ def test_totals_add_every_record():
     assert (s["tokens_in"], s["tokens_out"]) == (7, 4)
     assert s["cost_usd"] is None  # record 2 was answered without a price
     assert (s["jury_tokens_in"], s["jury_cost_usd"]) == (19, pytest.approx(0.75))  # an errored item's judges: known
+
+
+# ========================================================================================= reasoning models' counts
+#: (the benchmarks of the reasoning records below; their records carry token counts and costs)
+REASONING_CATALOGUE = {
+    "b1": SimpleNamespace(category="medical_research", subcategory="s", metric=SimpleNamespace(name="em")),
+    "b2": SimpleNamespace(category="medical_research", subcategory="s", metric=SimpleNamespace(name="em"))}
+RAN_OUT = {"max_output_tokens": 101, "reasoning_budget": 100, "reasoning_tokens": 101}
+
+
+def reasoning_rec(bench: str, model: str, iid: str, score: float | None, **extra):
+    return {"benchmark": bench, "model": model, "instance_id": iid, "score": score, "tokens_in": 5,
+            "tokens_out": 3, "cost_usd": 0.0, **extra}
+
+
+def test_reasoning_tokens_are_summed_and_unknown_stays_null():
+    records = [reasoning_rec("b1", "think", "1", 1.0, reasoning_tokens=40, tokens_out=41),
+               reasoning_rec("b1", "think", "2", 0.0, reasoning_tokens=None),  # this server said nothing
+               reasoning_rec("b2", "think", "1", 0.0, reasoning_tokens=7, ran_out=RAN_OUT, answer=""),
+               reasoning_rec("b2", "think", "2", None, error="ModelError: down", reasoning_tokens=None),
+               reasoning_rec("b1", "plain", "1", 1.0), reasoning_rec("b1", "plain", "2", 1.0, reasoning_tokens=None),
+               reasoning_rec("b1", "zero", "1", 1.0, reasoning_tokens=0)]
+    rows = benchmark_results(records, REASONING_CATALOGUE)
+    summary = {s.model: s for s in model_summaries(rows, records)}
+    think, plain, zero = summary["think"], summary["plain"], summary["zero"]
+    assert (think.reasoning_tokens, think.n_answers, think.n_ran_out, think.tokens_out) == (47, 3, 1, 50)
+    assert (plain.reasoning_tokens, plain.n_ran_out) == (None, 0)  # no server said: unknown, never 0
+    assert zero.reasoning_tokens == 0  # a server that said 0 said it
+    by = {(r.slug, r.model): r for r in rows}
+    assert by[("b2", "think")].n_ran_out == 1 and by[("b2", "think")].n == 1  # a miss, scored as one
+    assert "n_ran_out" in by[("b2", "think")].model_dump(exclude_unset=True)
+    # where nothing ran out the row is written as a plain model's was
+    assert all("n_ran_out" not in by[key].model_dump(exclude_unset=True)
+               for key in (("b1", "think"), ("b1", "plain")))

@@ -9,56 +9,16 @@ from pathlib import Path
 import pytest
 import pytester_runs
 from pytester_runs import NO_BERTSCORE, SUITE, suite_args
+from report_fixtures import jury_run_results
 
 from pytest_medhelm.compare.compare import build_comparison
-from pytest_medhelm.report.agreement import NEEDS_TWO, agreement_table, jury_agreement_records
-
-
-def _jury(scores: dict[str, float], failures: dict[str, str] | None = None, flagged: str | None = None) -> dict:
-    return {"per_judge": {j: {"accuracy": {"score": s, "explanation": ""}, "clarity": {"score": s, "explanation": ""}}
-                          for j, s in scores.items()}, "failures": failures or {}, "flagged": flagged}
-
-
-def _record(i: int, jury: dict, benchmark: str = "aci_bench", model: str = "m") -> dict:
-    return {"benchmark": benchmark, "model": model, "instance_id": str(i), "metrics": {"jury": jury}}
-
-
-def test_agreement_records_per_benchmark_and_model() -> None:
-    records = [_record(0, _jury({"a": 2, "b": 2})), _record(1, _jury({"a": 4, "b": 5})),
-               _record(2, _jury({"a": 5, "b": 5})), _record(3, _jury({"a": 3}, {"b": "malformed JSON"})),
-               _record(4, _jury({}, flagged="empty answer")),
-               {"benchmark": "pubmedqa", "model": "m", "instance_id": "9", "metrics": {}}]
-    [row] = [r.model_dump() for r in jury_agreement_records(records, ["a", "b"])]
-    assert (row["benchmark"], row["model"], row["judges"]) == ("aci_bench", "m", ["a", "b"])
-    assert row["n_instances"] == 5 and row["n_complete"] == 3
-    assert row["failures"] == {"a": 0, "b": 1} and row["flagged"] == {"empty answer": 1}
-    assert 0.9 < row["icc3k"] <= 1.0 and 0.8 < row["alpha_interval"] <= 1.0 and row["note"] is None
-    header, [cells] = agreement_table({"jury_agreement": [row]})
-    assert cells[:4] == ["aci_bench", "m", "2", "3/5"] and cells[-1] == "a: 0, b: 1"
-
-
-def test_one_judge_says_agreement_needs_two() -> None:
-    [row] = [r.model_dump() for r in jury_agreement_records([_record(0, _jury({"a": 2})), _record(1, _jury({"a": 4}))],
-                                                             ["a"])]
-    assert row["note"] == NEEDS_TWO and row["icc3k"] is None and row["alpha_interval"] is None
-    _header, [cells] = agreement_table({"jury_agreement": [row]})
-    assert NEEDS_TWO in cells
-    assert jury_agreement_records([{"benchmark": "pubmedqa", "model": "m", "metrics": {}}], ["a", "b"]) == []
-
-
-def _results(jury_prompts: str | None, judges: list[str], scores: list[float]) -> dict:
-    return {"run": {"models": ["m"], "judges": judges, "jury_prompts": jury_prompts, "compat": "default"},
-            "benchmarks": [{"slug": "aci_bench", "model": "m", "mean": sum(scores) / len(scores),
-                            "category_slug": "clinical_note_generation"}],
-            "instances": [{"benchmark": "aci_bench", "model": "m", "instance_id": str(i), "score": s}
-                          for i, s in enumerate(scores)]}
 
 
 def test_a_comparison_across_instruments_says_so_first_and_evaluates_no_gate() -> None:
     from pytest_medhelm.compare.compare import markdown_section, terminal_sections
 
-    baseline = _results("pytest-medhelm@0.1.0", ["j1", "j2"], [0.9] * 30)
-    current = _results("helm@ef439fc", ["j1", "j2"], [0.1] * 30)
+    baseline = jury_run_results("pytest-medhelm@0.1.0", ["j1", "j2"], [0.9] * 30)
+    current = jury_run_results("helm@ef439fc", ["j1", "j2"], [0.1] * 30)
     comparison, gates = build_comparison(baseline, current, compare_fail=[("overall", 0.05)], resamples=200)
     assert comparison["instrument_mismatch"] == {"baseline": "pytest-medhelm@0.1.0", "current": "helm@ef439fc"}
     [gate] = gates
@@ -69,39 +29,20 @@ def test_a_comparison_across_instruments_says_so_first_and_evaluates_no_gate() -
     assert first_title.startswith("NOT COMPARABLE: the open-ended benchmarks were scored with different judge prompts")
     assert markdown_section(results).startswith("### NOT COMPARABLE")
     # a baseline without the field (made before it existed) is "unknown": not comparable either
-    comparison, _ = build_comparison(_results(None, ["j1"], [0.9] * 3), current, resamples=50)
+    comparison, _ = build_comparison(jury_run_results(None, ["j1"], [0.9] * 3), current, resamples=50)
     assert comparison["instrument_mismatch"] == {"baseline": "unknown", "current": "helm@ef439fc"}
     # the same instrument, or a run without a jury: compared and gated as before
-    same, gates = build_comparison(_results("helm@ef439fc", ["j1"], [0.9] * 30), current,
+    same, gates = build_comparison(jury_run_results("helm@ef439fc", ["j1"], [0.9] * 30), current,
                                    compare_fail=[("overall", 0.05)], resamples=200)
     assert same["instrument_mismatch"] is None and gates[0]["passed"] is False and "dropped by" in gates[0]["reason"]
-    closed, _ = build_comparison(_results(None, [], [0.9] * 3), _results(None, [], [0.9] * 3), resamples=50)
+    closed, _ = build_comparison(jury_run_results(None, [], [0.9] * 3), jury_run_results(None, [], [0.9] * 3),
+                                 resamples=50)
     assert closed["instrument_mismatch"] is None
     # a run whose processes asked from different instruments is one measurement with neither: never comparable
     mixed = "mixed: helm@ef439fc + pytest-medhelm@0.1.0"
-    both, _ = build_comparison(_results(mixed, ["j1"], [0.9] * 3), _results(mixed, ["j1"], [0.9] * 3), resamples=50)
+    both, _ = build_comparison(jury_run_results(mixed, ["j1"], [0.9] * 3), jury_run_results(mixed, ["j1"], [0.9] * 3),
+                               resamples=50)
     assert both["instrument_mismatch"] == {"baseline": mixed, "current": mixed}
-
-
-def test_the_instrument_of_a_run_is_what_its_judged_records_name() -> None:
-    from pytest_medhelm.compare.merge import merge_results
-    from pytest_medhelm.report.results import jury_prompts_of
-
-    helm, ours = "helm@ef439fc", "pytest-medhelm@0.1.0"
-    assert jury_prompts_of([helm, helm], ours) == helm
-    assert jury_prompts_of([ours, helm, None], ours) == f"mixed: {helm} + {ours}"
-    assert jury_prompts_of([None, ""], ours) == ours  # nothing judged: the process's own
-    assert jury_prompts_of([f"mixed: {helm} + {ours}", helm], None) == f"mixed: {helm} + {ours}"
-    # merged shards: from their instances, or from their runs when the instances do not say (older files)
-    shards = []
-    for n, name in enumerate((helm, ours)):
-        shard = _results(name, ["j1"], [0.5, 0.7])
-        for inst in shard["instances"]:
-            inst["instance_id"] = f"{n}-{inst['instance_id']}"
-        shards.append((f"shard{n}.json", shard))
-    assert merge_results(shards)["run"]["jury_prompts"] == f"mixed: {helm} + {ours}"
-    same = [(label, {**data, "run": {**data["run"], "jury_prompts": helm}}) for label, data in shards]
-    assert merge_results(same)["run"]["jury_prompts"] == helm
 
 
 VERDICT_BY_JUDGE = {"judge-a": 4, "judge-b": 3}

@@ -1,4 +1,4 @@
-"""--medhelm-html: the self-contained report, as markup and in a real headless Chromium."""
+"""The HTML report rendered (pytest_medhelm.report.html.render): the page, as markup and in a headless Chromium."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from report_fixtures import BENCHMARKS, HOSTILE_ANSWER, JUDGES, MODELS, sample_results
 
-from pytest_medhelm.report.html import JudgeVerdict, jury_entries, render_html, script_json, viridis, write_html
-from pytest_medhelm.report.html.views import instance_view
+from pytest_medhelm.report.html import render_html, write_html
 
 
 @pytest.fixture(scope="module")
@@ -106,12 +105,6 @@ def test_everything_is_escaped(page):
     assert "\\u003cimg" in page
 
 
-def test_script_json_cannot_close_its_script():
-    text = script_json({"a": "</script><!-- \u2028 & é"})
-    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
-    assert json.loads(text) == {"a": "</script><!-- \u2028 & é"}
-
-
 def test_instance_rows_carry_hash_answer_expected_score_and_jury(page, results):
     blocks = {b["slug"]: b["instances"] for b in data_blocks(page)}
     assert set(blocks) == set(BENCHMARKS)
@@ -138,11 +131,6 @@ def test_instance_rows_carry_hash_answer_expected_score_and_jury(page, results):
     assert err["missed"] is False and "HTTP 500" in err["error"]
 
 
-def test_an_instance_id_zero_is_shown_as_0():
-    assert instance_view({"instance_id": 0}).instance_id == "0"
-    assert instance_view({"instance_id": None}).instance_id == ""
-
-
 def test_unknown_costs_show_as_unknown(results):
     import copy
 
@@ -152,31 +140,6 @@ def test_unknown_costs_show_as_unknown(results):
     table = html.split('id="leaderboard-table"')[1].split("</table>")[0]
     assert table.count("unknown") == 2  # model cost and total
     assert "cost unknown" in html  # and the scatter says which point is missing
-
-
-def test_jury_entries_accept_the_usual_shapes():
-    assert jury_entries({"jury": [{"judge": "a", "score": 4, "explanation": "ok"}]}) == [JudgeVerdict("a", 4, "ok")]
-    assert jury_entries({"metrics": {"jury": {"a": 3, "b": 5}}}) == [JudgeVerdict("a", 3, ""),
-                                                                     JudgeVerdict("b", 5, "")]
-    nested = {"jury": {"gpt": {"accuracy": {"score": 5, "explanation": "fine"}}}}
-    assert jury_entries(nested) == [JudgeVerdict("gpt / accuracy", 5, "fine")]
-    assert jury_entries({"answer": "x"}) == []
-    # pytest_medhelm.jury's record, under "metrics" as assert_metric stores a Score's extra
-    record = {"raw": 1.0, "per_judge": {}, "failures": {"j": "request failed: HTTP 500"}, "flagged": "no_valid_judge"}
-    assert jury_entries({"metrics": {"jury": record}}) == [
-        JudgeVerdict("j", None, "excluded: request failed: HTTP 500"),
-        JudgeVerdict("jury mean (1-5)", 1.0, "flagged: no_valid_judge")]
-
-
-def test_viridis_runs_dark_to_light():
-    assert viridis(0) == "#440154" and viridis(1) == "#fde725" and viridis(2) == "#fde725"
-
-    def luminance(colour: str) -> float:
-        r, g, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
-        return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-    values = [luminance(viridis(t / 20)) for t in range(21)]
-    assert values == sorted(values)  # monotonic: reads in greyscale too
 
 
 def test_a_single_model_and_an_empty_run_still_render():
@@ -654,3 +617,32 @@ def test_chromium_shows_the_reasoning_note_and_columns(browser, tmp_path):
         "2,397", "722", "2/18")
     assert (rows[MODELS[1]]["Reasoning tokens"], rows[MODELS[1]]["Ran out"]) == ("–", "0")
     assert csp_violations(browser) == []
+
+
+def test_the_html_has_the_note_the_ran_out_lines_and_the_columns():
+    from report_fixtures import THINKER, reasoning_results
+
+    page = render_html(reasoning_results())
+    [note] = re.findall(r'<p class="note" id="reasoning">(.*?)</p>', page, re.S)
+    assert "Reasoning tokens are priced as output tokens." in note
+    assert f"<strong>{THINKER}: 2 of 18 answers used the whole token limit before answering" in note
+    table = page.split('id="leaderboard-table"')[1].split("</table>")[0]
+    heads = re.findall(r'<th scope="col">(.*?)</th>', table)
+    assert heads[7:10] == ["Tokens out", "Reasoning tokens", "Ran out"]
+    for row in re.findall(r"<tr>(<td>.*?)</tr>", table):
+        assert len(re.findall(r"<td[ >]", row)) == len(heads)
+    assert "<td>2,397</td><td>722</td><td>2/18</td>" in table
+
+
+def test_a_hostile_model_name_in_the_reasoning_note_is_text():
+    from report_fixtures import reasoning_results
+
+    hostile = 'openai/o3-<img src=x onerror="window.__pwned=1">'
+    page = render_html(reasoning_results(model=hostile))
+    note = re.findall(r'<p class="note" id="reasoning">(.*?)</p>', page, re.S)[0]
+    assert "<img" not in note and "&lt;img src=x onerror=&#34;window.__pwned=1&#34;&gt;" in note
+
+
+def test_a_plain_runs_html_has_no_reasoning():
+    page = render_html(sample_results())
+    assert 'id="reasoning"' not in page and "Reasoning tokens" not in page
