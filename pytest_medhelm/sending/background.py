@@ -137,6 +137,11 @@ class BackgroundSender:
             lines.append(text)
         return lines + (self.way.summary_lines() if self.way is not None else [])
 
+    @property
+    def status(self) -> str:
+        """What the way's rounds in flight are (the waiting item's line: ``batch batch_1 in_progress 3/12``), or ""."""
+        return self.way.status if self.way is not None else ""
+
     # ------------------------------------------------------------------ what a way of sending sees (on the loop)
     def route(self, job: Job, ready: bool = True) -> None:
         """A claimed job: into the way's next round (``ready``: send that round without waiting for the direct

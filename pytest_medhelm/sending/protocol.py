@@ -104,6 +104,10 @@ class Way(Protocol):
     def summary_lines(self) -> list[str]:
         """What the way did, for the terminal summary."""
 
+    @property
+    def status(self) -> str:
+        """The rounds in flight, for the line of an item that waits (``batch batch_1 in_progress 3/12``), or ""."""
+
 
 class Transport(Protocol):
     """One wire to a model (see the module)."""
