@@ -180,7 +180,8 @@ class Delivery:
     def _batch_sender(self, follow_up: FollowUp, judged: bool) -> Sender:
         """The sender of ``--medhelm-batch`` (in this process: the controller under xdist, never a worker); the
         models and judges without a Batch API are named once."""
-        from pytest_medhelm.sending.batching import BatchSender, unbatchable_line
+        from pytest_medhelm.sending.background import BackgroundSender
+        from pytest_medhelm.sending.batching import Batching, unbatchable_line
 
         specs = [self.ctx.model_spec(m) for m in self.ctx.run_config.models]
         line = unbatchable_line(specs + (self.ctx.judge_specs() if judged else []))
@@ -188,8 +189,9 @@ class Delivery:
             self.write_line(line, {"yellow": True})
         # (no item waits here to show how the batches go: the sender says it)
         announce = None if self.ctx.role.runs_items else (lambda text: self.write_line(text, {}))
-        return BatchSender(self.ctx.scheduler, self.ctx.cache_dir(), follow_up, self._sender_finished, announce,
-                           batch_timeout=self.ctx.run_config.batch_timeout)
+        batching = Batching(self.ctx.scheduler, self.ctx.cache_dir(), announce,
+                            batch_timeout=self.ctx.run_config.batch_timeout)
+        return BackgroundSender(self.ctx.scheduler, follow_up, self._sender_finished, way=batching)
 
     def _sender_finished(self) -> None:
         if self._on_sender_finished is not None:

@@ -23,11 +23,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_medhelm.sending.jobs import Job
 from pytest_medhelm.sending.scheduler import Scheduler
 from pytest_medhelm.values import Completion, ModelError
+
+if TYPE_CHECKING:
+    from pytest_medhelm.sending.protocol import Way
 
 Result = Completion | ModelError
 #: called with each finished job; returns the jobs that follow from it (the jury's)
@@ -40,11 +43,15 @@ class SenderCrashed(RuntimeError):
 
 class BackgroundSender:
     """The scheduler's loop on a thread of this process: which answers are expected, the results as they arrive,
-    and the waiting for them."""
+    and the waiting for them. With a ``way`` (:class:`~.protocol.Way`, e.g. ``--medhelm-batch``'s
+    :class:`~.batching.Batching`), the jobs it takes wait for its next round instead of going directly: the planned
+    ones and those that follow from a round's results at once, those that follow from a direct answer once nothing
+    sent directly is in flight."""
 
     def __init__(self, scheduler: Scheduler, follow_up: FollowUp | None = None,
-                 on_finished: Callable[[], None] | None = None) -> None:
+                 on_finished: Callable[[], None] | None = None, way: Way | None = None) -> None:
         self.scheduler = scheduler
+        self.way = way
         self.follow_up = follow_up
         self.on_finished = on_finished  # called once, from the sending side, when nothing more will be sent
         self.done: Counter[str] = Counter()  # finished jobs (answered or failed for good), by kind
@@ -64,6 +71,12 @@ class BackgroundSender:
         self._task: asyncio.Task[Any] | None = None
         self._thread: threading.Thread | None = None
         self._ended = False  # (on the loop) nothing is outstanding: the sending ends and takes no more jobs
+        # (on the loop, with a way) the jobs for its next round; whether to send it without waiting for the direct
+        # ones; the keys sent directly, in flight (not the asks); set when any of these changes
+        self._round: list[Job] = []
+        self._round_ready = False
+        self._direct: set[str] = set()
+        self._wake: asyncio.Event | None = None
 
     @property
     def crash(self) -> str | None:
@@ -112,7 +125,7 @@ class BackgroundSender:
     def summary_lines(self) -> list[str]:
         """``medhelm answers: 40/40 (12.5/s, done in 3.2s)`` and the same for the jury; what was not sent when the
         run stopped early."""
-        lines = []
+        lines: list[str] = []
         for kind in ("answers", "jury"):
             total, done = self.queued[kind], self.done[kind]
             if not total:
@@ -122,7 +135,31 @@ class BackgroundSender:
             if done < total:
                 text += f"; {total - done} not sent or not answered (the run stopped)"
             lines.append(text)
-        return lines
+        return lines + (self.way.summary_lines() if self.way is not None else [])
+
+    @property
+    def status(self) -> str:
+        """What the way's rounds in flight are (the waiting item's line: ``batch batch_1 in_progress 3/12``), or ""."""
+        return self.way.status if self.way is not None else ""
+
+    # ------------------------------------------------------------------ what a way of sending sees (on the loop)
+    def route(self, job: Job, ready: bool = True) -> None:
+        """A claimed job: into the way's next round (``ready``: send that round without waiting for the direct
+        requests in flight), or sent directly."""
+        if self.way is not None and self.way.takes(job):
+            self._round.append(job)
+            self._round_ready = self._round_ready or ready
+            self._wake_up()
+        else:
+            self._direct.add(job.key)
+            self._put(job)
+
+    def finish(self, job: Job, result: Result) -> None:
+        """A result a round brought (stored): its item gets it; the jobs that follow from it go to the next round."""
+        for follow in self._finish_job(job, result):
+            self.route(follow)
+        self._wake_up()
+        self._end_if_done()
 
     # ------------------------------------------------------------------ the sending side (the loop)
     def _claim(self, jobs: Iterable[Job]) -> list[Job]:
@@ -239,12 +276,14 @@ class BackgroundSender:
         return True
 
     def _drop_queued(self) -> None:  # on the loop
+        self._round.clear()
         queue = self._queue
         while queue is not None and not queue.empty():
             queue.get_nowait()
         self.scheduler.drain()  # what the scheduler holds ready is dropped too
         if queue is not None:
             queue.put_nowait(None)  # the workers end once their requests in flight are answered
+        self._wake_up()
 
     def _put(self, job: Job | None) -> None:  # on the loop
         assert self._queue is not None
@@ -266,6 +305,9 @@ class BackgroundSender:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._queue = asyncio.Queue()
+        if self.way is not None:
+            await self._serve_in_rounds(jobs, ready, self.way)
+            return
         for job in self._claim(jobs):
             self._put(job)
         ready.set()
@@ -274,19 +316,62 @@ class BackgroundSender:
             return
         await self.scheduler.serve(self._queue, self._on_done, on_outcome=self._on_outcome)
 
+    async def _serve_in_rounds(self, jobs: list[Job], ready: threading.Event, way: Way) -> None:
+        """The direct requests served as without a way, and beside them the way's rounds, one at a time: the next
+        round goes once its jobs are ready (planned, or following a round's results) or nothing direct is in
+        flight."""
+        assert self._queue is not None
+        self._wake = asyncio.Event()
+        way.open(self)
+        for job in self._claim(jobs):
+            self.route(job)
+        self._round_ready = True
+        ready.set()
+        direct = asyncio.ensure_future(self.scheduler.serve(self._queue, self._on_done, on_outcome=self._on_outcome))
+        direct.add_done_callback(lambda _direct: self._wake_up())  # (a bug there ends this loop too, below)
+        self._end_if_done()
+        try:
+            while not self._draining and not direct.done():
+                if self._round and (self._round_ready or not self._direct):
+                    round_jobs, self._round, self._round_ready = self._round, [], False
+                    await way.send_round(round_jobs)
+                    continue
+                if self._outstanding == 0:
+                    break
+                self._wake.clear()
+                await self._wake.wait()
+            await direct
+        finally:
+            direct.cancel()
+            try:  # (its own cleanup ends before this one: cancelled again by asyncio.run, it would be cut short)
+                await direct
+            except BaseException:  # noqa: BLE001 - its cancellation, or the error already raised above
+                pass
+            await way.close()
+
     def _on_outcome(self, job: Job, outcome: Result) -> None:  # on the loop, before the outcome is stored
         # the judges of an answer go out as soon as it is here: the worker that got it takes the first of them next
         # (the storing happens meanwhile; the judges do not wait for it). An answer that then cannot be stored is
         # its item's error, and its judges' verdicts go unused: that cache failure is rare, and waiting for every
         # store would hold back every judge.
         for follow in self._follow_ups(job, outcome):
-            self._put(follow)
+            self.route(follow, ready=False)
 
     def _on_done(self, job: Job, result: Result) -> None:  # on the loop, once the result is stored
+        self._direct.discard(job.key)
         self._record(job, result)
-        if self._outstanding == 0:
+        self._wake_up()
+        self._end_if_done()
+
+    def _end_if_done(self) -> None:  # on the loop
+        if self._outstanding == 0 and not self._ended:
             self._ended = True
             self._put(None)
+            self._wake_up()
+
+    def _wake_up(self) -> None:  # on the loop: the rounds' loop looks again (a round ready, the end)
+        if self._wake is not None:
+            self._wake.set()
 
 
 def _kind(job: Job) -> str:

@@ -1,8 +1,9 @@
 """``--medhelm-batch``: the run's requests to an endpoint with a Batch API go as batches, at the batch price.
 
-:class:`BatchSender` keeps the contract of the other senders (``start``, ``wait``, ``ask``, ``stop``), so the run
-chooses it once (:class:`~pytest_medhelm.run.delivery.Delivery`) and nothing else changes: the items wait for their
-answers as for a direct run's, from memory or, under xdist, from the shared cache (only the controller submits).
+:class:`Batching` is a way of sending (:class:`~.protocol.Way`), not a sender: the run's one
+:class:`~.background.BackgroundSender` takes it (chosen once, :class:`~pytest_medhelm.run.delivery.Delivery`), keeps
+the rounds and sends directly what it does not take; the items wait for their answers as for a direct run's, from
+memory or, under xdist, from the shared cache (only the controller submits).
 
 * **Rounds.** The planned requests of every batchable model (:func:`batchable`: an OpenAI-compatible endpoint we
   reach by URL, or OpenAI's public API) go as one batch per endpoint and model (cut at OpenAI's 50,000 requests or
@@ -30,17 +31,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from pytest_medhelm.cache.batch_records import BatchRecord, BatchRecords
 from pytest_medhelm.cache.identity import endpoint_of, priced_as_provider
 from pytest_medhelm.cache.store import Stored
 from pytest_medhelm.endpoints.wire import api_key_for, uses_openai_wire
-from pytest_medhelm.sending.background import BackgroundSender, FollowUp, Result
 from pytest_medhelm.sending.batch_api import (
     NO_BATCH_API,
     WINDOW_S,
@@ -58,6 +58,7 @@ from pytest_medhelm.sending.batch_api import (
 )
 from pytest_medhelm.sending.failures import redact
 from pytest_medhelm.sending.jobs import Job
+from pytest_medhelm.sending.protocol import WaySender
 from pytest_medhelm.sending.reasoning import cut_at_stops, stops_after
 from pytest_medhelm.sending.retry import T, retrying_raised
 from pytest_medhelm.sending.scheduler import Scheduler
@@ -106,14 +107,13 @@ def _key(spec: ModelSpec) -> str | None:
     return key
 
 
-class BatchSender(BackgroundSender):
-    """The thread sender's loop (its start, stop, ask: an item's own question goes directly), with batches: the
-    planned requests of batchable models wait in ``_pending`` for the next round instead of the direct queue."""
+class Batching:
+    """``--medhelm-batch``'s way of sending (:class:`~.protocol.Way`): the planned requests of batchable models, and
+    those that follow from them, go in rounds of batches; every other request goes directly through its sender."""
 
-    def __init__(self, scheduler: Scheduler, cache_dir: Any, follow_up: FollowUp | None = None,
-                 on_finished: Callable[[], None] | None = None,
+    def __init__(self, scheduler: Scheduler, cache_dir: Path,
                  announce: Callable[[str], None] | None = None, batch_timeout: float = WINDOW_S) -> None:
-        super().__init__(scheduler, follow_up, on_finished)
+        self.scheduler = scheduler
         self.batch_timeout = batch_timeout  # --medhelm-batch-timeout: the longest this run waits for one batch
         self.cache = scheduler.cache
         self.budget = scheduler.budget
@@ -122,11 +122,8 @@ class BatchSender(BackgroundSender):
         self.notes: list[str] = []  # what the summary says about the batches
         self.batches: dict[str, str] = {}  # batch id -> its current status, for the waiting item's line
         self._no_batch_api: set[str] = set()  # endpoints that answered POST /files with 404/405/501
-        self._pending: list[Job] = []
-        self._pending_ready = False  # planned requests or a batch's follow-ups: submit them without waiting
-        self._direct: set[str] = set()  # keys of the jobs this sender sent directly, in flight (not the asks)
         self._client = OpenAIBatches(scheduler.settings.timeout)  # (its session opens on the loop, at first use)
-        self._wake: Any = None
+        self._sender: WaySender | None = None
 
     @property
     def status(self) -> str:
@@ -134,86 +131,27 @@ class BatchSender(BackgroundSender):
         return "; ".join(f"batch {bid} {text}" for bid, text in list(self.batches.items()) if text)
 
     def summary_lines(self) -> list[str]:
-        return super().summary_lines() + self.notes + [f"medhelm: {p}" for p in self.records.problems]
+        return self.notes + [f"medhelm: {p}" for p in self.records.problems]
 
-    # ------------------------------------------------------------------ the loop
-    def _drop_queued(self) -> None:  # on the loop: stop(drain=...), the run stopped early
-        self._pending.clear()
-        super()._drop_queued()
-        self._wake.set()
-
-    async def _serve(self, jobs: list[Job], ready: threading.Event) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
-        self._queue = asyncio.Queue()
-        self._wake = asyncio.Event()
+    # ------------------------------------------------------------------ the way (on the sender's loop)
+    def open(self, sender: WaySender) -> None:
+        self._sender = sender
         self._client = OpenAIBatches(self.scheduler.settings.timeout)
-        for job in self._claim(jobs):
-            self._route(job)
-        self._pending_ready = True
-        ready.set()
-        direct = asyncio.ensure_future(self.scheduler.serve(self._queue, self._on_done,
-                                                            on_outcome=self._on_direct_outcome))
-        direct.add_done_callback(lambda _direct: self._wake.set())  # (a bug there ends this loop too, below)
-        self._end_if_done()
-        try:
-            while not self._draining and not direct.done():
-                if self._pending and (self._pending_ready or not self._direct):
-                    round_jobs, self._pending, self._pending_ready = self._pending, [], False
-                    await self._round(round_jobs)
-                    continue
-                if self._outstanding == 0:
-                    break
-                self._wake.clear()
-                await self._wake.wait()
-            await direct
-        finally:
-            direct.cancel()
-            try:  # (its own cleanup ends before this one: cancelled again by asyncio.run, it would be cut short)
-                await direct
-            except BaseException:  # noqa: BLE001 - its cancellation, or the error already raised above
-                pass
-            await self._client.close()
 
-    def _route(self, job: Job, from_batch: bool = True) -> None:
-        """A claimed job: into the next batch, or sent directly (a model without a Batch API, an item's own
-        question)."""
-        if batchable(job.spec) and not job.urgent and _base(job.spec) not in self._no_batch_api:
-            self._pending.append(job)
-            self._pending_ready = self._pending_ready or from_batch
-            self._wake.set()
-        else:
-            self._direct.add(job.key)
-            self._put(job)
+    async def close(self) -> None:
+        await self._client.close()
 
-    def _on_direct_outcome(self, job: Job, outcome: Result) -> None:  # on the loop, before the outcome is stored
-        # as the background sender does: the judges of a direct answer are routed as it arrives, not once stored (an
-        # answer that then cannot be stored is its item's error, and its judges' verdicts, in a batch or not, go
-        # unused: a rare cache failure, against every judge waiting for every store)
-        for follow in self._follow_ups(job, outcome):
-            self._route(follow, from_batch=False)
+    def takes(self, job: Job) -> bool:
+        """Whether ``job`` goes into the next batch (not: a model without a Batch API, an item's own question)."""
+        return batchable(job.spec) and not job.urgent and _base(job.spec) not in self._no_batch_api
 
-    def _on_done(self, job: Job, result: Result) -> None:  # on the loop: a request sent directly, once stored
-        self._direct.discard(job.key)
-        self._record(job, result)
-        self._wake.set()
-        self._end_if_done()
-
-    def _finished_in_batch(self, job: Job, result: Result) -> None:
-        """A result a batch brought (stored): the jobs that follow from it go into the next batch."""
-        for follow in self._finish_job(job, result):
-            self._route(follow)
-        self._wake.set()
-        self._end_if_done()
-
-    def _end_if_done(self) -> None:
-        if self._outstanding == 0 and not self._ended:
-            self._ended = True
-            self._put(None)
-            self._wake.set()
+    @property
+    def sender(self) -> WaySender:
+        assert self._sender is not None, "Batching.open(sender) comes first"
+        return self._sender
 
     # ------------------------------------------------------------------ batches
-    async def _round(self, jobs: list[Job]) -> None:
+    async def send_round(self, jobs: list[Job]) -> None:
         groups: dict[tuple[str, str, str | None], list[Job]] = {}
         for job in jobs:
             groups.setdefault((_base(job.spec), job.spec.litellm_model, job.spec.api_key_env), []).append(job)
@@ -227,7 +165,7 @@ class BatchSender(BackgroundSender):
         except Exception as exc:  # noqa: BLE001 - a bug or an odd server: its requests' error, not the run's
             text = str(exc).strip()
             for job in jobs:
-                if not self.has(job.key):
+                if not self.sender.has(job.key):
                     self._store_error(job, ModelError(job.spec.name, redact(
                         f"batch: {type(exc).__name__}{': ' + text if text else ''}", job.spec)))
 
@@ -296,7 +234,7 @@ class BatchSender(BackgroundSender):
                     self.notes.append(f"medhelm: --medhelm-batch: {base} has no Batch API (POST /files: HTTP "
                                       f"{exc.status}); its requests were sent directly")
                 for job in mine.values():
-                    self._route(job)
+                    self.sender.route(job)
                 return
             self._fail_all(mine, f"the batch could not be submitted: {redact(exc.message, spec)}", exc.status)
             return
@@ -412,7 +350,7 @@ class BatchSender(BackgroundSender):
                                                                  "id is kept: the same command collects it again"))
             else:
                 self.scheduler.stats["answers"] += 1
-                self._finished_in_batch(job, result)
+                self.sender.finish(job, result)
         if unread or refused:  # an answer of it is not stored yet: the next run collects it (not paid twice)
             self.notes.append(f"medhelm batch {state.id}: kept in the cache directory ("
                               + ("its results could not all be read" if unread else
@@ -468,7 +406,7 @@ class BatchSender(BackgroundSender):
         """``error`` (already stored, or not storable) to its item."""
         if not isinstance(error, BudgetExhausted):
             self.scheduler.stats["failed"] += 1
-        self._finished_in_batch(job, error)
+        self.sender.finish(job, error)
 
     def _fail_all(self, mine: dict[str, Job], message: str, status: int | None) -> None:
         for job in mine.values():

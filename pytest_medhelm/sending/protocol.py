@@ -3,10 +3,12 @@ request goes out through.
 
 * A **sender** takes the run's planned jobs (``start``), hands each item its own result (``wait``), takes a request
   an item needs now ahead of what waits (``ask``), and stops (``stop``). Two senders keep this contract:
-  :class:`~.background.BackgroundSender` (the scheduler's loop on a thread, request by request) and
-  :class:`~.batching.BatchSender` (``--medhelm-batch``: the same loop, the batchable requests gathered into a
-  provider's Batch API). :class:`~pytest_medhelm.run.delivery.Delivery` chooses one once and knows only this
-  protocol.
+  :class:`~.background.BackgroundSender` (the scheduler's loop on a thread) keeps it, request by request, or with a
+  :class:`Way` of sending rounds of them: :class:`~.batching.Batching` (``--medhelm-batch``: the batchable requests
+  gathered into a provider's Batch API). :class:`~pytest_medhelm.run.delivery.Delivery` chooses the way once and
+  knows only this protocol.
+* A **way** of sending decides which of the sender's jobs it takes (the others go directly) and sends each round of
+  them; it sees the sender only through :class:`WaySender` (what a result it brought changes, a job handed back).
 * A **transport** sends one chat request to one endpoint and returns its :class:`~pytest_medhelm.values.Completion`,
   or raises :class:`~.transport.RequestFailed` (status, ``Retry-After``, whether another try may help) for the one
   retry policy (:mod:`.retry`) to act on: :class:`~.transport.OpenAIWire` (an OpenAI-compatible endpoint by URL,
@@ -69,6 +71,42 @@ class Sender(Protocol):
     @property
     def crash(self) -> str | None:
         """Why the sender stopped before its work was done (a bug), or None."""
+
+
+class WaySender(Protocol):
+    """What a :class:`Way` sees of the sender it sends for (on the sender's loop)."""
+
+    def has(self, key: str) -> bool:
+        """Whether the result for ``key`` is already here."""
+
+    def finish(self, job: Job, result: Result) -> None:
+        """``result`` (stored) is ``job``'s: its item gets it; the jobs that follow from it are routed."""
+
+    def route(self, job: Job) -> None:
+        """A claimed job into the next round, or sent directly when no way takes it (now)."""
+
+
+class Way(Protocol):
+    """A way of sending: which jobs go in rounds, and how a round is sent (see the module)."""
+
+    def open(self, sender: WaySender) -> None:
+        """On the sender's loop, before the first job: the sender the results go to."""
+
+    def takes(self, job: Job) -> bool:
+        """Whether ``job`` waits for the next round (else it is sent directly)."""
+
+    async def send_round(self, jobs: list[Job]) -> None:
+        """Send ``jobs`` and give every one its result (:meth:`WaySender.finish`) or hand it back (``route``)."""
+
+    async def close(self) -> None:
+        """On the sender's loop, once it ends: release what the way holds (its connections)."""
+
+    def summary_lines(self) -> list[str]:
+        """What the way did, for the terminal summary."""
+
+    @property
+    def status(self) -> str:
+        """The rounds in flight, for the line of an item that waits (``batch batch_1 in_progress 3/12``), or ""."""
 
 
 class Transport(Protocol):

@@ -142,10 +142,11 @@ def test_the_judge_of_an_answer_goes_out_before_the_answer_is_stored(tmp_path):
 def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_before_it_is_stored(tmp_path):
     """The same order through ``--medhelm-batch``'s sender, for the requests it sends directly (a replica group has
     no Batch API)."""
-    from pytest_medhelm.sending.batching import BatchSender
+    from pytest_medhelm.sending.background import BackgroundSender
+    from pytest_medhelm.sending.batching import Batching
 
     def batch_sender(scheduler, follow_up):
-        return BatchSender(scheduler, tmp_path / "batches", follow_up)
+        return BackgroundSender(scheduler, follow_up, way=Batching(scheduler, tmp_path / "batches"))
 
     assert first_two_sent(tmp_path, True, batch_sender) == ["answer 0", "judge of answer 0"]
 
@@ -153,13 +154,13 @@ def test_through_the_batch_sender_too_the_judge_of_a_direct_answer_goes_out_befo
 @pytest.mark.parametrize("kind", ["background", "batch"])
 def test_a_bug_in_an_urgent_request_ends_the_sending_instead_of_hanging_its_item(tmp_path, kind):
     from pytest_medhelm.sending.background import BackgroundSender, SenderCrashed
-    from pytest_medhelm.sending.batching import BatchSender, batchable
+    from pytest_medhelm.sending.batching import Batching, batchable
     from pytest_medhelm.sending.jobs import Job
     from pytest_medhelm.sending.scheduler import Scheduler, Settings
     from pytest_medhelm.testing.server import running_server
     from pytest_medhelm.values import REPLICA_SEPARATOR, ChatRequest, ModelSpec
 
-    class UrgentBug(BackgroundSender if kind == "background" else BatchSender):  # (the sender under test)
+    class UrgentBug(BackgroundSender):  # (the sender under test)
         def _on_done(self, job, result):
             if job.urgent:
                 raise RuntimeError("a bug in an item's own request")
@@ -173,7 +174,8 @@ def test_a_bug_in_an_urgent_request_ends_the_sending_instead_of_hanging_its_item
         assert kind == "background" or not batchable(spec)
         planned = [Job(spec, ChatRequest.for_prompt(spec, f"planned {i}", 4)) for i in range(20)]
         scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), Settings(concurrency=2, timeout=10.0))
-        sender = UrgentBug(scheduler) if kind == "background" else UrgentBug(scheduler, tmp_path / "batches")
+        sender = UrgentBug(scheduler) if kind == "background" else \
+            UrgentBug(scheduler, way=Batching(scheduler, tmp_path / "batches"))
         sender.start(planned)
         outcome: list[object] = []
 

@@ -284,3 +284,20 @@ def test_a_result_line_longer_than_its_max_tokens_allows_is_its_items_error_as_a
     errors = {i["instance_id"]: i["error"] for i in results(pytester, "out.json")["instances"] if i["error"]}
     assert list(errors) == ["q004"] and "malformed reply: the result line is 100," in errors["q004"]
     assert "its request's max_tokens allow: not an answer" in errors["q004"]
+
+
+def test_an_item_waiting_in_a_batch_run_sees_the_batches_in_flight(tmp_path):
+    """The waiting item's status line names the batches of the sender's way (``Batching``), and nothing more without
+    one."""
+    from pytest_medhelm.cache.store import AnswerCache
+    from pytest_medhelm.sending.background import BackgroundSender
+    from pytest_medhelm.sending.batching import Batching
+    from pytest_medhelm.sending.scheduler import Scheduler, Settings
+    from pytest_medhelm.sending.waiting import status_text
+
+    scheduler = Scheduler(AnswerCache(tmp_path / "cache", run_id="run"), Settings(concurrency=1, timeout=10.0))
+    batching = Batching(scheduler, tmp_path / "batches")
+    batching.batches["batch_1"] = "in_progress 3/12"
+    assert status_text(BackgroundSender(scheduler, way=batching), 2.0) == \
+        "medhelm: waiting 2 s; batch batch_1 in_progress 3/12"
+    assert status_text(BackgroundSender(scheduler), 2.0) == "medhelm: waiting 2 s"
