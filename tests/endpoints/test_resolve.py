@@ -1,7 +1,7 @@
 """Endpoints and keys: each model under test and each judge goes where it is told, with its own key.
 
-* resolution (``pytest_medhelm.endpoints.resolve.resolve_spec``) and the key a request carries
-  (``transport.api_key_for``), unit tests;
+* resolution (``pytest_medhelm.endpoints.resolve.resolve_spec``), unit tests (the key a request carries,
+  ``endpoints.wire.api_key_for``, alone: tests/endpoints/test_wire.py);
 * whole runs against our test server, which records a fingerprint of every bearer token it receives: a key named
   for the models' endpoint reaches that endpoint only, the judges' key the judges' endpoint only, and neither
   OpenAI's key nor the retired ``MEDHELM_API_KEY`` reaches either (thread sender, sender process, xdist);
@@ -66,22 +66,6 @@ def test_a_models_own_endpoint_wins_over_its_roles_default_and_carries_its_roles
     assert (local.api_base, local.api_key_env, local.litellm_model) == (None, None, "openai/smollm2")
     with pytest.raises(ValueError, match="role"):
         resolve_spec("openai/x", role="jury", api_base=None, endpoints={}, api_key_env=None)
-
-
-def test_the_key_sent_is_the_named_variables_and_never_openais_to_someone_elses_server(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
-    monkeypatch.setenv("MEDHELM_API_KEY", "sk-legacy-for-everything")
-    monkeypatch.setenv("HOSTED_VLLM_API_KEY", "sk-vllm")
-    monkeypatch.setenv("FT_KEY", "sk-ft")
-    assert api_key_for(ModelSpec("openai/ft", "openai/ft", "http://10.0.0.5/v1", api_key_env="FT_KEY")) == "sk-ft"
-    # an OpenAI-compatible server of someone else's, no variable named: a placeholder, not OpenAI's key
-    assert api_key_for(ModelSpec("openai/ft", "openai/ft", "http://10.0.0.5/v1")) == NO_KEY
-    assert api_key_for(ModelSpec("hosted_vllm/m", "hosted_vllm/m", "http://10.0.0.5/v1")) == "sk-vllm"
-    # the provider's public API: nothing from us, litellm reads that provider's own variable
-    assert api_key_for(ModelSpec("openai/gpt-4o", "openai/gpt-4o")) is None
-    assert api_key_for(ModelSpec("anthropic/claude", "anthropic/claude")) is None
-    monkeypatch.delenv("HOSTED_VLLM_API_KEY")
-    assert api_key_for(ModelSpec("hosted_vllm/m", "hosted_vllm/m", "http://10.0.0.5/v1")) == NO_KEY
 
 
 def test_a_providers_key_never_goes_to_a_url_that_is_not_its_api(monkeypatch):
@@ -448,3 +432,24 @@ def test_a_model_of_a_provider_at_a_url_is_refused_naming_the_models_option(pyte
     result.stderr.fnmatch_lines([f"*model together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo at {server.url} "
                                  "(--medhelm-api-base)*TOGETHERAI_API_KEY*--medhelm-api-key-env NAME*"])
     assert server.count == 0
+
+
+def test_a_judge_of_another_provider_at_a_url_is_refused_not_just_said() -> None:
+    """Issue 30, item 9: the judge whose provider's key litellm would send to a gateway was announced and its key
+    sent; now it is refused (a usage error's text), a judge with its key variable named is not, and the start-up
+    lines say which key the gateway gets."""
+    from pytest_medhelm.endpoints.resolve import foreign_key_problems, key_lines, startup_lines
+    from pytest_medhelm.values import ModelSpec
+
+    model = ModelSpec("openai/x", "openai/x", "http://10.0.0.5/v1")
+    claude = ModelSpec("anthropic/claude-3-7-sonnet-20250219", "anthropic/claude-3-7-sonnet-20250219",
+                       "https://gateway.example/v1")
+    named = ModelSpec("anthropic/c", "anthropic/c", "https://gateway.example/v1", api_key_env="GATEWAY_KEY")
+    compatible = ModelSpec("openai/judge", "openai/judge", "https://gateway.example/v1")
+    assert startup_lines([model], [claude, named, compatible]) == []  # (no announcement: a refusal instead)
+    [refused] = foreign_key_problems([claude, named, compatible], "judge", {})
+    assert refused.startswith("judge anthropic/claude-3-7-sonnet-20250219 at https://gateway.example/v1 "
+                              "(--medhelm-jury-api-base): that URL is not anthropic's API")
+    assert "--medhelm-jury-api-key-env NAME" in refused
+    assert ("medhelm key: https://gateway.example/v1 gets the key in GATEWAY_KEY (--medhelm-jury-api-key-env) "
+            "(judge anthropic/c)") in key_lines([model], [named, compatible])

@@ -155,22 +155,3 @@ def test_reports_with_patient_text_are_private(pytester: pytest.Pytester, toy, s
     assert ("question" in json.loads(out.read_text())["instances"][0]) is report_text
 
 
-def test_a_judge_of_another_provider_at_a_url_is_refused_not_just_said() -> None:
-    """Issue 30, item 9: the judge whose provider's key litellm would send to a gateway was announced and its key
-    sent; now it is refused (a usage error's text), a judge with its key variable named is not, and the start-up
-    lines say which key the gateway gets."""
-    from pytest_medhelm.endpoints.resolve import foreign_key_problems, key_lines, startup_lines
-    from pytest_medhelm.values import ModelSpec
-
-    model = ModelSpec("openai/x", "openai/x", "http://10.0.0.5/v1")
-    claude = ModelSpec("anthropic/claude-3-7-sonnet-20250219", "anthropic/claude-3-7-sonnet-20250219",
-                       "https://gateway.example/v1")
-    named = ModelSpec("anthropic/c", "anthropic/c", "https://gateway.example/v1", api_key_env="GATEWAY_KEY")
-    compatible = ModelSpec("openai/judge", "openai/judge", "https://gateway.example/v1")
-    assert startup_lines([model], [claude, named, compatible]) == []  # (no announcement: a refusal instead)
-    [refused] = foreign_key_problems([claude, named, compatible], "judge", {})
-    assert refused.startswith("judge anthropic/claude-3-7-sonnet-20250219 at https://gateway.example/v1 "
-                              "(--medhelm-jury-api-base): that URL is not anthropic's API")
-    assert "--medhelm-jury-api-key-env NAME" in refused
-    assert ("medhelm key: https://gateway.example/v1 gets the key in GATEWAY_KEY (--medhelm-jury-api-key-env) "
-            "(judge anthropic/c)") in key_lines([model], [named, compatible])
