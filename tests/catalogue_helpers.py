@@ -26,6 +26,9 @@ REFERENCE_PROMPTS = SHARED_DATA.parent / "reference" / "prompts"
 
 BENCHMARKS = {b.slug: b for b in builtin_benchmarks()}
 
+#: the task count the expansion rules of docs/taxonomy.md reach (the paper states 121)
+EXPECTED_TASKS = 112
+
 
 def build(slug: str, data_dir: Path) -> Any:
     """What the benchmark's loader returns on ``data_dir/<slug>/`` (never downloading)."""

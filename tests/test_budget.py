@@ -23,7 +23,7 @@ from pytest_medhelm.sending.jobs import Job
 from pytest_medhelm.sending.scheduler import Scheduler, Settings
 from pytest_medhelm.testing import server as test_server
 from pytest_medhelm.testing.server import running_server
-from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, ModelError, ModelSpec, Reasoning
 
 IN, OUT = per_token(2.50), per_token(10.00)
 PRICE = (IN, OUT)
@@ -599,3 +599,30 @@ def test_money_limits_and_refusal_details():
     assert budget.settle(r2, 1, 1, reported_cost=IN + OUT) == IN + OUT
     assert budget.reserve(SPEC, request(1, 10**6)) is None  # 10 USD of output: refused
     assert budget.reserve(SPEC, request(1, 1)) is None and budget.not_sent == 4
+
+
+def test_the_budget_reserves_the_reasoning_budget_in_each_upper_bound():
+    from pytest_medhelm.budget import Budget
+    from pytest_medhelm.values import ChatRequest, ModelSpec
+
+    price = (2.5e-6, 1e-5)
+    plain = ModelSpec("openai/m", "openai/m")
+    thinker = ModelSpec("openai/o3-mini", "openai/o3-mini", reasoning=Reasoning("openai", 100, "", "option"))
+
+    def tokens(_spec, _request):
+        return 10
+
+    # room for a plain request's bound (10 in + 5 out) and not for 5 + 100 reasoning tokens
+    one_plain = 10 * price[0] + 5 * price[1]
+    budget = Budget(one_plain * 2, lambda _s: price, tokens)
+    request = ChatRequest.for_prompt(thinker, "q", 5)
+    assert request.max_output_tokens == 105
+    assert budget.upper_bound(thinker, request) == 10 * price[0] + 105 * price[1]
+    assert budget.reserve(thinker, request) is None and budget.not_sent == 1  # refused, nothing sent
+    fresh = Budget(one_plain * 2, lambda _s: price, tokens)
+    reservation = fresh.reserve(plain, ChatRequest.for_prompt(plain, "q", 5))
+    assert reservation is not None and reservation.upper == one_plain
+    # a budget that holds the reasoning model's bound reserves it whole
+    roomy = Budget(1.0, lambda _s: price, tokens)
+    held = roomy.reserve(thinker, request)
+    assert held is not None and held.upper == 10 * price[0] + 105 * price[1] and roomy.in_flight == held.upper

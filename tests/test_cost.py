@@ -7,7 +7,7 @@ import math
 import random
 
 import pytest
-from report_fixtures import PRICES_TOML, no_network
+from report_fixtures import MODELS, PRICES_TOML, no_network
 
 from pytest_medhelm.cost import (
     Prices,
@@ -172,7 +172,7 @@ def test_add_costs():
 
 
 def test_model_totals_equal_total_tokens_times_file_prices(prices_file):
-    from report_fixtures import JUDGES, MODELS, catalogue, sample_records
+    from report_fixtures import JUDGES, catalogue, sample_records
 
     from pytest_medhelm.report.results import build_results
 
@@ -219,3 +219,11 @@ def test_the_example_prices_file_holds_the_papers_prices():
     from pytest_medhelm.jury import DEFAULT_JUDGES
 
     assert set(DEFAULT_JUDGES) <= set(table)  # the default jury is priced
+
+
+@pytest.mark.parametrize("value, text", [(None, "unknown"), (0.0, "$0.00"), (7.5e-6, "$0.0000075"),
+                                         (0.0012, "$0.0012"), (0.5, "$0.5000"), (1234.5, "$1,234.50")])
+def test_a_small_known_cost_never_prints_as_zero(value, text):
+    from pytest_medhelm.cost import format_usd
+
+    assert format_usd(value) == text

@@ -85,27 +85,6 @@ def test_render_prints_rows_totals_and_dollars():
     assert usd(0.00123) == "$0.0012"
 
 
-def test_real_counter_is_offline_and_fetches_no_tokenizer():
-    """litellm's counter, with every socket refused: OpenAI models exactly, Llama and Claude without the Hub."""
-    text = "Le patient présente une douleur thoracique ; 患者胸痛。 " * 10
-    with no_network() as attempts:
-        counter = TokenCounter()
-        gpt4o = counter("openai/gpt-4o", text)
-        llama = counter("hosted_vllm/meta-llama/Llama-3.3-70B-Instruct", text)
-        claude = counter("anthropic/claude-2.1", text)
-        mini = counter("gpt-4o-mini", text)
-    assert attempts == []  # not even a DNS look-up
-    assert counter.method == "litellm"
-    import tiktoken  # the encodings litellm ships (its import set TIKTOKEN_CACHE_DIR to them)
-
-    o200k = len(tiktoken.get_encoding("o200k_base").encode(text))
-    cl100k = len(tiktoken.get_encoding("cl100k_base").encode(text))
-    assert o200k != cl100k
-    # one user message: the text plus the chat format's few tokens
-    assert 0 < gpt4o - o200k <= 8 and gpt4o == mini  # the "openai/" prefix does not demote to cl100k
-    assert 0 < llama - cl100k <= 8 and claude == llama  # approximated with cl100k_base, offline
-
-
 def test_estimate_with_the_real_counter_sends_nothing():
     with no_network() as attempts:
         rows = estimate([("pubmedqa", "openai/gpt-4o-mini", "Question: is this a test?", 1)] * 3,
@@ -172,3 +151,27 @@ def test_the_dry_run_counts_the_judge_prompts_a_run_would_send(pytester, shared_
                    + max_tokens for inst in instances)
     assert int(row["jury calls"].replace(",", "")) == len(instances)  # one jury call per answer
     assert jury_prompt_tokens == expected
+
+
+def test_the_dry_runs_upper_bound_grows_by_the_reasoning_budget():
+    from pytest_medhelm.cost import Prices, per_token
+    from pytest_medhelm.dryrun import JUDGE_MAX_TOKENS, estimate, render
+
+    prices = Prices({"openai/o3-mini": (per_token(1.10), per_token(4.40)),
+                     "openai/gpt-5": (per_token(1.25), per_token(10.00))}, use_litellm=False)
+    items = [("pubmedqa", "openai/o3-mini", "q " * 5, 1)] * 3 + [("mtsamples", "openai/o3-mini", "w " * 4, 512)] * 2
+
+    def count(_model, text):
+        return len(text.split())
+
+    plain = estimate(items, ["openai/gpt-5"], open_benchmarks={"mtsamples"}, prices=prices, count_tokens=count)
+    thinking = estimate(items, ["openai/gpt-5"], open_benchmarks={"mtsamples"}, prices=prices, count_tokens=count,
+                        reasoning_budgets={"openai/o3-mini": 100, "openai/gpt-5": 300})
+    (p_pub, p_mts), (t_pub, t_mts) = plain, thinking
+    assert (p_pub.max_output_tokens, t_pub.max_output_tokens) == (3, 3 + 3 * 100)
+    assert (p_mts.max_output_tokens, t_mts.max_output_tokens) == (2 * 512, 2 * 512 + 2 * 100)
+    assert t_mts.jury_max_output_tokens == p_mts.jury_max_output_tokens + 2 * 300 == 2 * (JUDGE_MAX_TOKENS + 300)
+    assert t_pub.model_cost == t_pub.prompt_tokens * per_token(1.10) + 303 * per_token(4.40)
+    assert t_mts.jury_cost > p_mts.jury_cost  # the judge's thinking is priced as its output
+    assert "reasoning budget on top of each" in render(thinking, ["openai/gpt-5"], reasoning=True)
+    assert "reasoning" not in render(plain, ["openai/gpt-5"])

@@ -1,12 +1,12 @@
 """The plugin lives inside the user's process: it leaves that process's umask and environment as it found them,
 and starts no child with a ``preexec_fn`` (code between fork and exec in a process with threads can deadlock).
 
-* the cache is created with explicit modes (0700 directory, 0600 SQLite file and its -wal/-shm), from a thread,
-  while another thread watches the process's umask in ``/proc/self/status``: it never moves;
 * importing litellm and loading tiktoken's encodings leave ``os.environ`` unchanged (checked in a fresh
   interpreter, where the import really happens), and a value the user set is kept;
 * llama.cpp's server is launched without ``preexec_fn`` and still stops when its parent is killed (the SIGKILL
   test of tests/e2e/test_local_server.py covers the second half).
+
+The cache's own modes and umask are checked with the cache, in tests/cache/test_store.py.
 """
 
 from __future__ import annotations
@@ -17,88 +17,11 @@ import stat
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _umask_from_proc() -> int | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
-    return None
-
-
-needs_proc_umask = pytest.mark.skipif(_umask_from_proc() is None, reason="no Umask line in /proc/self/status")
-
-
-@needs_proc_umask
-def test_creating_the_cache_from_a_thread_never_changes_the_process_umask(tmp_path, monkeypatch):
-    from pytest_medhelm.cache.store import AnswerCache
-    from pytest_medhelm.values import Completion
-
-    calls = []
-    real_umask = os.umask
-    monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real_umask(mask))  # a spy, it still works
-    old = real_umask(0o022)
-    seen: set[int] = set()
-    stop = threading.Event()
-
-    def watch() -> None:  # what any other thread of the process would get for the files it creates
-        while not stop.is_set():
-            seen.add(_umask_from_proc())
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    errors: list[BaseException] = []
-
-    def create(i: int) -> None:
-        try:
-            cache = AnswerCache(tmp_path / f"cache-{i}" / "nested", run_id="r")
-            cache.put(f"k{i}", Completion(text="patient text"))
-            cache.close()
-        except BaseException as exc:  # noqa: BLE001  # pragma: no cover - any failure in the thread, reported below
-            errors.append(exc)
-
-    try:
-        workers = [threading.Thread(target=create, args=(i,)) for i in range(4)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-    finally:
-        stop.set()
-        watcher.join()
-        after = real_umask(old)
-    assert not errors, errors
-    assert calls == [] and seen == {0o022} and after == 0o022
-    for i in range(4):
-        root = tmp_path / f"cache-{i}" / "nested"
-        assert stat.S_IMODE(root.stat().st_mode) == 0o700
-        names = sorted(p.name for p in root.iterdir())
-        assert "cache.db" in names
-        for path in root.iterdir():  # cache.db and SQLite's -wal / -shm, which take the database file's mode
-            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
-
-
-def test_an_existing_wider_cache_file_is_made_private(tmp_path):
-    from pytest_medhelm.cache.store import AnswerCache
-
-    root = tmp_path / "cache"
-    root.mkdir(mode=0o755)
-    os.chmod(root, 0o755)
-    (root / "cache.db").touch()
-    os.chmod(root / "cache.db", 0o644)
-    AnswerCache(root, run_id="r").close()
-    assert stat.S_IMODE(root.stat().st_mode) == 0o700
-    assert stat.S_IMODE((root / "cache.db").stat().st_mode) == 0o600
 
 
 def _fresh_interpreter(code: str, env: dict[str, str]) -> dict:

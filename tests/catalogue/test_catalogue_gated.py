@@ -17,7 +17,6 @@ import pytest
 from catalogue_helpers import BENCHMARKS, assert_missing_column, csv_text, load, loaded, write
 
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
-from pytest_medhelm.catalogue.user_files import pandas_strings
 from pytest_medhelm.data.errors import DataError, DataMissing
 from pytest_medhelm.data.sources import resolve_files
 from pytest_medhelm.metrics.icd10 import MimicBillingCodeF1, extract, helm_extract
@@ -687,21 +686,6 @@ def test_mentalhealth_prints_fields_as_pandas(tmp_path: Path) -> None:
     write(tmp_path, "mentalhealth", "processed_dialogues.csv", csv_text(MENTAL_COLUMNS, rows))
     first, second = load("mentalhealth", tmp_path)
     assert "Type: 3.0\n" in first.input and "Type: nan\n" in second.input  # an int column with a gap: floats
-
-
-@pytest.mark.parametrize(
-    ("values", "expected"),
-    [
-        (["1", "02"], ["1", "2"]),
-        (["1", ""], ["1.0", "nan"]),
-        (["1.50", "2"], ["1.5", "2.0"]),
-        (["True", "false"], ["True", "False"]),
-        (["a", "NA", "null"], ["a", "nan", "nan"]),
-        (["", ""], ["nan", "nan"]),
-    ],
-)
-def test_pandas_strings(values: list[str], expected: list[str]) -> None:
-    assert pandas_strings(values) == expected
 
 
 def test_mentalhealth_short_row(tmp_path: Path) -> None:

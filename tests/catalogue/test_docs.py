@@ -1,5 +1,6 @@
 """docs/data.md is generated from the benchmark definitions and up to date; what it says about the public data
-(instance counts, filters) matches the loaders; the shared definitions (Loaded, PromptTemplate) hold."""
+(instance counts, filters) matches the loaders; every prompt is a PromptTemplate (Loaded's own test:
+tests/test_values.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from catalogue_helpers import BENCHMARKS, REAL_DATA, build
 
 from pytest_medhelm.catalogue import docs
 from pytest_medhelm.prompting import GenerationPrompt, MultipleChoicePrompt, PromptTemplate
-from pytest_medhelm.values import Loaded
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = sorted(slug for slug, bench in BENCHMARKS.items() if bench.access == "public")
@@ -44,17 +44,6 @@ def test_documented_count_and_filters_match_the_real_data(slug: str) -> None:
     assert len(result) == bench.instance_count
     removed = getattr(result, "removed", {})
     assert bool(removed) == bool(bench.filters), removed  # documented filters are exactly those that remove
-
-
-def test_loaded_counts_what_filters_removed() -> None:
-    loaded = Loaded(slug="x")
-    loaded.note_removed("a reason", 0)
-    assert loaded.removed == {}
-    loaded.note_removed("a reason")
-    loaded.note_removed("a reason", 2)
-    assert loaded.removed == {"a reason": 3}
-    assert loaded.counts({"short": "a reason", "other": "never"}) == {"short": 3, "other": 0}
-    assert loaded.done() is loaded and loaded == []
 
 
 def test_every_prompt_is_a_prompt_template() -> None:

@@ -1,7 +1,10 @@
 """The run's cleanup (issue 20, point 2): every step runs even when an earlier one fails, so a ``--medhelm-cache off``
-directory (prompts, answers: patient text) never stays on disk because the cache could not close."""
+directory (prompts, answers: patient text) never stays on disk because the cache could not close; and the hand-over
+a controller writes into each worker's input round-trips as plain values."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import pytester_runs
@@ -52,3 +55,19 @@ def test_every_step_runs_and_the_first_failure_is_raised_with_the_others_noted()
         run_every_step([fails("first"), lambda: done.append("middle"), fails("last")])
     assert done == ["first", "middle", "last"]
     assert info.value.__notes__ == ["also, at the end of the run: RuntimeError: last"]
+
+
+def test_the_hand_over_round_trips_through_workerinput():
+    from pytest_medhelm.run.context import Handover
+
+    handed = Handover.new()
+    assert Handover.read(_written(handed)) == handed
+    full = Handover(run_id="r", coordination_key=b"\x01\x02", cache_dir="cache-dir", shared_cache="")
+    assert Handover.read(_written(full)) == full  # "" (no shared cache) is not "not handed" (None)
+    assert Handover.new().run_id != Handover.new().run_id
+
+
+def _written(handover) -> dict:
+    workerinput: dict = {}
+    handover.write(workerinput)
+    return json.loads(json.dumps(workerinput))  # as execnet carries it: plain values only

@@ -96,22 +96,6 @@ def test_the_role_is_chosen_from_xdist_options_and_hand_over():
     assert (Worker.sends_answers, Worker.reports, Worker.runs_items) == (False, False, True)
 
 
-def test_the_hand_over_round_trips_through_workerinput():
-    from pytest_medhelm.run.context import Handover
-
-    handed = Handover.new()
-    assert Handover.read(_written(handed)) == handed
-    full = Handover(run_id="r", coordination_key=b"\x01\x02", cache_dir="cache-dir", shared_cache="")
-    assert Handover.read(_written(full)) == full  # "" (no shared cache) is not "not handed" (None)
-    assert Handover.new().run_id != Handover.new().run_id
-
-
-def _written(handover) -> dict:
-    workerinput: dict = {}
-    handover.write(workerinput)
-    return json.loads(json.dumps(workerinput))  # as execnet carries it: plain values only
-
-
 def test_no_role_string_is_compared_in_the_run():
     import pathlib
     import re

@@ -104,42 +104,6 @@ def test_credentials_in_an_api_base_are_never_stored(pytester: pytest.Pytester, 
     assert [str(p) for p in written if secret.encode() in p.read_bytes()] == []
 
 
-def test_redact_url() -> None:
-    from pytest_medhelm.values import ModelSpec, redact_url
-
-    assert redact_url("http://u:p@h:1/v1") == "http://***@h:1/v1"
-    assert redact_url("redis://:pw@cache:6379/0 and https://tok@x.org/a?b=c@d") == \
-        "redis://***@cache:6379/0 and https://***@x.org/a?b=c@d"
-    assert redact_url("http://h/v1") == "http://h/v1" and redact_url(None) is None
-    # credentials in a query string: their values go, the other parameters stay
-    assert redact_url("https://g.example/v1beta/m:generate?key=AIzaSyA-1_x&alt=sse") == \
-        "https://g.example/v1beta/m:generate?key=***&alt=sse"
-    assert redact_url("https://a.example/o?api-version=2024-06-01&sig=Ab%2Bc&sp=r&SharedAccessSignature=xyz") == \
-        "https://a.example/o?api-version=2024-06-01&sig=***&sp=r&SharedAccessSignature=***"
-    assert redact_url("redis://cache:6379/0?password=pw1&db=2 and GET /v1?access_token=t0k 400") == \
-        "redis://cache:6379/0?password=***&db=2 and GET /v1?access_token=*** 400"
-    assert redact_url("a=b, x == y, https://h/v1?model=k") == "a=b, x == y, https://h/v1?model=k"
-    assert redact_url("https://h/v1?max_tokens=512&tokenizer=llama&author=me&design=x") == \
-        "https://h/v1?max_tokens=512&tokenizer=llama&author=me&design=x"  # (names that only contain a word)
-    assert redact_url("https://a.example/v1?key=K1,https://b.example/v1") == \
-        "https://a.example/v1?key=***,https://b.example/v1"  # (a replica group keeps its other replicas)
-    assert redact_url("https://h/cb#access_token=tok&state=s") == "https://h/cb#access_token=***&state=s"
-    spec = ModelSpec("openai/x", "openai/x", "http://u:p@h/v1")
-    assert spec.cache_identity == "openai/x@http://***@h/v1"
-
-
-def test_redacting_a_huge_hostile_message_takes_linear_time() -> None:
-    # what a provider may send back as its error message: shapes that made earlier patterns backtrack
-    import time
-
-    from pytest_medhelm.values import redact_url
-
-    for text in ("=?" + "key" * 70_000, "@ " + "a." * 100_000, "x=1 ?" + "aZ0_-" * 40_000):
-        started = time.perf_counter()
-        redact_url(text)
-        assert time.perf_counter() - started < 2.0, text[:20]  # (quadratic: minutes; linear: milliseconds)
-
-
 @pytest.mark.parametrize("report_text", [True, False], ids=["with-texts", "without"])
 def test_reports_with_patient_text_are_private(pytester: pytest.Pytester, toy, server, report_text: bool) -> None:
     data = toy(2)
@@ -155,22 +119,3 @@ def test_reports_with_patient_text_are_private(pytester: pytest.Pytester, toy, s
     assert ("question" in json.loads(out.read_text())["instances"][0]) is report_text
 
 
-def test_a_judge_of_another_provider_at_a_url_is_refused_not_just_said() -> None:
-    """Issue 30, item 9: the judge whose provider's key litellm would send to a gateway was announced and its key
-    sent; now it is refused (a usage error's text), a judge with its key variable named is not, and the start-up
-    lines say which key the gateway gets."""
-    from pytest_medhelm.endpoints.resolve import foreign_key_problems, key_lines, startup_lines
-    from pytest_medhelm.values import ModelSpec
-
-    model = ModelSpec("openai/x", "openai/x", "http://10.0.0.5/v1")
-    claude = ModelSpec("anthropic/claude-3-7-sonnet-20250219", "anthropic/claude-3-7-sonnet-20250219",
-                       "https://gateway.example/v1")
-    named = ModelSpec("anthropic/c", "anthropic/c", "https://gateway.example/v1", api_key_env="GATEWAY_KEY")
-    compatible = ModelSpec("openai/judge", "openai/judge", "https://gateway.example/v1")
-    assert startup_lines([model], [claude, named, compatible]) == []  # (no announcement: a refusal instead)
-    [refused] = foreign_key_problems([claude, named, compatible], "judge", {})
-    assert refused.startswith("judge anthropic/claude-3-7-sonnet-20250219 at https://gateway.example/v1 "
-                              "(--medhelm-jury-api-base): that URL is not anthropic's API")
-    assert "--medhelm-jury-api-key-env NAME" in refused
-    assert ("medhelm key: https://gateway.example/v1 gets the key in GATEWAY_KEY (--medhelm-jury-api-key-env) "
-            "(judge anthropic/c)") in key_lines([model], [named, compatible])

@@ -1,6 +1,6 @@
 """A server's text reaches the terminal, the CI log and the JUnit XML as text (issue 30, item 6): the control
 characters of an error message (a clear-screen, a colour, an OSC 8 link, a newline faking a line of pytest's
-output) are written as their escapes, serial and under xdist."""
+output) are written as their escapes, serial and under xdist (``values.printable`` alone: tests/test_values.py)."""
 
 from __future__ import annotations
 
@@ -39,10 +39,3 @@ def test_a_batch_id_that_is_no_id_is_refused_and_error_lines_are_escaped():
     assert state.errors == ("bad\\x1b[31m line\\r\\nFAKE",)
 
 
-def test_printable_escapes_what_a_terminal_would_act_on_and_keeps_the_rest():
-    from pytest_medhelm.values import printable
-
-    assert printable("plain text, ünïcode, 引用") == "plain text, ünïcode, 引用"
-    assert printable("a\x1b[2Jb\x07\x9b\u202ec") == "a\\x1b[2Jb\\x07\\x9b\\u202ec"
-    # a miss's detail keeps its line breaks, and only those
-    assert printable("a\nb\r\x1b", keep_breaks=True) == "a\nb\\r\\x1b"
