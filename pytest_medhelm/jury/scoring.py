@@ -174,8 +174,17 @@ def jury_score(slug: str, completions: Mapping[str, Completion | BaseException] 
     elif not scores:
         flagged, raw = FLAG_NO_JUDGE, float(default_score)
     else:
-        raw = math.fsum(scores) / len(scores)
+        raw = _mean(scores)
     normalized = min(1.0, max(0.0, (raw - 1.0) / 4.0))
     return JuryResult(raw=raw, normalized=normalized, per_judge=per_judge, failures=failures, flagged=flagged,
                       tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=add_costs(costs), n_scores=len(scores),
                       judge_prompt_sha256=prompt_hashes)
+
+
+def _mean(scores: list[float]) -> float:
+    """The mean of finite scores, as the references take it; scores whose sum overflows a float (a judge's reply
+    may state any finite number under --medhelm-compat medhelm) are averaged term by term instead of raising."""
+    try:
+        return math.fsum(scores) / len(scores)
+    except OverflowError:
+        return math.fsum(score / len(scores) for score in scores)
