@@ -93,3 +93,13 @@ def test_an_empty_answer_scores_helms_default_without_a_judge() -> None:
     for compat in ("default", "helm"):
         result = jury_score("aci_bench", {}, CRITERIA, answer=" \n", compat=compat)
         assert result.raw == 1.0 and result.normalized == 0.0 and result.flagged == "empty answer"
+
+
+def test_scores_whose_sum_overflows_a_float_are_averaged_not_raised():
+    """Under --medhelm-compat medhelm a judge's score may be any finite number: two judges stating 9e307 for every
+    criterion sum past the largest float, and the jury's mean is still their mean (found by a property test)."""
+    criteria = ["accuracy", "completeness", "clarity"]
+    reply = json.dumps({c: {"score": 9e307, "explanation": "x"} for c in criteria})
+    result = jury_score("aci_bench", {"a": Completion(text=reply), "b": Completion(text=reply)}, criteria,
+                        answer="x", compat="medhelm")
+    assert result.raw == 9e307 and result.failures == {} and result.normalized == 1.0
