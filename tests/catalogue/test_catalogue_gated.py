@@ -80,7 +80,7 @@ def prompt(slug: str, instance: Instance) -> str:
 
 def score(slug: str, answer: str, instance: Instance, compat: str = "default") -> float:
     """The benchmark's score without judges: open-ended benchmarks are scored here by ROUGE-L, the secondary
-    metric recorded beside the jury (the jury itself is tested in tests/jury/test_jury.py)."""
+    metric recorded beside the jury (the jury itself: tests/metrics/test_jury.py)."""
     metric = BENCHMARKS[slug].metric
     if BENCHMARKS[slug].is_judged:
         from pytest_medhelm.metrics.rouge import ROUGE_L
