@@ -33,7 +33,7 @@ _COMPARE_UNIT = ("not toy_regression and not autosave and not missing_baseline a
 MODULES: dict[str, list[str]] = {
     "budget": ["tests/test_budget.py", "-k", "not a_run_stops and not refused_before_anything"],
     "compare/stats": ["tests/compare/test_stats.py", "tests/compare/test_compare.py", "-k", _COMPARE_UNIT],
-    "metrics/icd10": ["tests/catalogue/test_catalogue_gated.py", "-k", "icd10"],
+    "metrics/icd10": ["tests/metrics/test_icd10.py"],
     "metrics/exact_match": ["tests/catalogue/test_catalogue_core.py", "tests/metrics/test_exact_match.py",
                             "-k", "exact_match"],
     "metrics/medcalc": ["tests/catalogue/test_catalogue_core.py", "tests/metrics/test_medcalc.py",

@@ -1,17 +1,15 @@
-"""EHRSQL, MedHallu, RaceBias, MedQA and MedMCQA: loaders, prompts, metrics, Google Drive downloads, bad files.
+"""EHRSQL, MedHallu, RaceBias, MedQA and MedMCQA: loaders, prompts, metrics, bad files. (Google Drive downloads:
+tests/data/test_gdrive.py.)
 
 Real data is read from ``../shared/data`` beside the repository when it exists (skipped otherwise); everything
 else runs on small synthetic files written to ``tmp_path`` (EHRSQL's database is built from a schema file in
-EHRSQL's layout, with made-up rows). No test touches the network: the Google Drive tests use a loopback server.
+EHRSQL's layout, with made-up rows). No test touches the network.
 """
 
 from __future__ import annotations
 
-import http.server
 import json
 import sqlite3
-import threading
-import urllib.parse
 import zipfile
 from pathlib import Path
 
@@ -32,7 +30,6 @@ from catalogue_helpers import (
     loaded,
     make_database,
     medqa_zip,
-    sql_instance,
     write,
     write_ehrsql,
 )
@@ -44,7 +41,6 @@ from pytest_medhelm.data.sources import resolve_files
 from pytest_medhelm.metrics.ehrsql import (
     EhrSqlExecutionAccuracy,
     QueryError,
-    extract_sql,
     normalize_gold_sql,
     run_query,
 )
@@ -189,12 +185,7 @@ def test_real_medhallu_arrow_equals_jsonl() -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# (b) EHRSQL on a synthetic database
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return make_database(tmp_path / "db" / "eicu.sqlite")
+# (b) EHRSQL on a synthetic database (its metric by hand: tests/metrics/test_ehrsql.py)
 
 
 def test_ehrsql_loader_and_prompt(tmp_path: Path) -> None:
@@ -223,37 +214,6 @@ def test_ehrsql_loader_and_prompt(tmp_path: Path) -> None:
     assert metric.score("SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg';", first).value == 1.0
     assert metric.score("", unanswerable).value == 1.0
     assert metric.score("SELECT COUNT(*) FROM patient", last).value == 1.0
-
-
-BOTH = ("default", "helm")
-
-
-@pytest.mark.parametrize("compat", BOTH)
-@pytest.mark.parametrize(
-    ("answer", "accuracy", "validity"),
-    [
-        ("SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg';", 1.0, 1.0),
-        # a set comparison: order and duplicates do not matter
-        ("SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg' ORDER BY medicationid DESC", 1.0, 1.0),
-        ("<sql>SELECT routeadmin FROM medication WHERE drugname = 'aspirin 81 mg'</sql>", 1.0, 1.0),
-        ("Here it is: < SQL >SELECT routeadmin FROM medication WHERE medicationid = 1</sql> done", 1.0, 1.0),
-        ("```sql\nSELECT routeadmin FROM medication WHERE medicationid = 3;\n```", 1.0, 1.0),
-        ("SELECT drugname FROM medication WHERE medicationid = 1", 0.0, 1.0),
-        ("SELECT routeadmin FROM medication", 0.0, 1.0),  # {po, iv} is not {po}
-        ("SELECT route FROM medication", 0.0, 0.0),  # no such column
-        ("SELECT routeadmin FROM medication; SELECT 1;", 0.0, 0.0),  # one statement at a time
-        ("", 0.0, 0.0),
-        ("<sql></sql>", 0.0, 0.0),  # no query generated, yet not an empty answer
-    ],
-)
-def test_ehrsql_answerable(db: Path, answer: str, accuracy: float, validity: float, compat: str) -> None:
-    instance = sql_instance(db, ROUTE_QUERY, {"drug_name": "aspirin 81 mg"})
-    score = EhrSqlExecutionAccuracy().score(answer, instance, compat=compat)
-    assert (score.value, score.extra["ehr_sql_query_validity"]) == (accuracy, validity), score.detail
-    answered = float(bool(answer.strip()))
-    assert score.extra["ehr_sql_total_predicted_answerable"] == answered
-    assert score.extra["ehr_sql_total_ground_truth_answerable"] == 1.0
-    assert score.extra["ehr_sql_precision_answerable"] == score.extra["ehr_sql_recall_answerable"] == answered
 
 
 def test_real_ehrsql_a_constant_answer_scores_what_it_deserves() -> None:
@@ -298,135 +258,6 @@ def test_real_ehrsql_helm_answerability_follows_is_impossible(tmp_path: Path) ->
         assert sum(e["ehr_sql_total_ground_truth_answerable"] for e in extras) == 1959, compat
         assert sum(e["ehr_sql_recall_answerable"] for e in extras) == 1959, compat
         assert sum(e["ehr_sql_precision_answerable"] for e in extras) == 1959, compat
-
-
-def test_ehrsql_unanswerable(db: Path) -> None:
-    instance = sql_instance(db, "null", impossible=True)
-    metric = EhrSqlExecutionAccuracy()
-    for compat in BOTH:
-        assert metric.score("", instance, compat).value == 1.0
-        assert metric.score("  \n", instance, compat).value == 1.0
-        assert metric.score("SELECT 1 WHERE 0", instance, compat).value == 0.0  # an empty result is not abstaining
-    # answerability: from the data's is_impossible flag in both modes (HELM 0.5.16 reads it from extra_data:
-    # answerable = not is_impossible and bool(gold query))
-    for compat in BOTH:
-        empty = metric.score("", instance, compat).extra
-        assert (empty["ehr_sql_total_ground_truth_answerable"], empty["ehr_sql_recall_answerable"]) == (0.0, 0.0)
-        query = metric.score("SELECT 1", instance, compat).extra
-        assert (query["ehr_sql_total_predicted_answerable"], query["ehr_sql_precision_answerable"]) == (1.0, 0.0)
-        assert query["ehr_sql_total_ground_truth_answerable"] == 0.0 and query["ehr_sql_recall_answerable"] == 0.0
-    # a question not flagged impossible counts as answerable in HELM's mode whatever its gold query's text
-    flagged_possible = sql_instance(db, "null", impossible=False)
-    helm = metric.score("SELECT 1", flagged_possible, "helm").extra
-    assert (helm["ehr_sql_total_ground_truth_answerable"], helm["ehr_sql_precision_answerable"]) == (1.0, 1.0)
-    assert metric.score("SELECT 1", flagged_possible).extra["ehr_sql_total_ground_truth_answerable"] == 0.0
-    assert not any(metric.score(a, instance, c).not_scored for a in ("", "SELECT 1") for c in BOTH)
-    detail = metric.score("SELECT 1", instance).detail
-    assert detail.startswith("unanswerable question: expected an empty answer")
-
-
-def test_ehrsql_empty_gold_result_default_and_helm(db: Path) -> None:
-    # an answerable question whose gold query finds nothing on this database
-    gold = "select medication.routeadmin from medication where medication.drugname = 'warfarin 5 mg'"
-    metric = EhrSqlExecutionAccuracy()
-    with_value = sql_instance(db, gold, {"drug_name": "warfarin 5 mg"})
-    right = "SELECT routeadmin FROM medication WHERE drugname = 'warfarin 5 mg'"
-    # default: an empty gold result tells no answer from another: not scored, whatever the answer
-    for answer in (right, "", "SELECT 1 WHERE 0", "SELECT 1"):
-        score = metric.score(answer, with_value)
-        assert score.not_scored and score.not_scored.startswith("the gold query returns no rows on this database")
-        assert score.value == 0.0 and score.detail.startswith("not scored: the gold query returns no rows")
-    assert metric.score("SELECT 1", with_value).extra["ehr_sql_query_validity"] == 1.0  # still recorded
-    # the same question on a database where its gold query returns rows is scored again (per item)
-    with sqlite3.connect(db) as connection:
-        connection.execute("INSERT INTO medication (medicationid, patientunitstayid, drugname, routeadmin) "
-                           "VALUES (99, 10, 'warfarin 5 mg', 'po')")
-    assert metric.score(right, with_value).not_scored is None and metric.score(right, with_value).value == 1.0
-    assert metric.score("SELECT 1 WHERE 0", with_value).value == 0.0
-    assert metric.score("", with_value).value == 0.0  # abstaining on an answerable question is wrong
-    with sqlite3.connect(db) as connection:
-        connection.execute("DELETE FROM medication WHERE medicationid = 99")
-    # HELM: the template value ["warfarin 5 mg"] stands in for the gold result: nothing can match it
-    assert metric.score(right, with_value, "helm").value == 0.0
-    assert metric.score("", with_value, "helm").value == 0.0
-    assert metric.score("SELECT 'warfarin 5 mg'", with_value, "helm").value == 0.0  # rows are tuples, not strings
-    assert not any(metric.score(a, with_value, "helm").not_scored for a in (right, "", "SELECT 1"))
-    # HELM without template values: only an empty answer scores
-    no_value = sql_instance(db, gold, {})
-    assert metric.score("", no_value, "helm").value == 1.0
-    assert metric.score(right, no_value, "helm").value == 0.0
-    assert "HELM's rule" in metric.score("", no_value, "helm").detail
-
-
-def test_ehrsql_gold_repairs(db: Path) -> None:
-    metric = EhrSqlExecutionAccuracy()
-    # %y: SQLite gives no four-digit year, so HELM's gold finds nothing; repaired to %Y by default
-    year = sql_instance(db, "select count(*) from medication where strftime('%y',medication.drugstarttime) = '2104'",
-                        {"year": "2104"})
-    assert metric.score("SELECT COUNT(*) FROM medication WHERE drugstarttime LIKE '2104%'", year).value == 1.0
-    # vital-sign placeholders: HELM's gold fails ("no such column"), repaired with EHRSQL's normal ranges
-    vitals = sql_instance(db, "select count(*)>0 from vitalperiodic where vitalperiodic.patientunitstayid = 10 and "
-                              "vitalperiodic.heartrate between heart_rate_lower and heart_rate_upper", {})
-    assert normalize_gold_sql(vitals.references[0]).endswith("heartrate between 60.0 and 100.0")
-    good = "SELECT COUNT(*) > 0 FROM vitalperiodic WHERE patientunitstayid = 10 AND heartrate BETWEEN 60 AND 100"
-    assert metric.score(good, vitals).value == 1.0
-    assert metric.score(good, vitals, "helm").value == 0.0
-    assert metric.score("", vitals, "helm").value == 1.0  # HELM: gold error and no values: abstaining "wins"
-
-
-def test_ehrsql_gold_failure_is_not_scored_with_the_reason(db: Path) -> None:
-    instance = sql_instance(db, "select nothing from nowhere")
-    score = EhrSqlExecutionAccuracy().score("SELECT 1", instance)
-    assert score.not_scored == 'the gold query fails on this database (near "nothing": syntax error)'
-    assert score.value == 0.0 and "the gold query fails" in score.detail
-    assert not EhrSqlExecutionAccuracy().score("SELECT 1", instance, "helm").not_scored
-
-
-def test_ehrsql_database_is_read_only(db: Path) -> None:
-    metric = EhrSqlExecutionAccuracy()
-    instance = sql_instance(db, "select count(*) from patient")
-    for statement in ("DELETE FROM patient", "DROP TABLE patient", "INSERT INTO patient VALUES ('x', 3, '1', 'y')",
-                      f"ATTACH DATABASE '{db.parent / 'other.sqlite'}' AS other"):
-        score = metric.score(statement, instance)
-        assert (score.value, score.extra["ehr_sql_query_validity"]) == (0.0, 0.0), statement
-        assert score.detail.startswith("query error:")
-    assert run_query(db, "SELECT COUNT(*) FROM patient") == [(2,)]
-    assert not (db.parent / "other.sqlite").exists()
-
-
-def test_ehrsql_time_limit(db: Path) -> None:
-    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
-    metric = EhrSqlExecutionAccuracy(time_limit=0.2)
-    score = metric.score(endless, sql_instance(db, "select count(*) from patient"))
-    assert score.value == 0.0 and "time limit of 0.2 s exceeded" in score.detail
-
-
-def test_ehrsql_row_cap(db: Path) -> None:
-    metric = EhrSqlExecutionAccuracy(max_rows=3)
-    score = metric.score("SELECT * FROM medication, patient", sql_instance(db, "select count(*) from patient"))
-    assert score.value == 0.0 and "more than 3 rows" in score.detail
-
-
-def test_ehrsql_metric_needs_the_database() -> None:
-    with pytest.raises(ValueError, match="db_path"):
-        EhrSqlExecutionAccuracy().score("SELECT 1", Instance(id="e", input="?", references=("select 1",)))
-
-
-@pytest.mark.parametrize(
-    ("answer", "sql"),
-    [
-        ("SELECT 1;", "SELECT 1;"),
-        ("  <sql> SELECT 1 </sql>  ", "SELECT 1"),
-        ("<SQL>SELECT 1<SQL>", "SELECT 1"),  # HELM accepts an unslashed closing tag
-        ("```sql\nSELECT 1\n```", "SELECT 1"),
-        ("`SELECT 1`", "SELECT 1"),
-        ("```\nSELECT 1\n```", "SELECT 1"),
-        ("Sure.\nsql\nSELECT 1", "Sure.\nSELECT 1"),  # a "sql" line is dropped wherever it is
-        ("", ""),
-    ],
-)
-def test_extract_sql(answer: str, sql: str) -> None:
-    assert extract_sql(answer) == sql
 
 
 def test_ehrsql_bad_files(tmp_path: Path) -> None:
@@ -839,126 +670,3 @@ def test_medmcqa_bad_files(tmp_path: Path) -> None:
     path.unlink()
     with pytest.raises(DataMissing, match="'data.zip' not found.*id=15VkJdq5eyWIkfb_aoD3oS8i4tScbHYky"):
         resolve_files(BENCHMARKS["medmcqa"], tmp_path, download=False)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# (f) Google Drive: the confirmation page, parsed offline and followed against a loopback server
-
-WARNING_PAGE = """<!DOCTYPE html><html><head><title>Google Drive - Virus scan warning</title>
-<meta http-equiv="content-type" content="text/html; charset=utf-8"/></head><body>
-<div class="uc-main"><div id="uc-text"><p class="uc-warning-caption">Google Drive can't scan this file for viruses.</p>
-<p class="uc-warning-subcaption"><span class="uc-name-size"><a href="/open?id=FILEID">data_clean.zip</a> (127M)</span>
-is too large for Google to scan for viruses. Would you still like to download this file?</p>
-<form id="download-form" action="{action}" method="get">
-<input type="submit" id="uc-download-link" class="goog-inline-block jfk-button" value="Download anyway"/>
-<input type="hidden" name="id" value="FILEID"><input type="hidden" name="export" value="download">
-<input type="hidden" name="confirm" value="t"><input type="hidden" name="uuid" value="0a1b2c3d-uuid">
-</form></div></div></body></html>"""
-
-OLD_WARNING_PAGE = """<html><body><div class="uc-main">Google Drive can't scan this file for viruses.
-<a id="uc-download-link" class="goog-inline-block jfk-button jfk-button-action"
-   href="/uc?export=download&amp;confirm=Ab3_x-9&amp;id=FILEID">Download anyway</a></div></body></html>"""
-
-QUOTA_PAGE = """<html><head><title>Google Drive - Quota exceeded</title></head><body><div class="uc-main">
-<p class="uc-error-caption">Sorry, you can't view or download this file at this time.</p>
-<p class="uc-error-subcaption">Too many users have viewed or downloaded this file recently. Please try accessing
-the file again later.</p></div></body></html>"""
-
-
-def test_drive_url_helpers() -> None:
-    url = "https://drive.google.com/uc?export=download&id=1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw"
-    assert gdrive.is_drive_url(url) and not gdrive.is_drive_url("https://raw.githubusercontent.com/x")
-    assert gdrive.file_id(url) == "1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw"
-    assert gdrive.file_id("https://drive.google.com/file/d/15VkJd_q-5/view?usp=sharing") == "15VkJd_q-5"
-    assert gdrive.download_url("abc") == "https://drive.google.com/uc?export=download&id=abc"
-    assert gdrive.with_confirm(url + "&confirm=old", "new").endswith("id=1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw&confirm=new")
-
-
-def test_confirm_url_of_the_current_warning_page() -> None:
-    page = WARNING_PAGE.format(action="https://drive.usercontent.google.com/download")
-    assert gdrive.confirm_url(page, "https://drive.google.com/uc?export=download&id=FILEID") == (
-        "https://drive.usercontent.google.com/download?id=FILEID&export=download&confirm=t&uuid=0a1b2c3d-uuid"
-    )
-
-
-def test_confirm_url_of_the_older_warning_page() -> None:
-    assert gdrive.confirm_url(OLD_WARNING_PAGE, "https://drive.google.com/uc?export=download&id=FILEID") == (
-        "https://drive.google.com/uc?export=download&confirm=Ab3_x-9&id=FILEID"
-    )
-
-
-def test_quota_page_leads_nowhere() -> None:
-    assert gdrive.confirm_url(QUOTA_PAGE, "https://drive.google.com/uc?id=FILEID") is None
-    assert "quota" in gdrive.describe_page(QUOTA_PAGE) and "Too many users" in gdrive.describe_page(QUOTA_PAGE)
-    assert "HTML page" in gdrive.describe_page("<html><body>Sign in</body></html>")
-
-
-class _FakeDrive(http.server.BaseHTTPRequestHandler):
-    """/uc?id=form-*: the current warning page; /uc?id=cookie-*: a cookie token; /uc?id=quota: the quota page."""
-
-    payload = b"PK\x05\x06" + b"\x00" * 18  # an empty zip archive
-
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def _send(self, body: bytes, content_type: str, headers: dict | None = None) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:
-        url = urllib.parse.urlsplit(self.path)
-        query = dict(urllib.parse.parse_qsl(url.query))
-        file_id = query.get("id", "")
-        if url.path == "/download" and query.get("confirm") == "t" and query.get("uuid"):
-            return self._send(self.payload, "application/zip")
-        if file_id == "quota":
-            return self._send(QUOTA_PAGE.encode(), "text/html; charset=utf-8")
-        if file_id.startswith("cookie"):
-            if query.get("confirm") == "TOKEN1" and "download_warning_1=TOKEN1" in (self.headers.get("Cookie") or ""):
-                return self._send(self.payload, "application/octet-stream")
-            return self._send(b"<html><body>Virus scan warning</body></html>", "text/html",
-                              {"Set-Cookie": "download_warning_1=TOKEN1; Path=/"})
-        if file_id.startswith("small"):
-            return self._send(self.payload, "application/zip")
-        return self._send(WARNING_PAGE.format(action="/download").encode(), "text/html; charset=utf-8")
-
-
-@pytest.fixture
-def fake_drive():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeDrive)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.mark.parametrize("file_id", ["form-1", "cookie-1", "small-1"])
-def test_urlopen_gets_past_the_confirmation(fake_drive: str, file_id: str, tmp_path: Path) -> None:
-    url = f"{fake_drive}/uc?export=download&id={file_id}"
-    with gdrive.urlopen(url, timeout=10) as response:
-        assert response.read() == _FakeDrive.payload
-    target = gdrive.download(url, tmp_path / "out" / "data.zip", timeout=10)
-    assert target.read_bytes() == _FakeDrive.payload and zipfile.is_zipfile(target)
-
-
-def test_urlopen_quota_is_an_error_and_leaves_no_file(fake_drive: str, tmp_path: Path) -> None:
-    with pytest.raises(gdrive.GoogleDriveError, match="quota"):
-        gdrive.download(f"{fake_drive}/uc?export=download&id=quota", tmp_path / "data.zip", timeout=10)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_data_download_routes_drive_urls_through_gdrive(fake_drive: str, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_medhelm.data import sources
-
-    monkeypatch.setattr(gdrive, "DRIVE_HOSTS", gdrive.DRIVE_HOSTS | {"127.0.0.1"})
-    target = tmp_path / "medmcqa" / "data.zip"
-    sources._download(f"{fake_drive}/uc?export=download&id=form-2", target, "")
-    assert target.read_bytes() == _FakeDrive.payload
-

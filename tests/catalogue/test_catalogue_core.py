@@ -1,4 +1,5 @@
-"""The five closed-ended public benchmarks: loaders, prompts, metrics, and errors on malformed files.
+"""The five closed-ended public benchmarks: loaders, prompts, metrics, and errors on malformed files. (Their
+metrics by hand: tests/metrics/test_exact_match.py, test_medcalc.py, test_medec.py.)
 
 Real data is read from ``../shared/data`` beside the repository when it exists (skipped otherwise); everything
 else runs on small synthetic files written to ``tmp_path``.
@@ -23,16 +24,8 @@ from catalogue_helpers import (
 
 from pytest_medhelm.catalogue.taxonomy import CATEGORY_BY_SLUG
 from pytest_medhelm.data.errors import DataError, DataMissing
-from pytest_medhelm.data.readers import data_file, read_csv_rows, read_json, read_jsonl, require
+from pytest_medhelm.data.readers import data_file
 from pytest_medhelm.data.sources import resolve_files
-from pytest_medhelm.metrics.exact_match import (
-    GenerationExactMatch,
-    MultipleChoiceExactMatch,
-    quasi_exact_match,
-)
-from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
-from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
-from pytest_medhelm.values import Instance
 
 REAL_COUNTS = {"pubmedqa": 1000, "medcalc_bench": 1047, "headqa": 2675, "medbullets": 308, "medec": 597}
 
@@ -280,166 +273,6 @@ def test_medec_synthetic(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# (c) Metrics by hand
-
-
-def mc(choices: tuple[str, ...], correct: int) -> Instance:
-    return Instance(id="q", input="?", choices=choices, correct=correct, references=(choices[correct],))
-
-
-@pytest.mark.parametrize("compat", ["default", "helm"])
-@pytest.mark.parametrize(
-    ("answer", "expected"),
-    [
-        ("B", 1.0),
-        (" B\n", 1.0),  # the completion is stripped
-        ("B.", 0.0),  # anything but the bare letter maps to no option
-        ("b", 0.0),
-        ("**B**", 0.0),
-        ("B) no", 0.0),
-        ("A", 0.0),
-        ("D", 0.0),  # not an option of a three-option question
-        ("", 0.0),
-    ],
-)
-def test_multiple_choice_exact_match(answer: str, expected: float, compat: str) -> None:
-    score = MultipleChoiceExactMatch().score(answer, mc(("yes", "no", "maybe"), 1), compat=compat)
-    assert score.value == expected
-    assert score.extra["quasi_exact_match"] == expected
-
-
-def test_multiple_choice_compares_option_texts() -> None:
-    # HELM maps the letter to its text: with two identical options, either letter is right
-    instance = mc(("Aspirin", "Heparin", "Aspirin"), 0)
-    metric = MultipleChoiceExactMatch()
-    assert metric.score("C", instance).value == 1.0
-    assert metric.score("A", instance).value == 1.0
-    assert metric.score("B", instance).value == 0.0
-
-
-def test_multiple_choice_detail() -> None:
-    score = MultipleChoiceExactMatch().score("B.", mc(("yes", "no"), 0))
-    assert score.detail == "expected 'A' (yes), got 'B.'"
-    assert (MultipleChoiceExactMatch.name, MultipleChoiceExactMatch.binary) == ("exact_match", True)
-
-
-@pytest.mark.parametrize(
-    ("gold", "pred", "expected"),
-    [
-        ("The answer!", "answer", 1.0),
-        ("an Apple", "apple.", 1.0),
-        ("Heart  failure", "heart failure", 1.0),
-        ("theory", "ory", 0.0),  # only whole-word articles go
-        ("a b", "ab", 0.0),
-        ("yes", "", 0.0),
-        ("yes", None, 0.0),
-    ],
-)
-def test_quasi_exact_match(gold: str, pred: str | None, expected: float) -> None:
-    assert quasi_exact_match(gold, pred) == expected
-
-
-def test_generation_exact_match() -> None:
-    instance = Instance(id="g", input="?", references=("0", "zero"))
-    metric = GenerationExactMatch()
-    assert metric.score(" 0 \n", instance).value == 1.0
-    assert metric.score("zero", instance).value == 1.0
-    dotted = metric.score("Zero.", instance)
-    assert dotted.value == 0.0 and dotted.extra["quasi_exact_match"] == 1.0
-    assert metric.score("", instance).value == 0.0
-
-
-def calc(category: str, gold: str, lower: str, upper: str) -> Instance:
-    return Instance(
-        id="c", input="?", references=(gold,),
-        extra={"category": category, "lower_limit": lower, "upper_limit": upper},
-    )
-
-
-@pytest.mark.parametrize("compat", ["default", "helm"])
-@pytest.mark.parametrize(
-    ("instance", "answer", "expected"),
-    [
-        (calc("risk", "4", "4", "4"), "4", 1.0),
-        (calc("risk", "4", "4", "4"), " 4\n", 1.0),
-        (calc("severity", "4", "4", "4"), "4.0", 0.0),  # strict string equality, no numeric normalisation
-        (calc("diagnosis", "3", "3", "3"), "three", 0.0),
-        (calc("physical", "100", "95", "105"), "95", 1.0),  # inclusive
-        (calc("physical", "100", "95", "105"), "105", 1.0),
-        (calc("physical", "100", "95", "105"), "105.01", 0.0),
-        (calc("physical", "100", "95", "105"), "100 mmHg", 0.0),  # no unit stripping
-        (calc("physical", "100", "95", "105"), "", 0.0),
-        (calc("dosage conversion", "53.093", "50.4", "55.7"), "53", 1.0),
-        (calc("date", "09/23/2014", "09/23/2014", "09/23/2014"), "09/23/2014", 1.0),
-        (calc("date", "09/23/2014", "09/23/2014", "09/23/2014"), "9/23/2014", 1.0),
-        (calc("date", "09/23/2014", "09/23/2014", "09/23/2014"), "09/24/2014", 0.0),
-        (calc("date", "09/23/2014", "09/23/2014", "09/23/2014"), "2014-09-23", 0.0),
-        (calc("date", "('4 weeks', '2 days')", "('4 weeks', '1 days')", "('4 weeks', '3 days')"),
-         "('4 weeks', '3 days')", 1.0),
-        (calc("date", "('4 weeks', '2 days')", "('4 weeks', '1 days')", "('4 weeks', '3 days')"),
-         "('4 weeks', '4 days')", 0.0),
-        (calc("date", "('4 weeks', '2 days')", "('4 weeks', '2 days')", "('4 weeks', '2 days')"),
-         "4 weeks, 2 days", 0.0),
-        (calc("unknown", "1", "1", "1"), "1", 0.0),
-    ],
-)
-def test_medcalc_accuracy_same_in_both_modes(instance: Instance, answer: str, expected: float, compat: str) -> None:
-    assert MedCalcAccuracy().score(answer, instance, compat=compat).value == expected
-
-
-@pytest.mark.parametrize("category", ["lab", "dosage"])
-def test_medcalc_lab_and_dosage_are_range_checked_by_default_and_zero_in_helm(category: str) -> None:
-    instance = calc(category, "5", "4.66", "5.15")
-    metric = MedCalcAccuracy()
-    assert metric.score("5", instance).value == 1.0
-    assert metric.score("5.2", instance).value == 0.0
-    helm = metric.score("5", instance, compat="helm")
-    assert helm.value == 0.0
-    assert category in helm.detail and "HELM" in helm.detail
-
-
-def test_medcalc_parse_failure_detail() -> None:
-    score = MedCalcAccuracy().score("about 12 mg", calc("physical", "12", "11", "13"))
-    assert score.value == 0.0 and "not a number" in score.detail
-
-
-def medec_instance(reference: str, sentence_id: int | None) -> Instance:
-    return Instance(id="m", input="0 x", references=(reference,), extra={"error_sentence_id": sentence_id})
-
-
-@pytest.mark.parametrize(
-    ("reference", "sentence_id", "answer", "helm", "default"),
-    [
-        # (flag accuracy, sentence accuracy) under compat helm, then by default
-        ("CORRECT", None, "CORRECT", (1, 1), (1, 1)),
-        ("CORRECT", None, " CORRECT \n", (1, 1), (1, 1)),
-        ("CORRECT", None, "CORRECT.", (0, 0), (1, 1)),  # HELM keeps the period: an error flag
-        ("CORRECT", None, "correct", (0, 0), (1, 1)),
-        ("CORRECT", None, "**CORRECT**", (0, 0), (1, 1)),
-        ("CORRECT", None, "CORRECT. The note is fine.", (0, 0), (0, 0)),
-        ("CORRECT", None, "3 Given heparin.", (0, 0), (0, 0)),
-        ("3 Given heparin.", 3, "3 Given heparin.", (1, 0), (1, 1)),  # HELM's gold id is -1: never matches
-        ("3 Given heparin.", 3, "3", (1, 0), (1, 1)),
-        ("3 Given heparin.", 3, "4 Given heparin.", (1, 0), (1, 0)),
-        ("3 Given heparin.", 3, "Sentence 3 is wrong", (1, 0), (1, 0)),  # no leading id: id -2
-        ("3 Given heparin.", 3, "CORRECT", (0, 0), (0, 0)),
-        ("12.", 12, "12 fixed", (1, 1), (1, 1)),  # HELM's int() works once the periods are gone
-    ],
-)
-def test_medec_metric(reference: str, sentence_id, answer: str, helm: tuple, default: tuple) -> None:
-    metric = MedecErrorFlagAccuracy()
-    instance = medec_instance(reference, sentence_id)
-    for compat, expected in (("helm", helm), ("default", default)):
-        score = metric.score(answer, instance, compat=compat)
-        assert (score.value, score.extra["medec_error_sentence_accuracy"]) == expected, compat
-
-
-def test_medec_detail() -> None:
-    score = MedecErrorFlagAccuracy().score("CORRECT", medec_instance("3 Given heparin.", 3))
-    assert score.detail == "expected error in sentence 3, got 'CORRECT' (read as CORRECT)"
-
-
-# --------------------------------------------------------------------------------------------------------------
 # (d) Malformed files: a DataError naming the file, the place and what was expected
 
 
@@ -553,29 +386,3 @@ def test_loader_without_its_file_is_data_missing() -> None:
         data_file({}, "x.csv")
 
 
-def test_read_jsonl(tmp_path: Path) -> None:
-    path = tmp_path / "a.jsonl"
-    path.write_text('{"a": 1}\n\n{"a": 2}\n', encoding="utf-8")
-    rows = read_jsonl(path)
-    assert [(r.number, r["a"]) for r in rows] == [(1, 1), (3, 2)]
-    assert require(rows[1], "a", path, rows[1].where) == 2
-    with pytest.raises(DataError, match=r"line 3.*missing key 'b'"):
-        require(rows[1], "b", path, rows[1].where)
-    path.write_text('{"a": 1}\n{"a": \n', encoding="utf-8")
-    with pytest.raises(DataError, match=r"line 2, column \d+"):
-        read_jsonl(path)
-    path.write_text('{"a": 1}\n[1, 2]\n', encoding="utf-8")
-    with pytest.raises(DataError, match="line 2.*expected a JSON object"):
-        read_jsonl(path)
-
-
-def test_read_json_and_csv_helpers(tmp_path: Path) -> None:
-    path = tmp_path / "a.json"
-    path.write_text('\ufeff{"k": [1, 2]}', encoding="utf-8")  # a byte-order mark is tolerated
-    assert read_json(path) == {"k": [1, 2]}
-    csv_path = tmp_path / "a.csv"
-    csv_path.write_text("x,y\n1,2\n\n3,4\n", encoding="utf-8")
-    rows = read_csv_rows(csv_path, ["x"])
-    assert [(r.number, r.line, r["y"]) for r in rows] == [(1, 2, "2"), (2, 4, "4")]
-    with pytest.raises(DataError, match="expected an object"):
-        require([1, 2], "k", path, "top level")

@@ -1,180 +1,26 @@
-"""Saved runs, comparisons with a baseline, compare-fail gates, shards and the ``pytest-medhelm`` console script.
-
-The statistics are checked against hand computations, against scipy (McNemar = the exact binomial test on the
-discordant pairs) and against a plain-Python bootstrap written independently here.
-"""
+"""Comparisons with a baseline (compare/compare.py): rows, gates and win rates, compare-fail gates through a run,
+shards and the ``pytest-medhelm`` console script. (The statistics: tests/compare/test_stats.py.)"""
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
-import random
 import statistics
 from pathlib import Path
 
 import pytest
 from pytester_runs import UNCACHED, run, toy_args
+from run_results import results
 from toy_benchmark import toy_answers, write_toy_data
 
 from pytest_medhelm.compare import stats
 from pytest_medhelm.compare.compare import build_comparison, model_pairs
-from pytest_medhelm.compare.storage import StorageError, list_runs, load, sanitize, save
+from pytest_medhelm.compare.storage import list_runs, save
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-# ============================================================================================== statistics
-@pytest.mark.parametrize("b, c, expected", [
-    (2, 8, 112 / 1024),  # 2 · (C(10,0) + C(10,1) + C(10,2)) / 2^10
-    (0, 0, 1.0),  # no discordant pair: no evidence
-    (5, 5, 1.0),
-    (0, 6, 2 / 64),  # 2 · 1 / 2^6
-    (3, 1, 10 / 16),  # 2 · (1 + 4) / 2^4
-])
-def test_mcnemar_exact_by_hand(b, c, expected):
-    assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12)
-    assert stats.mcnemar_exact(c, b) == stats.mcnemar_exact(b, c)
-
-
-def test_mcnemar_exact_equals_scipys_binomial_test():
-    binomtest = pytest.importorskip("scipy.stats").binomtest
-    for b, c in itertools.chain(itertools.product(range(0, 25, 3), range(0, 25, 4)), [(110, 70), (400, 455)]):
-        expected = 1.0 if b + c == 0 else binomtest(min(b, c), b + c, 0.5).pvalue
-        assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9, abs=1e-300), (b, c)
-
-
-def test_holm_by_hand():
-    # sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → monotone: 0.06
-    assert stats.holm([0.01, 0.04, 0.03, None, 0.005]) == pytest.approx([0.03, 0.06, 0.06, None, 0.02])
-    assert stats.holm([0.5]) == [0.5] and stats.holm([0.6, 0.9]) == [1.0, 1.0] and stats.holm([]) == []
-
-
-def test_minimum_detectable_effect_by_hand():
-    assert stats.z_sum() == pytest.approx(1.959964 + 0.841621, abs=1e-6)
-    # d = [1, 0, 0, -1]: mean 0, sample variance 2/3, SE = sqrt(2/3 / 4)
-    result = stats.compare_benchmark({"": ([0, 1, 1, 1], [1, 1, 1, 0])}, key="x")
-    assert result.mde == pytest.approx(2.801585 * math.sqrt(2 / 3 / 4), rel=1e-5)
-    # two subsets: SE = sqrt(SE_1² + SE_2²) / 2
-    d1, d2 = [0.2, 0.4, 0.9], [0.0, -0.5, 0.1, 0.3]
-    se = math.sqrt(statistics.variance(d1) / 3 + statistics.variance(d2) / 4) / 2
-    result = stats.compare_benchmark({"a": ([0, 0, 0], d1), "b": ([0] * 4, d2)}, key="y")
-    assert result.mde == pytest.approx(stats.z_sum() * se)
-    assert result.test == "stratified_paired_bootstrap"
-    assert stats.compare_benchmark({"": ([1], [0])}, key="z").mde is None  # one instance: no spread
-
-
-def test_binary_benchmark_uses_exact_mcnemar():
-    binomtest = pytest.importorskip("scipy.stats").binomtest
-    base = [1] * 30 + [0] * 10 + [1] * 40 + [0] * 20  # 30 right→wrong, 10 wrong→right, 60 concordant
-    cur = [0] * 30 + [1] * 10 + [1] * 40 + [0] * 20
-    result = stats.compare_benchmark({"": (base, cur)}, key="pubmedqa")
-    assert result.test == "mcnemar_exact" and result.discordant == (30, 10) and result.n == 100
-    assert (result.baseline, result.current) == pytest.approx((0.70, 0.50))
-    assert result.delta == pytest.approx(-0.20)
-    assert result.p == pytest.approx(binomtest(10, 40, 0.5).pvalue)
-    assert result.ci_low < -0.20 < result.ci_high < 0
-
-
-def independent_bootstrap(diffs, resamples=10_000, seed=12345):
-    """A plain-Python paired bootstrap, written without looking at numpy: percentile CI and null-shifted p."""
-    rnd = random.Random(seed)
-    n, observed = len(diffs), sum(diffs) / len(diffs)
-    means = sorted(sum(rnd.choice(diffs) for _ in range(n)) / n for _ in range(resamples))
-    extreme = sum(1 for m in means if abs(m - observed) >= abs(observed))
-    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1], (1 + extreme) / (resamples + 1)
-
-
-@pytest.mark.parametrize("shift", [0.0, 0.04, 0.12])
-def test_paired_bootstrap_agrees_with_an_independent_implementation(shift):
-    rnd = random.Random(7)
-    base = [rnd.random() for _ in range(150)]
-    cur = [min(1.0, max(0.0, b + rnd.gauss(shift, 0.25))) for b in base]
-    result = stats.compare_benchmark({"": (base, cur)}, key="rouge")
-    diffs = [c - b for b, c in zip(base, cur)]
-    low, high, p = independent_bootstrap(diffs)
-    assert result.test == "paired_bootstrap"
-    assert result.delta == pytest.approx(sum(diffs) / len(diffs))
-    assert result.ci_low == pytest.approx(low, abs=0.006) and result.ci_high == pytest.approx(high, abs=0.006)
-    assert result.p == pytest.approx(p, abs=0.012)
-    # deterministic: the same numbers every time, whatever the record order
-    again = stats.compare_benchmark({"": (base, cur)}, key="rouge")
-    assert (again.p, again.ci_low, again.ci_high) == (result.p, result.ci_low, result.ci_high)
-
-
-def test_bootstrap_of_few_distinct_differences_agrees_with_an_independent_implementation():
-    """0/1 scores give differences in {-1, 0, 1}: resampled by counts (multinomial), the same distribution."""
-    rnd = random.Random(11)
-    base = [float(rnd.random() < 0.6) for _ in range(240)]
-    cur = [b if rnd.random() < 0.85 else 1.0 - b for b in base]
-    diffs = [c - b for b, c in zip(base, cur)]
-    observed = sum(diffs) / len(diffs)
-    boot = stats.bootstrap_means(diffs, key="binary")
-    low, high, p = independent_bootstrap(diffs)
-    assert stats.percentile_ci(boot) == pytest.approx((low, high), abs=0.006)
-    assert stats.bootstrap_p(boot, observed) == pytest.approx(p, abs=0.012)
-    assert boot.mean() == pytest.approx(observed, abs=0.002)
-    assert boot.std() == pytest.approx(statistics.pstdev(diffs) / math.sqrt(len(diffs)), rel=0.05)
-
-
-def test_bootstrap_against_the_exact_bootstrap_distribution():
-    """Three instances: the 27 equally likely resamples give the exact bootstrap distribution by hand."""
-    diffs = [0.0, 0.3, 0.9]
-    observed = 0.4
-    means = sorted(sum(pick) / 3 for pick in itertools.product(diffs, repeat=3))
-    exact_p = (sum(1 for m in means if abs(m - observed) >= abs(observed) - 1e-12)) / 27
-    boot = stats.bootstrap_means(diffs, key="tiny")
-    assert boot.mean() == pytest.approx(observed, abs=0.01)
-    assert stats.bootstrap_p(boot, observed) == pytest.approx(exact_p, abs=0.01)
-    # every bootstrap mean is one of the 10 possible values, with the right frequencies
-    for value in set(means):
-        share = sum(1 for m in boot if abs(m - value) < 1e-9) / boot.size
-        assert share == pytest.approx(means.count(value) / 27, abs=0.012)
-
-
-def test_category_is_the_mean_of_benchmark_deltas_with_a_stratified_bootstrap():
-    rnd = random.Random(3)
-    a_base = [rnd.random() for _ in range(80)]
-    a_cur = [min(1, max(0, x + rnd.gauss(-0.05, 0.2))) for x in a_base]
-    b_base = [float(rnd.random() < 0.6) for _ in range(120)]
-    b_cur = [x if rnd.random() < 0.8 else 1 - x for x in b_base]
-    ra = stats.compare_benchmark({"": (a_base, a_cur)}, key="a")
-    rb = stats.compare_benchmark({"": (b_base, b_cur)}, key="b")
-    cat = stats.combine([ra, rb])
-    assert cat.delta == pytest.approx((ra.delta + rb.delta) / 2)
-    assert cat.baseline == pytest.approx((ra.baseline + rb.baseline) / 2) and cat.n == 200 and cat.n_benchmarks == 2
-    assert cat.test == "stratified_paired_bootstrap"
-    assert cat.mde == pytest.approx(stats.z_sum() * math.sqrt(ra.se ** 2 + rb.se ** 2) / 2)
-    # independently: resample each benchmark within itself, average the two mean differences
-    da = [c - b for b, c in zip(a_base, a_cur)]
-    db = [c - b for b, c in zip(b_base, b_cur)]
-    rnd2 = random.Random(99)
-    means = sorted((sum(rnd2.choice(da) for _ in da) / len(da) + sum(rnd2.choice(db) for _ in db) / len(db)) / 2
-                   for _ in range(10_000))
-    assert cat.ci_low == pytest.approx(means[250], abs=0.006) and cat.ci_high == pytest.approx(means[9749], abs=0.006)
-    extreme = sum(1 for m in means if abs(m - cat.delta) >= abs(cat.delta))
-    assert cat.p == pytest.approx((1 + extreme) / 10_001, abs=0.012)
-    # a category of one benchmark is that benchmark's own test
-    only = stats.combine([rb])
-    assert (only.p, only.test, only.ci_low) == (rb.p, "mcnemar_exact", rb.ci_low)
-
-
 # ============================================================================================== comparisons of results
-def results(model, scores, category_of=None):
-    """A results dict built as a run builds it: ``scores[slug]`` = per-instance scores (ids i000, i001, ...)."""
-    from types import SimpleNamespace
-
-    from pytest_medhelm.report.results import build_results
-
-    category_of = category_of or {}
-    records = [{"benchmark": slug, "instance_id": f"i{i:03d}", "model": model, "score": s, "raw_score": s,
-                "prompt_sha256": f"{slug}{i}", "error": None if s is not None else "ModelError: down"}
-               for slug, values in scores.items() for i, s in enumerate(values)]
-    catalogue = {slug: SimpleNamespace(category=category_of.get(slug, "medical_research"), subcategory="",
-                                       metric=SimpleNamespace(name="exact_match")) for slug in scores}
-    return build_results(records, catalogue, models=[model])
-
-
 def test_model_pairs():
     assert model_pairs(["v1"], ["v2", "v3"]) == ([("v2", "v1"), ("v3", "v1")], [])
     assert model_pairs(["a", "b"], ["b", "c"]) == ([("b", "b")], ["c"])
@@ -241,50 +87,6 @@ def test_multi_model_baseline_pairs_by_name_and_warns():
     comparison, _ = build_comparison(base, cur)
     assert comparison["pairs"] == [] and comparison["unmatched_models"] == ["c"]
     assert any("no baseline model for c" in w for w in comparison["warnings"])
-
-
-# ============================================================================================== storage
-def test_storage_numbers_names_and_loads(tmp_path):
-    run = results("m", {"toy": [1, 0]})
-    assert save(run, "base", tmp_path).name == "0001_base.json"
-    assert save(run, "autosave", tmp_path).name == "0002_autosave.json"
-    assert save(run, "feature/x y", tmp_path).name == "0003_feature_x_y.json"
-    assert save(run, "base", tmp_path).name == "0004_base.json"
-    assert sanitize("../../etc") == "etc" and sanitize("///") == "run"
-    assert [(r.number, r.name) for r in list_runs(tmp_path)] == [(1, "base"), (2, "autosave"), (3, "feature_x_y"),
-                                                                  (4, "base")]
-    assert load("latest", tmp_path)["saved"]["number"] == 4
-    assert load("base", tmp_path)["saved"]["number"] == 4  # a name: its latest run
-    assert load("2", tmp_path)["saved"]["name"] == "autosave" and load("0001", tmp_path)["saved"]["number"] == 1
-    assert load("0003_feature_x_y.json", tmp_path)["saved"]["number"] == 3
-    saved = load(str(tmp_path / ".medhelm" / "runs" / "0002_autosave.json"), tmp_path)
-    assert saved["source"].endswith("0002_autosave.json")
-    info = saved["run"]
-    assert info["machine_info"]["cpu_count"] and info["machine_info"]["python"]
-    assert set(info["commit_info"]) == {"commit", "branch", "dirty"}
-    assert saved["instances"] == run["instances"]  # still a results file
-    assert oct((tmp_path / ".medhelm" / "runs").stat().st_mode & 0o777) == "0o700"
-
-
-def test_storage_errors_name_the_file(tmp_path):
-    with pytest.raises(StorageError, match="no saved run in .*runs.*--medhelm-save"):
-        load("latest", tmp_path)
-    save(results("m", {"toy": [1]}), "base", tmp_path)
-    with pytest.raises(StorageError, match=r"no saved run named 'nope'.*0001_base"):
-        load("nope", tmp_path)
-    with pytest.raises(StorageError, match="missing.json: no such file"):
-        load("missing.json", tmp_path)
-    bad = tmp_path / "bad.json"
-    bad.write_text("{not json")
-    with pytest.raises(StorageError, match="bad.json: not valid JSON"):
-        load(str(bad), tmp_path)
-    bad.write_text(json.dumps({"schema_version": 2, "run": {}, "benchmarks": [], "instances": []}))
-    with pytest.raises(StorageError, match=r"bad.json: not a pytest-medhelm results file of schema_version 1 "
-                                           r"\(schema_version 2\)"):
-        load(str(bad), tmp_path)
-    bad.write_text(json.dumps({"schema_version": 1, "run": {}, "benchmarks": [], "instances": [{"x": 1}]}))
-    with pytest.raises(StorageError, match=r"instances\[0\] lacks benchmark"):
-        load(str(bad), tmp_path)
 
 
 # ============================================================================================== the console script

@@ -1,5 +1,6 @@
-"""The compare-fail gate's margin tests, by hand and by simulation, and compare/stats on several subsets and on the
-combination of benchmarks into categories and overall.
+"""The statistics of comparisons (compare/stats.py): the compare-fail gate's margin tests, by hand and by simulation,
+several subsets, the combination of benchmarks into categories and overall, and McNemar, Holm, the MDE and the
+paired bootstrap against hand computations, scipy and an independent plain-Python bootstrap.
 
 The simulations draw paired runs whose *true* drop is known. At the margin (true drop = DROP) a valid gate fails
 in at most alpha = 0.05 of the runs; the tests allow the Monte Carlo error of the simulated rate (three standard
@@ -9,7 +10,9 @@ on n = 500 the gate must fail in most runs; the measured rates are printed (``py
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 import statistics
 
 import pytest
@@ -411,3 +414,138 @@ def test_compare_benchmark_passes_its_seed_alpha_and_power_on():
     # 0/1 baseline but a continuous current run: not McNemar
     mixed = stats.compare_benchmark({"": ([1.0, 0.0, 1.0], [0.5, 0.5, 1.0])}, key="m", resamples=50)
     assert mixed.test == "paired_bootstrap" and mixed.discordant is None
+
+
+# ================================================== McNemar, Holm, the MDE and the bootstrap, by hand and independently
+@pytest.mark.parametrize("b, c, expected", [
+    (2, 8, 112 / 1024),  # 2 · (C(10,0) + C(10,1) + C(10,2)) / 2^10
+    (0, 0, 1.0),  # no discordant pair: no evidence
+    (5, 5, 1.0),
+    (0, 6, 2 / 64),  # 2 · 1 / 2^6
+    (3, 1, 10 / 16),  # 2 · (1 + 4) / 2^4
+])
+def test_mcnemar_exact_by_hand(b, c, expected):
+    assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12)
+    assert stats.mcnemar_exact(c, b) == stats.mcnemar_exact(b, c)
+
+
+def test_mcnemar_exact_equals_scipys_binomial_test():
+    binomtest = pytest.importorskip("scipy.stats").binomtest
+    for b, c in itertools.chain(itertools.product(range(0, 25, 3), range(0, 25, 4)), [(110, 70), (400, 455)]):
+        expected = 1.0 if b + c == 0 else binomtest(min(b, c), b + c, 0.5).pvalue
+        assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9, abs=1e-300), (b, c)
+
+
+def test_holm_by_hand():
+    # sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → monotone: 0.06
+    assert stats.holm([0.01, 0.04, 0.03, None, 0.005]) == pytest.approx([0.03, 0.06, 0.06, None, 0.02])
+    assert stats.holm([0.5]) == [0.5] and stats.holm([0.6, 0.9]) == [1.0, 1.0] and stats.holm([]) == []
+
+
+def test_minimum_detectable_effect_by_hand():
+    assert stats.z_sum() == pytest.approx(1.959964 + 0.841621, abs=1e-6)
+    # d = [1, 0, 0, -1]: mean 0, sample variance 2/3, SE = sqrt(2/3 / 4)
+    result = stats.compare_benchmark({"": ([0, 1, 1, 1], [1, 1, 1, 0])}, key="x")
+    assert result.mde == pytest.approx(2.801585 * math.sqrt(2 / 3 / 4), rel=1e-5)
+    # two subsets: SE = sqrt(SE_1² + SE_2²) / 2
+    d1, d2 = [0.2, 0.4, 0.9], [0.0, -0.5, 0.1, 0.3]
+    se = math.sqrt(statistics.variance(d1) / 3 + statistics.variance(d2) / 4) / 2
+    result = stats.compare_benchmark({"a": ([0, 0, 0], d1), "b": ([0] * 4, d2)}, key="y")
+    assert result.mde == pytest.approx(stats.z_sum() * se)
+    assert result.test == "stratified_paired_bootstrap"
+    assert stats.compare_benchmark({"": ([1], [0])}, key="z").mde is None  # one instance: no spread
+
+
+def test_binary_benchmark_uses_exact_mcnemar():
+    binomtest = pytest.importorskip("scipy.stats").binomtest
+    base = [1] * 30 + [0] * 10 + [1] * 40 + [0] * 20  # 30 right→wrong, 10 wrong→right, 60 concordant
+    cur = [0] * 30 + [1] * 10 + [1] * 40 + [0] * 20
+    result = stats.compare_benchmark({"": (base, cur)}, key="pubmedqa")
+    assert result.test == "mcnemar_exact" and result.discordant == (30, 10) and result.n == 100
+    assert (result.baseline, result.current) == pytest.approx((0.70, 0.50))
+    assert result.delta == pytest.approx(-0.20)
+    assert result.p == pytest.approx(binomtest(10, 40, 0.5).pvalue)
+    assert result.ci_low < -0.20 < result.ci_high < 0
+
+
+def independent_bootstrap(diffs, resamples=10_000, seed=12345):
+    """A plain-Python paired bootstrap, written without looking at numpy: percentile CI and null-shifted p."""
+    rnd = random.Random(seed)
+    n, observed = len(diffs), sum(diffs) / len(diffs)
+    means = sorted(sum(rnd.choice(diffs) for _ in range(n)) / n for _ in range(resamples))
+    extreme = sum(1 for m in means if abs(m - observed) >= abs(observed))
+    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1], (1 + extreme) / (resamples + 1)
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.04, 0.12])
+def test_paired_bootstrap_agrees_with_an_independent_implementation(shift):
+    rnd = random.Random(7)
+    base = [rnd.random() for _ in range(150)]
+    cur = [min(1.0, max(0.0, b + rnd.gauss(shift, 0.25))) for b in base]
+    result = stats.compare_benchmark({"": (base, cur)}, key="rouge")
+    diffs = [c - b for b, c in zip(base, cur)]
+    low, high, p = independent_bootstrap(diffs)
+    assert result.test == "paired_bootstrap"
+    assert result.delta == pytest.approx(sum(diffs) / len(diffs))
+    assert result.ci_low == pytest.approx(low, abs=0.006) and result.ci_high == pytest.approx(high, abs=0.006)
+    assert result.p == pytest.approx(p, abs=0.012)
+    # deterministic: the same numbers every time, whatever the record order
+    again = stats.compare_benchmark({"": (base, cur)}, key="rouge")
+    assert (again.p, again.ci_low, again.ci_high) == (result.p, result.ci_low, result.ci_high)
+
+
+def test_bootstrap_of_few_distinct_differences_agrees_with_an_independent_implementation():
+    """0/1 scores give differences in {-1, 0, 1}: resampled by counts (multinomial), the same distribution."""
+    rnd = random.Random(11)
+    base = [float(rnd.random() < 0.6) for _ in range(240)]
+    cur = [b if rnd.random() < 0.85 else 1.0 - b for b in base]
+    diffs = [c - b for b, c in zip(base, cur)]
+    observed = sum(diffs) / len(diffs)
+    boot = stats.bootstrap_means(diffs, key="binary")
+    low, high, p = independent_bootstrap(diffs)
+    assert stats.percentile_ci(boot) == pytest.approx((low, high), abs=0.006)
+    assert stats.bootstrap_p(boot, observed) == pytest.approx(p, abs=0.012)
+    assert boot.mean() == pytest.approx(observed, abs=0.002)
+    assert boot.std() == pytest.approx(statistics.pstdev(diffs) / math.sqrt(len(diffs)), rel=0.05)
+
+
+def test_bootstrap_against_the_exact_bootstrap_distribution():
+    """Three instances: the 27 equally likely resamples give the exact bootstrap distribution by hand."""
+    diffs = [0.0, 0.3, 0.9]
+    observed = 0.4
+    means = sorted(sum(pick) / 3 for pick in itertools.product(diffs, repeat=3))
+    exact_p = (sum(1 for m in means if abs(m - observed) >= abs(observed) - 1e-12)) / 27
+    boot = stats.bootstrap_means(diffs, key="tiny")
+    assert boot.mean() == pytest.approx(observed, abs=0.01)
+    assert stats.bootstrap_p(boot, observed) == pytest.approx(exact_p, abs=0.01)
+    # every bootstrap mean is one of the 10 possible values, with the right frequencies
+    for value in set(means):
+        share = sum(1 for m in boot if abs(m - value) < 1e-9) / boot.size
+        assert share == pytest.approx(means.count(value) / 27, abs=0.012)
+
+
+def test_category_is_the_mean_of_benchmark_deltas_with_a_stratified_bootstrap():
+    rnd = random.Random(3)
+    a_base = [rnd.random() for _ in range(80)]
+    a_cur = [min(1, max(0, x + rnd.gauss(-0.05, 0.2))) for x in a_base]
+    b_base = [float(rnd.random() < 0.6) for _ in range(120)]
+    b_cur = [x if rnd.random() < 0.8 else 1 - x for x in b_base]
+    ra = stats.compare_benchmark({"": (a_base, a_cur)}, key="a")
+    rb = stats.compare_benchmark({"": (b_base, b_cur)}, key="b")
+    cat = stats.combine([ra, rb])
+    assert cat.delta == pytest.approx((ra.delta + rb.delta) / 2)
+    assert cat.baseline == pytest.approx((ra.baseline + rb.baseline) / 2) and cat.n == 200 and cat.n_benchmarks == 2
+    assert cat.test == "stratified_paired_bootstrap"
+    assert cat.mde == pytest.approx(stats.z_sum() * math.sqrt(ra.se ** 2 + rb.se ** 2) / 2)
+    # independently: resample each benchmark within itself, average the two mean differences
+    da = [c - b for b, c in zip(a_base, a_cur)]
+    db = [c - b for b, c in zip(b_base, b_cur)]
+    rnd2 = random.Random(99)
+    means = sorted((sum(rnd2.choice(da) for _ in da) / len(da) + sum(rnd2.choice(db) for _ in db) / len(db)) / 2
+                   for _ in range(10_000))
+    assert cat.ci_low == pytest.approx(means[250], abs=0.006) and cat.ci_high == pytest.approx(means[9749], abs=0.006)
+    extreme = sum(1 for m in means if abs(m - cat.delta) >= abs(cat.delta))
+    assert cat.p == pytest.approx((1 + extreme) / 10_001, abs=0.012)
+    # a category of one benchmark is that benchmark's own test
+    only = stats.combine([rb])
+    assert (only.p, only.test, only.ci_low) == (rb.p, "mcnemar_exact", rb.ci_low)

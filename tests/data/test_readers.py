@@ -1,13 +1,15 @@
-"""The data readers (data/readers.py) on untrusted files (issue 20, point 9): JSON nested too deeply is a
-DataError naming the file; a compressed file or archive member that inflates past its cap is refused as it is
-read."""
+"""The data readers (data/readers.py): JSON lines, JSON and CSV rows with their places; on untrusted files (issue 20,
+point 9) JSON nested too deeply is a DataError naming the file, and a compressed file or archive member that
+inflates past its cap is refused as it is read."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from pytest_medhelm.data.errors import DataError
-from pytest_medhelm.data.readers import jsonl_rows, read_json
+from pytest_medhelm.data.readers import jsonl_rows, read_csv_rows, read_json, read_jsonl, require
 
 DEEP = "[" * 200_000 + "]" * 200_000
 
@@ -85,3 +87,31 @@ def test_healthbench_professionals_member_over_its_cap_names_the_cap(tmp_path, m
                                                r"\(healthbench_professional.MAX_MEMBER_BYTES\)") as excinfo:
         module.member_bytes(archive)
     assert str(archive) in str(excinfo.value)
+
+
+def test_read_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": 2}\n', encoding="utf-8")
+    rows = read_jsonl(path)
+    assert [(r.number, r["a"]) for r in rows] == [(1, 1), (3, 2)]
+    assert require(rows[1], "a", path, rows[1].where) == 2
+    with pytest.raises(DataError, match=r"line 3.*missing key 'b'"):
+        require(rows[1], "b", path, rows[1].where)
+    path.write_text('{"a": 1}\n{"a": \n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 2, column \d+"):
+        read_jsonl(path)
+    path.write_text('{"a": 1}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(DataError, match="line 2.*expected a JSON object"):
+        read_jsonl(path)
+
+
+def test_read_json_and_csv_helpers(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_text('\ufeff{"k": [1, 2]}', encoding="utf-8")  # a byte-order mark is tolerated
+    assert read_json(path) == {"k": [1, 2]}
+    csv_path = tmp_path / "a.csv"
+    csv_path.write_text("x,y\n1,2\n\n3,4\n", encoding="utf-8")
+    rows = read_csv_rows(csv_path, ["x"])
+    assert [(r.number, r.line, r["y"]) for r in rows] == [(1, 2, "2"), (2, 4, "4")]
+    with pytest.raises(DataError, match="expected an object"):
+        require([1, 2], "k", path, "top level")

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import pytester_runs
 from fuzzing import examples, fuzz
+from judge_replies import CRITERIA, FOURS, TABLE, obj
 from pytester_runs import NO_BERTSCORE, SUITE
-from test_scoring import CRITERIA, FOURS, TABLE, obj
 
 from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score
 from pytest_medhelm.values import Completion

@@ -1,5 +1,6 @@
-"""The jury's score of one judge's reply in both modes, on a table of malformed replies built from HELM 0.5.16's
-rules (``LLMAsJuryAnnotator._annotate_with_model``, ``LLMJuryMetric``):
+"""The jury's score (jury/scoring.py): the judges' requests, the jury's score, and one judge's reply in both modes,
+on a table of malformed replies built from HELM 0.5.16's rules (``LLMAsJuryAnnotator._annotate_with_model``,
+``LLMJuryMetric``):
 
 * default: our tolerant parser, scores range-checked 1-5, the mean over the benchmark's criteria;
 * ``compat="helm"``: the greedy ``\\{.*\\}``, one retry with ``}`` appended on "Expecting ',' delimiter", a judge
@@ -12,53 +13,20 @@ from __future__ import annotations
 import json
 
 import pytest
+from judge_replies import (
+    CRITERIA,
+    FOURS,
+    JUDGES,
+    TABLE,
+    aci_instance,
+    all_fours,
+    completion,
+    judgement,
+    obj,
+)
 
-from pytest_medhelm.jury import FLAG_NO_JUDGE, jury_score
-from pytest_medhelm.values import Completion
-
-CRITERIA = ("accuracy", "completeness", "clarity")
-
-
-def obj(scores: dict, **extra) -> str:
-    return json.dumps({**{c: {"score": s, "explanation": f"{c} ok"} for c, s in scores.items()}, **extra})
-
-
-FOURS = dict.fromkeys(CRITERIA, 4)
-VALID = obj(FOURS)
-#: cut off by max_tokens inside the last criterion's explanation
-CUT_IN_LAST = VALID[: VALID.index('"clarity ok"') + 5]
-#: the outer closing brace missing: HELM's "Expecting ',' delimiter" retry mends it
-NO_OUTER_BRACE = VALID[:-1]
-
-# (id, reply, default mean or None = the judge is dropped, helm mean or None)
-TABLE = [
-    ("valid", VALID, 4.0, 4.0),
-    ("float score truncated by int()", obj({**FOURS, "accuracy": 4.9}), 4.3, 4.0),
-    ("string score", obj({**FOURS, "clarity": "2"}), 10 / 3, 10 / 3),
-    ("string float score", obj({**FOURS, "clarity": "4.5"}), 12.5 / 3, None),
-    ("4/5", obj({**FOURS, "clarity": "4/5"}), 4.0, None),
-    ("extra criterion averaged by HELM", obj(FOURS, overall={"score": 5, "explanation": "x"}), 4.0, 4.25),
-    ("extra bare number: HELM's metric would crash", obj(FOURS, overall=5), 4.0, None),
-    ("missing criterion", obj({"accuracy": 4, "completeness": 4}), None, None),
-    ("no explanation", json.dumps({c: {"score": 4} for c in CRITERIA}), 4.0, None),
-    ("score 0 as in HELM's example", obj({**FOURS, "accuracy": 0}), None, 8 / 3),
-    ("score 7", obj({**FOURS, "accuracy": 7}), None, 5.0),
-    ("score exactly 1", obj({**FOURS, "accuracy": 1}), 3.0, 3.0),
-    ("score exactly 5", obj({**FOURS, "accuracy": 5}), 13 / 3, 13 / 3),
-    ("score true", obj({**FOURS, "accuracy": True}), None, 3.0),
-    ("[score, explanation] list", json.dumps({c: [4, "ok"] for c in CRITERIA}), 4.0, None),
-    ("criterion as a string naming the sub-keys", json.dumps({c: "score and explanation" for c in CRITERIA}),
-     None, None),
-    ("code fence", "```json\n" + VALID + "\n```", 4.0, 4.0),
-    ("prose with a stray { before the JSON", "Scores {see below}:\n" + VALID, 4.0, None),
-    ("two objects", VALID + "\n" + VALID, 4.0, None),
-    ("outer brace missing", NO_OUTER_BRACE, 4.0, 4.0),
-    ("cut in the last criterion", CUT_IN_LAST, 4.0, None),
-    ("raw newline inside a string", VALID.replace("accuracy ok", "accuracy\nok"), 4.0, None),
-    ("no JSON", "accuracy is fine, clarity too", None, None),
-    ("empty", "", None, None),
-    ("single quotes", VALID.replace('"', "'"), 4.0, None),
-]
+from pytest_medhelm.jury import FLAG_EMPTY, FLAG_NO_JUDGE, HELM_DEFAULT_SCORE, JuryResult, judge_requests, jury_score
+from pytest_medhelm.values import ChatRequest, Completion, Instance, ModelError
 
 
 @pytest.mark.parametrize("compat", ["default", "helm"])
@@ -93,6 +61,133 @@ def test_an_empty_answer_scores_helms_default_without_a_judge() -> None:
     for compat in ("default", "helm"):
         result = jury_score("aci_bench", {}, CRITERIA, answer=" \n", compat=compat)
         assert result.raw == 1.0 and result.normalized == 0.0 and result.flagged == "empty answer"
+
+
+# ---------------------------------------------------------------------------------------------- requests
+def test_judge_requests_content_for_aci_bench():
+    inst = aci_instance(7)
+    answer = "HPI: knee pain since Monday."
+    requests = judge_requests("aci_bench", inst, answer, JUDGES)
+    assert [name for name, _ in requests] == [j.name for j in JUDGES]
+    keys = set()
+    for (_name, req), judge in zip(requests, JUDGES):
+        assert isinstance(req, ChatRequest)
+        assert req.model == judge.cache_identity
+        assert req.temperature == 0.0 and req.max_tokens == 4096 and req.stop == ()
+        assert req.purpose == "judge:aci_bench:1"
+        assert len(req.messages) == 1 and req.messages[0][0] == "user"
+        prompt = req.prompt_text
+        assert f"<conversation>\n{inst.input}\n</conversation>" in prompt
+        assert f"<response>\n{answer}\n</response>" in prompt
+        assert f"<gold_response>\n{inst.references[0]}\n</gold_response>" in prompt
+        # the judges see the scenario input only, never the adapter's instructions (as HELM's annotators)
+        assert "Summarize the conversation to generate a clinical note" not in prompt
+        keys.add(req.cache_key())
+    assert len(keys) == 2
+    # the same request built twice gives the same cache key; another rubric version would not
+    again = judge_requests("aci_bench", inst, answer, JUDGES)
+    assert [r.cache_key() for _, r in again] == [r.cache_key() for _, r in requests]
+
+
+def test_judge_requests_for_noteextract_have_no_gold_and_a_structure_axis():
+    note = "Synthetic note: dull low back pain since Monday, worse lifting, 6/10."
+    inst = Instance(id="row2", input=f"\nYou are provided with a clinical note ...\nClinical Note:\n{note}\n",
+                    references=(note,), benchmark="noteextract")
+    [(_name, req)] = judge_requests("noteextract", inst, "Chief Complaint\nBack pain", JUDGES[:1])
+    prompt = req.prompt_text
+    assert "<user_request>" in prompt and "</user_request>" in prompt
+    assert "<gold_response>" not in prompt and "{GOLD_RESPONSE}" not in prompt
+    assert '"structure": {"score"' in prompt and '"completeness"' not in prompt
+    assert req.purpose == "judge:noteextract:1"
+
+
+@pytest.mark.parametrize("answer", ["", "   ", "\n\t"])
+def test_no_judge_request_for_an_empty_answer(answer):
+    assert judge_requests("aci_bench", aci_instance(), answer, JUDGES) == []
+
+
+def test_no_judge_request_for_a_closed_benchmark():
+    assert judge_requests("pubmedqa", aci_instance(), "yes", JUDGES) == []
+
+
+def test_an_instance_without_reference_gets_an_empty_gold():
+    inst = Instance(id="x", input="question", benchmark="mediqa")
+    [(_n, req)] = judge_requests("mediqa", inst, "answer", JUDGES[:1])
+    assert "<gold_response>\n\n</gold_response>" in req.prompt_text
+
+
+# ---------------------------------------------------------------------------------------------- jury score
+def test_two_judges_answering_four_everywhere():
+    result = jury_score("aci_bench", {j.name: completion(all_fours(), 1200, 90, 0.02) for j in JUDGES})
+    assert isinstance(result, JuryResult)
+    assert result.raw == 4.0 and result.normalized == 0.75
+    assert result.flagged is None and result.failures == {}
+    assert result.n_judges == 2 and result.n_scores == 6
+    assert result.per_judge[JUDGES[0].name]["accuracy"] == {"score": 4.0, "explanation": "fine accuracy"}
+    assert (result.tokens_in, result.tokens_out) == (2400, 180)
+    assert result.cost_usd == pytest.approx(0.04)
+    assert result.detail() == "jury 4.00/5 (2 judges)"
+
+
+def test_mean_over_every_valid_judge_and_criterion():
+    replies = {"a": completion(judgement({"accuracy": 5, "completeness": 4, "clarity": 3})),
+               "b": completion(judgement({"accuracy": 2, "completeness": 2.5, "clarity": 5}))}
+    result = jury_score("aci_bench", replies)
+    assert result.raw == pytest.approx((5 + 4 + 3 + 2 + 2.5 + 5) / 6)
+    assert result.normalized == pytest.approx((result.raw - 1) / 4)
+    helm = jury_score("aci_bench", replies, compat="helm")  # int(2.5) == 2
+    assert helm.raw == pytest.approx((5 + 4 + 3 + 2 + 2 + 5) / 6)
+
+
+def test_a_malformed_judge_is_excluded_counted_and_the_rest_scores():
+    replies = {"openai/gpt-4o": completion(all_fours(), 1000, 50, 0.01),
+               "anthropic/claude": completion('{"accuracy": {"score": 4 "explanation": "x"}', 900, 40, 0.02),
+               "together_ai/llama": ModelError("together_ai/llama", "rate limited", status=429)}
+    result = jury_score("aci_bench", replies)
+    assert result.raw == 4.0 and result.normalized == 0.75 and result.flagged is None
+    assert set(result.per_judge) == {"openai/gpt-4o"}
+    assert result.failures["anthropic/claude"] == "malformed JSON"
+    assert result.failures["together_ai/llama"].startswith("request failed: together_ai/llama (HTTP 429)")
+    # the malformed reply still cost tokens; the failed request none
+    assert (result.tokens_in, result.tokens_out) == (1900, 90)
+    assert result.cost_usd == pytest.approx(0.03)
+    assert result.detail().startswith("jury 4.00/5 (1 judge; claude: malformed JSON; llama: request failed")
+
+
+def test_no_valid_judge_gets_helms_default_flagged():
+    result = jury_score("aci_bench", {"a": completion("no idea"), "b": RuntimeError("boom")})
+    assert result.raw == HELM_DEFAULT_SCORE == 1.0 and result.normalized == 0.0
+    assert result.flagged == FLAG_NO_JUDGE == "no valid judge"
+    assert set(result.failures) == {"a", "b"}
+
+
+def test_empty_answer_gets_helms_default_flagged():
+    result = jury_score("aci_bench", {}, answer="  ")
+    assert (result.raw, result.normalized, result.flagged) == (1.0, 0.0, FLAG_EMPTY)
+    assert (result.tokens_in, result.tokens_out, result.cost_usd) == (0, 0, 0.0)
+    assert "empty answer" in result.detail()
+
+
+def test_unknown_cost_makes_the_jury_cost_unknown():
+    result = jury_score("aci_bench", {"a": completion(all_fours(), cost=0.01), "b": completion(all_fours(), cost=None)})
+    assert result.cost_usd is None
+
+
+def test_noteextract_criteria_come_from_its_rubric():
+    crit = ("accuracy", "structure", "clarity")
+    result = jury_score("noteextract", {"a": completion(judgement(dict.fromkeys(crit, 3)))})
+    assert result.raw == 3.0 and result.normalized == 0.5
+    bad = jury_score("noteextract", {"a": completion(all_fours())})  # completeness instead of structure
+    assert bad.flagged == FLAG_NO_JUDGE and "structure" in bad.failures["a"]
+    with pytest.raises(ValueError):
+        jury_score("pubmedqa", {})
+
+
+def test_record_is_json_serializable():
+    result = jury_score("aci_bench", {"a": completion(all_fours()), "b": completion("nope")})
+    record = json.loads(json.dumps(result.to_record()))
+    assert set(record) == {"raw", "per_judge", "failures", "flagged"}
+    assert record["per_judge"]["a"]["clarity"]["score"] == 4.0
 
 
 def test_scores_whose_sum_overflows_a_float_are_averaged_not_raised():

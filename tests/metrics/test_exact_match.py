@@ -1,4 +1,4 @@
-"""HELM's exact-match family (metrics/exact_match.py) by hand: the edges the catalogue tests do not reach."""
+"""HELM's exact-match family (metrics/exact_match.py) by hand."""
 
 from __future__ import annotations
 
@@ -90,3 +90,69 @@ def test_generation_exact_match_details_and_references():
     assert GENERATION_EXACT_MATCH.score("x", long_ref).detail == "expected " + repr("r" * 59 + "…") + ", got 'x'"
     with pytest.raises(ValueError, match="instance 'none' has no reference answer"):
         GENERATION_EXACT_MATCH.score("x", Instance(id="none", input="?"))
+
+
+def mc_with_reference(choices: tuple[str, ...], correct: int) -> Instance:
+    return Instance(id="q", input="?", choices=choices, correct=correct, references=(choices[correct],))
+
+
+@pytest.mark.parametrize("compat", ["default", "helm"])
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("B", 1.0),
+        (" B\n", 1.0),  # the completion is stripped
+        ("B.", 0.0),  # anything but the bare letter maps to no option
+        ("b", 0.0),
+        ("**B**", 0.0),
+        ("B) no", 0.0),
+        ("A", 0.0),
+        ("D", 0.0),  # not an option of a three-option question
+        ("", 0.0),
+    ],
+)
+def test_multiple_choice_exact_match(answer: str, expected: float, compat: str) -> None:
+    score = MultipleChoiceExactMatch().score(answer, mc_with_reference(("yes", "no", "maybe"), 1), compat=compat)
+    assert score.value == expected
+    assert score.extra["quasi_exact_match"] == expected
+
+
+def test_multiple_choice_compares_option_texts() -> None:
+    # HELM maps the letter to its text: with two identical options, either letter is right
+    instance = mc_with_reference(("Aspirin", "Heparin", "Aspirin"), 0)
+    metric = MultipleChoiceExactMatch()
+    assert metric.score("C", instance).value == 1.0
+    assert metric.score("A", instance).value == 1.0
+    assert metric.score("B", instance).value == 0.0
+
+
+def test_multiple_choice_detail() -> None:
+    score = MultipleChoiceExactMatch().score("B.", mc_with_reference(("yes", "no"), 0))
+    assert score.detail == "expected 'A' (yes), got 'B.'"
+    assert (MultipleChoiceExactMatch.name, MultipleChoiceExactMatch.binary) == ("exact_match", True)
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "expected"),
+    [
+        ("The answer!", "answer", 1.0),
+        ("an Apple", "apple.", 1.0),
+        ("Heart  failure", "heart failure", 1.0),
+        ("theory", "ory", 0.0),  # only whole-word articles go
+        ("a b", "ab", 0.0),
+        ("yes", "", 0.0),
+        ("yes", None, 0.0),
+    ],
+)
+def test_quasi_exact_match(gold: str, pred: str | None, expected: float) -> None:
+    assert quasi_exact_match(gold, pred) == expected
+
+
+def test_generation_exact_match() -> None:
+    instance = Instance(id="g", input="?", references=("0", "zero"))
+    metric = GenerationExactMatch()
+    assert metric.score(" 0 \n", instance).value == 1.0
+    assert metric.score("zero", instance).value == 1.0
+    dotted = metric.score("Zero.", instance)
+    assert dotted.value == 0.0 and dotted.extra["quasi_exact_match"] == 1.0
+    assert metric.score("", instance).value == 0.0

@@ -122,3 +122,57 @@ def test_missing_limits_are_named_in_the_detail():
     assert MEDCALC_ACCURACY.score("7", only_lower).detail == "cannot score (physical): '' is not a number"
     bad_date = MEDCALC_ACCURACY.score("x", item("date", "01/01/2020", "01/01/2020", "01/02/2020"))
     assert bad_date.extra == {"category": "date"}
+
+
+def calc(category: str, gold: str, lower: str, upper: str) -> Instance:
+    return Instance(
+        id="c", input="?", references=(gold,),
+        extra={"category": category, "lower_limit": lower, "upper_limit": upper},
+    )
+
+
+@pytest.mark.parametrize("compat", ["default", "helm"])
+@pytest.mark.parametrize(
+    ("instance", "answer", "expected"),
+    [
+        (calc("risk", "4", "4", "4"), "4", 1.0),
+        (calc("risk", "4", "4", "4"), " 4\n", 1.0),
+        (calc("severity", "4", "4", "4"), "4.0", 0.0),  # strict string equality, no numeric normalisation
+        (calc("diagnosis", "3", "3", "3"), "three", 0.0),
+        (calc("physical", "100", "95", "105"), "95", 1.0),  # inclusive
+        (calc("physical", "100", "95", "105"), "105", 1.0),
+        (calc("physical", "100", "95", "105"), "105.01", 0.0),
+        (calc("physical", "100", "95", "105"), "100 mmHg", 0.0),  # no unit stripping
+        (calc("physical", "100", "95", "105"), "", 0.0),
+        (calc("dosage conversion", "53.093", "50.4", "55.7"), "53", 1.0),
+        (calc("date", "09/23/2014", "09/23/2014", "09/23/2014"), "09/23/2014", 1.0),
+        (calc("date", "09/23/2014", "09/23/2014", "09/23/2014"), "9/23/2014", 1.0),
+        (calc("date", "09/23/2014", "09/23/2014", "09/23/2014"), "09/24/2014", 0.0),
+        (calc("date", "09/23/2014", "09/23/2014", "09/23/2014"), "2014-09-23", 0.0),
+        (calc("date", "('4 weeks', '2 days')", "('4 weeks', '1 days')", "('4 weeks', '3 days')"),
+         "('4 weeks', '3 days')", 1.0),
+        (calc("date", "('4 weeks', '2 days')", "('4 weeks', '1 days')", "('4 weeks', '3 days')"),
+         "('4 weeks', '4 days')", 0.0),
+        (calc("date", "('4 weeks', '2 days')", "('4 weeks', '2 days')", "('4 weeks', '2 days')"),
+         "4 weeks, 2 days", 0.0),
+        (calc("unknown", "1", "1", "1"), "1", 0.0),
+    ],
+)
+def test_medcalc_accuracy_same_in_both_modes(instance: Instance, answer: str, expected: float, compat: str) -> None:
+    assert MedCalcAccuracy().score(answer, instance, compat=compat).value == expected
+
+
+@pytest.mark.parametrize("category", ["lab", "dosage"])
+def test_medcalc_lab_and_dosage_are_range_checked_by_default_and_zero_in_helm(category: str) -> None:
+    instance = calc(category, "5", "4.66", "5.15")
+    metric = MedCalcAccuracy()
+    assert metric.score("5", instance).value == 1.0
+    assert metric.score("5.2", instance).value == 0.0
+    helm = metric.score("5", instance, compat="helm")
+    assert helm.value == 0.0
+    assert category in helm.detail and "HELM" in helm.detail
+
+
+def test_medcalc_parse_failure_detail() -> None:
+    score = MedCalcAccuracy().score("about 12 mg", calc("physical", "12", "11", "13"))
+    assert score.value == 0.0 and "not a number" in score.detail
