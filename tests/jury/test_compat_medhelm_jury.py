@@ -220,4 +220,6 @@ def test_the_medhelm_reading_never_breaks_on_any_reply() -> None:
 
     check()
     assert len(tried) >= examples(FUZZ_EXAMPLES) // 2
-    assert min(medhelm_read.values()) >= 20, medhelm_read  # both paths exercised: replies kept and rejected
+    # both paths exercised: replies kept and rejected (kept ones are some 5 % of the inputs: at least 1 in 60 is
+    # asked, 20 of the whole suite's 1,500, 5 of the fast tier's 300, which gave 14 and 19 when 20 were asked)
+    assert min(medhelm_read.values()) >= max(5, len(tried) // 60), medhelm_read
