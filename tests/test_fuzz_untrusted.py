@@ -27,16 +27,13 @@ from pytest_medhelm.metrics.medcalc import MedCalcAccuracy
 from pytest_medhelm.metrics.medec import MedecErrorFlagAccuracy
 from pytest_medhelm.sending.batch_api import BadLine, BatchState, ResultLines, reply_json
 from pytest_medhelm.sending.replies import (
-    MAX_COST_USD,
-    MAX_SECONDS,
-    MAX_TOKEN_COUNT,
     MalformedReply,
     reply_reasoning_tokens,
     reply_text,
     reply_usage,
 )
 from pytest_medhelm.sending.transport import RequestFailed
-from pytest_medhelm.values import Completion, Instance, redact_url
+from pytest_medhelm.values import MAX_COST_USD, MAX_SECONDS, MAX_TOKEN_COUNT, Completion, Instance, redact_url
 
 #: inputs tried per target
 EXAMPLES = {"judge": 400, "judge_helm": 300, "verdict_after_text": 300, "metric": 150, "reader": 150, "reply": 300,

@@ -30,7 +30,7 @@ from typing import Any
 from pytest_medhelm.sending import replies
 from pytest_medhelm.sending.reasoning import answer_of
 from pytest_medhelm.sending.transport import RequestFailed, _error_message, _retry_after, _retryable_status
-from pytest_medhelm.values import Completion, printable
+from pytest_medhelm.values import MAX_SECONDS, Completion, count_ok, float_ok, printable
 
 CHAT_URL = "/v1/chat/completions"
 #: OpenAI's limits per batch: 50,000 requests, an input file of 200 MB (kept under, with room for the multipart)
@@ -251,7 +251,7 @@ def _timestamp(value: Any) -> float | None:
 
 def _count(counts: dict[str, Any], name: str) -> int:
     value = counts.get(name)
-    return value if replies.count_ok(value) else 0
+    return value if count_ok(value) else 0
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,7 @@ class BatchState:
                          for e in listed[:MAX_ERRORS_SHOWN] if isinstance(e, dict))  # error says them)
         created, finished = _timestamp(data.get("created_at")), _timestamp(data.get("completed_at"))
         took = finished - created if created is not None and finished is not None else None
-        took = took if replies.float_ok(took, replies.MAX_SECONDS) else None  # (a time a server invented: not said)
+        took = took if float_ok(took, MAX_SECONDS) else None  # (a time a server invented: not said)
 
         def file_id(name: str) -> str | None:
             value = data.get(name)

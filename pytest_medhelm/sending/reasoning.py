@@ -40,7 +40,7 @@ from typing import Any
 from pytest_medhelm.values import ChatRequest, ModelSpec, Reasoning, is_llama_cpp_model, split_thinking
 
 __all__ = ["ANTHROPIC_MIN_BUDGET", "DEFAULT_BUDGET", "EFFORTS", "answer_of", "cut_at_stops", "family_of",
-           "generation_parameters", "reasoning_for", "split_thinking", "stops_after", "wire_request"]
+           "generation_parameters", "reasoning_for", "stops_after", "wire_request"]
 
 #: reasoning tokens a reasoning model gets on top of each answer limit when no budget is given (default mode)
 DEFAULT_BUDGET = 4096

@@ -34,10 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_medhelm.values import MAX_COST_USD, MAX_SECONDS, MAX_TOKEN_COUNT, count_ok, float_ok
+from pytest_medhelm.values import MAX_COST_USD, MAX_TOKEN_COUNT, float_ok
 
-__all__ = ["MAX_BYTES_PER_TOKEN", "MAX_COST_USD", "MAX_SECONDS", "MAX_TOKEN_COUNT", "REPLY_OVERHEAD_BYTES",
-           "MalformedReply", "Usage", "believed_cost", "bounded_count", "bounded_float", "count_ok", "float_ok",
+__all__ = ["MAX_BYTES_PER_TOKEN", "REPLY_OVERHEAD_BYTES",
+           "MalformedReply", "Usage", "believed_cost", "bounded_count", "bounded_float",
            "max_reply_bytes", "reply_reasoning_tokens", "reply_text", "reply_thinking", "reply_usage"]
 
 #: bytes of reply body allowed per token of ``max_tokens`` (see the module's docstring for why 32)

@@ -15,12 +15,11 @@ from pytest_medhelm.sending.reasoning import (
     family_of,
     generation_parameters,
     reasoning_for,
-    split_thinking,
     stops_after,
 )
 from pytest_medhelm.sending.replies import MalformedReply, reply_reasoning_tokens, reply_thinking
 from pytest_medhelm.sending.transport import chat_body
-from pytest_medhelm.values import ChatRequest, Completion, ModelSpec
+from pytest_medhelm.values import ChatRequest, Completion, ModelSpec, split_thinking
 
 
 def spec(name: str, api_base: str | None = None, *, budget: int | None = None, effort: str | None = None,

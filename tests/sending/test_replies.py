@@ -12,7 +12,6 @@ import pytest
 from test_budget import DOLLAR_PER_ANSWER, budget_run
 
 from pytest_medhelm.sending.replies import (
-    MAX_TOKEN_COUNT,
     REPLY_OVERHEAD_BYTES,
     MalformedReply,
     Usage,
@@ -26,7 +25,7 @@ from pytest_medhelm.sending.replies import (
 )
 from pytest_medhelm.sending.transport import OpenAIWire, RequestFailed
 from pytest_medhelm.testing.server import running_server
-from pytest_medhelm.values import ChatRequest, ModelSpec
+from pytest_medhelm.values import MAX_TOKEN_COUNT, ChatRequest, ModelSpec
 
 
 # ------------------------------------------------------------------------------------------------- the rules
