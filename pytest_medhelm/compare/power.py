@@ -47,6 +47,7 @@ from typing import Any
 from pytest_medhelm.compare.stats import ALPHA, POWER
 from pytest_medhelm.report.power_record import GatePower
 from pytest_medhelm.report.records import Results
+from pytest_medhelm.report.results import gate_value
 
 PAIRED, BINOMIAL, SAMPLE, MIXED = "paired_differences", "binomial", "sample", "mixed"
 
@@ -197,16 +198,6 @@ def members(name: str, spreads: Mapping[str, Spread], category_of: Mapping[str, 
     return sorted(slug for slug in spreads if category_of.get(slug) == name)
 
 
-def score_of(results: Results, name: str, model: str) -> float | None:
-    """The score a gate ``name`` reads for ``model`` (as the run's gates read it)."""
-    if name == "overall":
-        return next((row.macro_avg for row in results.models if row.model == model), None)
-    for bench in results.benchmarks:
-        if bench.slug == name and bench.model == model:
-            return bench.mean
-    return next((c.score for c in results.categories if c.category_slug == name and c.model == model), None)
-
-
 @dataclass(frozen=True)
 class GateSpec:
     """A gate to plan: a threshold ``NAME>=VALUE`` or a compare-fail ``NAME:DROP`` (``name`` its target)."""
@@ -243,7 +234,7 @@ def gate_power(gate: GateSpec, model: str, run: Results, spreads: Mapping[str, S
         if gate.drop is not None:
             margin = gate.drop
         elif gate.threshold is not None:
-            reference = score_of(baseline if baseline is not None else run, gate.name,
+            reference = gate_value(baseline if baseline is not None else run, gate.name,
                                  baseline_model if paired and baseline_model else model)
             if reference is not None and reference - gate.threshold > 1e-12:
                 margin = reference - gate.threshold

@@ -136,7 +136,7 @@ def evaluate_gates(results: Results, thresholds: Iterable[Any], *, selected: set
                 gate.passed, gate.status = (False if strict else None), "not evaluated"
                 gate.reason = "deselected in this run (-k, -m or --medhelm-benchmark)"
             else:
-                value = _gate_value(results, threshold.name, model)
+                value = gate_value(results, threshold.name, model)
                 passed = value is not None and value >= threshold.value
                 gate.value, gate.passed, gate.status = value, passed, "passed" if passed else "failed"
                 if value is None:
@@ -174,7 +174,9 @@ def gate_failed(gate: Gate | Mapping[str, Any]) -> bool:
     return (gate.passed if isinstance(gate, Gate) else gate.get("passed")) is False
 
 
-def _gate_value(results: Results, name: str, model: str) -> float | None:
+def gate_value(results: Results, name: str, model: str) -> float | None:
+    """The score a gate ``name`` reads for ``model``: the macro-average (overall), a benchmark's mean or a
+    category's score."""
     if name == "overall":
         return next((row.macro_avg for row in results.models if row.model == model), None)
     for row in results.benchmarks:
