@@ -37,8 +37,6 @@ def test_a_public_download_without_a_pin_is_recorded_as_unverified(pytester: pyt
 
 
 SENDER_BUG = """
-import os
-
 from pytest_medhelm.sending import background
 
 _on_done = background.BackgroundSender._on_done
@@ -49,10 +47,11 @@ def _a_bug(self, job, result):  # the first answer's bookkeeping raises: the sen
     raise RuntimeError("a bug in the sender")
 
 
-# the run's sender only (the serial process, or xdist's controller): an xdist worker's first own question would
-# otherwise meet the bug in a sender of its own, which is not the fault this test plants
-if "PYTEST_XDIST_WORKER" not in os.environ:
-    background.BackgroundSender._on_done = _a_bug
+def pytest_configure(config):
+    # the run's sender only (the serial process, or xdist's controller): an xdist worker's first own question would
+    # otherwise meet the bug in a sender of its own, which is not the fault this test plants
+    if not hasattr(config, "workerinput"):
+        background.BackgroundSender._on_done = _a_bug
 """
 
 
