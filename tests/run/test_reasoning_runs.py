@@ -16,6 +16,11 @@ XDIST = pytest.mark.parametrize("xdist", [pytest.param(("-p", "no:xdist"), id="s
 REFUSED = ("max_tokens", "temperature", "top_p", "stop", "presence_penalty", "frequency_penalty")
 
 
+@pytest.fixture(autouse=True)
+def fast_polls(monkeypatch):
+    monkeypatch.setenv("MEDHELM_BATCH_POLL_S", "0.05")  # a batch run's polls (the test server ends it after a few)
+
+
 def args(server, data: Path, model: str, *extra: str, api_base: str | None = None) -> list[str]:
     return ["--medhelm-model", model, "--medhelm-api-base", api_base or server.url, "--medhelm-data-dir", str(data),
             "--medhelm-cache-dir", str(data.parent / "cache"), *extra]
