@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import socket
 from collections.abc import Iterator
 from typing import Any
-
-# As tests/conftest.py does for numpy and pydantic: pytester's in-process runs drop the modules an inner session
-# imported, and litellm (with the pydantic models of its dependencies) breaks when imported a second time in one
-# process. Imported here, at collection, it is in sys.modules before any inner session, which then reuse it.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-import litellm  # noqa: F401 - imported at collection, before any inner session (above)
 
 #: two models priced by a prices file (the issue's 2.50 / 10.00 and a local model's 0.71 / 0.71)
 PRICES_TOML = """
