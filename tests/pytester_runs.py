@@ -27,24 +27,31 @@ UNCACHED = ("--medhelm-cache", "off")
 #: and its entry points in every terminal summary; 0.3-0.5 s of CPU per interpreter together
 INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:anyio",
                    "-p", "no:hypothesispytest")
-#: the same, keeping the pytest cache: for the tests of what reads it (``--lf``)
-WITH_PYTEST_CACHE = INNER_RUN_FLAGS[2:]
+#: the reporters and plugins users combine with ours (test extras), left out of an inner run unless its test names
+#: them (``run(..., plugins=("html",))``): idle in a run that does not ask for them (no --html, --reruns,
+#: --timeout; sugar forced off a terminal), they cost each new interpreter 0.1 s of loading (jinja2 among them),
+#: in the suite's ~550 interpreters; tests/run/test_outcomes.py runs ours with each of them for real
+USERS_PLUGINS = ("html", "metadata", "sugar", "rerunfailures", "timeout")
 
 
 def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
-        pytest_cache: bool = False) -> pytest.RunResult:
+        pytest_cache: bool = False, plugins: tuple[str, ...] = ()) -> pytest.RunResult:
     """pytest with ``args`` in ``pytester``'s project, in this process (fast; the conftest imports up front what
     an inner session must not import twice) or, with ``subprocess``, in a fresh interpreter (signals, the
     environment of a new process, sys.modules as a user's process starts with it). An inner xdist run (``-n N``)
     always runs in a fresh interpreter: its controller's cache connections, pipes and threads then live and end
     with a process of their own, as a user's do (in this process, one such run of the full suite once ended with
     its cache database unreadable, which no run in a process of its own has shown). ``pytest_cache`` keeps pytest's
-    cache plugin for the tests of what reads it (``--lf``)."""
+    cache plugin for the tests of what reads it (``--lf``); ``plugins`` names those of USERS_PLUGINS the run
+    loads."""
+    unknown = set(plugins) - set(USERS_PLUGINS)
+    assert not unknown, f"not one of USERS_PLUGINS: {sorted(unknown)}"
     flags = list(args)
     if "-n" in flags[:-1] and flags[flags.index("-n") + 1] != "0":
         subprocess = True
     runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
-    return runner(*(WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS), *args)
+    left_out = [flag for name in USERS_PLUGINS if name not in plugins for flag in ("-p", f"no:{name}")]
+    return runner(*INNER_RUN_FLAGS[0 if not pytest_cache else 2:], *left_out, *args)
 
 
 class Served(Protocol):

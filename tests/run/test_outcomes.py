@@ -162,7 +162,9 @@ def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
 def test_a_miss_is_visible_in_junit_xml_with_its_score(pytester, toy, server):
     data = toy(4)  # q000, q002 answer A (right); q001, q003 expect B (missed)
     junit = pytester.path / "junit.xml"
-    result = pytester_runs.run(pytester, *toy_args(server, data, f"--junitxml={junit}", "-p", "no:xdist", "-rA"))
+    # (every plugin of users' we test with loaded, none asked for anything: they are idle beside ours)
+    result = pytester_runs.run(pytester, *toy_args(server, data, f"--junitxml={junit}", "-p", "no:xdist", "-rA"),
+                               plugins=pytester_runs.USERS_PLUGINS)
     assert result.ret == 0, result.stdout.str()
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     missed = cases["test_toy[toy-model-q001]"]
@@ -184,7 +186,8 @@ def test_a_miss_is_visible_in_pytest_html(pytester, toy, server):
     data = toy(2)
     html = pytester.path / "report.html"
     result = pytester_runs.run(pytester,
-                               *toy_args(server, data, f"--html={html}", "--self-contained-html", "-p", "no:xdist"))
+                               *toy_args(server, data, f"--html={html}", "--self-contained-html", "-p", "no:xdist"),
+                               plugins=("html", "metadata"))  # (pytest-html needs pytest-metadata)
     assert result.ret == 0, result.stdout.str()
     text = html.read_text()
     # pytest-html shows an xfail apart from a pass, with the reason
@@ -197,7 +200,8 @@ def test_a_miss_is_counted_apart_by_pytest_sugar(pytester, toy, server):
     import pytest_sugar  # noqa: F401  (a test dependency: the real plugin)
     data = toy(4)
     # (in a child process: pytest-sugar, once forced on, stays on in the process that ran it)
-    result = pytester_runs.run(pytester, *toy_args(server, data, "-p", "no:xdist", "--force-sugar"), subprocess=True)
+    result = pytester_runs.run(pytester, *toy_args(server, data, "-p", "no:xdist", "--force-sugar"), subprocess=True,
+                               plugins=("sugar",))
     assert result.ret == 0, result.stdout.str()
     text = result.stdout.str()
     assert "2 passed" in text and "2 xfailed" in text, text[-2000:]
@@ -212,7 +216,7 @@ def test_rerunfailures_asks_an_errored_item_again_and_keeps_one_record(pytester,
     with running_server(answer="A", faults=[("status", 500)]) as server:
         result = pytester_runs.run(pytester,
                                    *toy_args(server, data, "--medhelm-retries", "0", "--reruns", "2", "--medhelm-json",
-                                             str(out), "-p", "no:xdist"))
+                                             str(out), "-p", "no:xdist"), plugins=("rerunfailures",))
         count = server.count
     assert result.ret == 0, result.stdout.str()
     assert count == 6  # re-asked on the rerun, not served the stored error
@@ -233,7 +237,8 @@ def test_pytest_timeout_does_not_count_the_wait_in_the_send_queue(pytester, toy,
     # concurrency 1, 1 s per answer: the last item waits about 4 s for its answer, far past --timeout 2; each
     # item's own time once its answer is there is well under it
     with running_server(answer="A", latency=1.0) as server:
-        result = inner(pytester, *toy_args(server, data, "--medhelm-concurrency", "1", "--timeout", "2", *mode))
+        result = inner(pytester, *toy_args(server, data, "--medhelm-concurrency", "1", "--timeout", "2", *mode),
+                       plugins=("timeout",))
     assert result.ret == 0, result.stdout.str()
     assert "Timeout" not in result.stdout.str()
     assert result.parseoutcomes() == {"passed": 2, "missed": 2}
