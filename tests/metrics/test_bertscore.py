@@ -314,10 +314,17 @@ def test_priming_with_the_metrics_inputs_serves_the_items(monkeypatch):
 
 # ---------------------------------------------------------------------------------------------- in a run
 #: loaded into the inner run with -p: counts BERTScorer.score calls and their sizes, one line per call, per process
+#: that scores (not xdist's controller, which scores nothing and would import torch only for this count); puts the
+#: class back at the end (an in-process run shares bert_score with the test's process)
 COUNTING_PLUGIN = '''
 import json, os
 
+_PUT_BACK = []
+
+
 def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return  # xdist's controller
     from bert_score import BERTScorer
 
     real = BERTScorer.score
@@ -329,6 +336,12 @@ def pytest_configure(config):
         return real(self, cands, refs, *args, **kwargs)
 
     BERTScorer.score = counted
+    _PUT_BACK.append(lambda: setattr(BERTScorer, "score", real))
+
+
+def pytest_unconfigure(config):
+    while _PUT_BACK:
+        _PUT_BACK.pop()()
 '''
 
 
@@ -348,6 +361,7 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
 
     verdict = FOUR_FROM_A_JUDGE
     pytester.makepyfile(count_bert=COUNTING_PLUGIN)
+    pytester.syspathinsert()  # (-p count_bert in this process too)
     calls = pytester.path / "calls.jsonl"
     monkeypatch.setenv("BERT_CALLS", str(calls))
     out = pytester.path / "r.json"
@@ -362,8 +376,10 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
         assert first.ret == 0, first.stdout.str()[-3000:]
         args = suite_args(server.url, shared_data, "mediqa", 6, "-p", "count_bert", *cache, "--medhelm-json",
                           str(out), *xdist, judges=judges, bertscore=MINILM)
-        again = pytester_runs.run(pytester, *args,
-                                  subprocess=True)  # (a child process: torch cannot be loaded twice into one)
+        # serial in this process, whose torch and bert_score tests/conftest.py imported before any inner session
+        # (an inner session importing them anew would crash), with a memo of its own; under xdist in new processes
+        monkeypatch.setattr(bertscore, "_MEMO", {})
+        again = pytester_runs.run(pytester, *args)
         assert again.ret == 0, again.stdout.str()[-3000:]
     made = [json.loads(line) for line in calls.read_text().splitlines()]
     per_process: dict[int, list[int]] = {}
