@@ -348,10 +348,10 @@ def test_an_answer_from_OPENAI_BASE_URL_is_cached_and_priced_as_that_servers(pyt
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     out = pytester.path / "r.json"
     args = [*ENV_MODEL_ARGS, "--medhelm-data-dir", str(data), "--medhelm-cache-dir", str(cache),
-            "--medhelm-json", str(out), *mode]
+            "--medhelm-json", str(out)]
     with running_server(answer="A") as first, running_server(answer="B") as second:
         monkeypatch.setenv("OPENAI_BASE_URL", first.url)
-        result = inner(pytester, *args)
+        result = inner(pytester, *args, *mode)
         assert result.ret == 0, result.stdout.str()
         assert first.count == 3  # litellm sent openai/gpt-4o-mini there
         result.stdout.fnmatch_lines([f"medhelm model: openai/gpt-4o-mini → {first.url} (OPENAI_BASE_URL) (answers "
@@ -361,6 +361,9 @@ def test_an_answer_from_OPENAI_BASE_URL_is_cached_and_priced_as_that_servers(pyt
         assert [i["cost_usd"] for i in report["instances"]] == [None, None, None]
         assert report["models"][0]["cost_usd"] is None
 
+        # the cache's identity across servers, in this process (the same in any mode: the serial variant's first
+        # run stored what these read, the xdist variant's controller did)
+        args += ["-p", "no:xdist"]
         monkeypatch.setenv("OPENAI_BASE_URL", second.url)  # another server: the first one's answers are not its
         result = inner(pytester, *args)
         assert result.ret == 0, result.stdout.str()
