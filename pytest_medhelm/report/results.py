@@ -143,7 +143,7 @@ def evaluate_gates(results: Results, thresholds: Iterable[Any], *, selected: set
                     gate.reason = "no score: nothing of it was measured"
                 # read from a subset of some benchmark's sample (-k, --lf, errors): said with the verdict
                 gate.partial = any(row.partial for row in results.benchmarks if row.model == model
-                                   and _reads(threshold.name, row, benchmarks_of))
+                                   and gate_reads(threshold.name, row.slug, row.category_slug, benchmarks_of))
             gates.append(gate)
     results.gates = gates
     return gates
@@ -160,13 +160,15 @@ def _covered(name: str, selected: set[str] | None, benchmarks_of: Mapping[str, s
     return name in selected
 
 
-def _reads(name: str, row: BenchmarkRow, benchmarks_of: Mapping[str, set[str]] | None) -> bool:
-    """Whether the gate ``name`` reads the benchmark row ``row``."""
+def gate_reads(name: object, slug: object, category_slug: object,
+               benchmarks_of: Mapping[str, set[str]] | None = None) -> bool:
+    """Whether the gate ``name`` reads the benchmark row of ``slug`` in the category ``category_slug`` (plain
+    values: the results' JSON is read with it too, where a plugin's hook may have written anything)."""
     if name == "overall":
         return True
-    if benchmarks_of is not None and name in benchmarks_of:
-        return row.slug in benchmarks_of[name]
-    return row.category_slug == name or row.slug == name
+    if benchmarks_of is not None and isinstance(name, str) and name in benchmarks_of:
+        return slug in benchmarks_of[name]
+    return category_slug == name or slug == name
 
 
 def gate_failed(gate: Gate | Mapping[str, Any]) -> bool:

@@ -55,10 +55,6 @@ def raters_of(ctx: RunContext, slug: str) -> list[tuple[str, str | None, str]]:
     return [(jury_rater(ctx.judge_names()), _sha(prompt.template) if prompt is not None else None, "jury")]
 
 
-def _reads(name: Any, row: dict[str, Any]) -> bool:
-    return name == "overall" or row.get("slug") == name or row.get("category_slug") == name
-
-
 HINT = ("calibrate a grader with pytest benchmarks --medhelm-benchmark healthbench_meta --medhelm-grader MODEL, a "
         "jury with pytest-medhelm agreement RATINGS.csv --jury-rater NAME --calibration-judge MODEL ... "
         "--calibration-prompt-sha256 HASH (docs/comparing.md)")
@@ -67,6 +63,7 @@ HINT = ("calibrate a grader with pytest benchmarks --medhelm-benchmark healthben
 def require_calibration(ctx: RunContext, data: dict[str, Any], rootdir: Path) -> None:
     """Each gate of ``data`` (the results as plain data) reading a judged benchmark, held to the records."""
     from pytest_medhelm.jury.calibration import latest, read_all
+    from pytest_medhelm.report.results import gate_reads
 
     records, problems = read_all(rootdir)
     raters: dict[str, list[tuple[str, str | None, str]]] = {}
@@ -74,7 +71,8 @@ def require_calibration(ctx: RunContext, data: dict[str, Any], rootdir: Path) ->
         if gate.get("passed") is None:
             continue
         slugs = sorted({row["slug"] for row in data.get("benchmarks") or []
-                        if row.get("model") == gate.get("model") and _reads(gate.get("name"), row)})
+                        if row.get("model") == gate.get("model")
+                        and gate_reads(gate.get("name"), row.get("slug"), row.get("category_slug"))})
         looked: list[dict[str, Any]] = []
         missing: list[str] = []
         for slug in slugs:
