@@ -21,6 +21,9 @@ from pytest_medhelm.values import Completion
 
 MODES = pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
                                          pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
+#: a run in this process whatever the variant: one whose mode is not what its test checks (it fills the cache the
+#: checked run reads, or reads what it left), and which under xdist cost ~2 CPU-s of interpreters
+SERIAL = ["-p", "no:xdist"]
 
 
 def _free_port() -> int:
@@ -86,26 +89,31 @@ def toy_args(server, data: Path, cache: Path, *extra: str) -> list[str]:
 @MODES
 def test_a_second_runner_with_an_empty_local_cache_sends_nothing(pytester, toy, redis_url, redis_db, mode):
     data = toy(6)
+    said = [f"medhelm shared cache: {redis_url} (answers and judgements read there after a local miss, written to "
+            "both)"]
     with running_server(answer="A") as server:
+        # (the first runner fills Redis, in this process in both variants: the second runner is what is checked in
+        # each mode)
         first = inner(pytester, *toy_args(server, data, pytester.path / "runner-1",
-                                                        "--medhelm-cache-url", redis_url, *mode))
+                                                        "--medhelm-cache-url", redis_url, *SERIAL))
         assert first.ret == 0, first.stdout.str()
         assert server.count == 6
-        first.stdout.fnmatch_lines([f"medhelm shared cache: {redis_url} (answers and judgements read there after a "
-                                    "local miss, written to both)"])
+        first.stdout.fnmatch_lines(said)
         server.reset()
         out = pytester.path / "r.json"
         second = inner(pytester, *toy_args(server, data, pytester.path / "runner-2",
                                                          "--medhelm-cache-url", redis_url, "--medhelm-json", str(out),
                                                          *mode))
         assert second.ret == 0, second.stdout.str()
+        second.stdout.fnmatch_lines(said)  # (said in each mode: by xdist's controller too)
         assert server.count == 0  # every answer came from Redis
         keys = redis_db.keys("medhelm:answer:*")
         assert len(keys) == 6
         entry = json.loads(redis_db.get(keys[0]))
-        # and the second runner's local cache was filled: without Redis it still sends nothing
+        # and the second runner's local cache was filled: without Redis it still sends nothing (in this process:
+        # it reads what the second runner stored, which its own mode does not change)
         redis_db.flushdb()
-        third = inner(pytester, *toy_args(server, data, pytester.path / "runner-2", *mode))
+        third = inner(pytester, *toy_args(server, data, pytester.path / "runner-2", *SERIAL))
         assert third.ret == 0 and server.count == 0
     report = json.loads(out.read_text())
     assert [i["cached"] for i in report["instances"]] == [True] * 6

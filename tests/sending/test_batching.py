@@ -21,6 +21,9 @@ from pytest_medhelm.testing.server import batch_stats, configure_batches
 
 XDIST = pytest.mark.parametrize("xdist", [pytest.param([], id="serial"),
                                           pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
+#: a run in this process whatever the variant: one whose mode is not what its test checks (a baseline, or a run
+#: reading what the checked run left), and which under xdist cost ~2 CPU-s of interpreters
+SERIAL = ["-p", "no:xdist"]
 #: the test server stands for OpenAI: its batch factor given as for a server of one's own (0.5 is OpenAI's own default)
 PRICES = '["openai/writer"]\ninput_per_million = 2.50\noutput_per_million = 10.00\nbatch = 0.5\n'
 
@@ -55,7 +58,8 @@ def scores(report: dict) -> dict[str, float | None]:
 @pytest.mark.e2e
 @XDIST
 def test_a_batch_run_sends_no_chat_request_scores_as_a_direct_run_and_costs_half(pytester, server, project, xdist):
-    direct = inner(pytester, *project("direct-cache", "direct.json"), *xdist)
+    # (the baseline, in this process in both variants: the batch run is what is checked in each mode)
+    direct = inner(pytester, *project("direct-cache", "direct.json"), *SERIAL)
     assert direct.ret == 0, direct.stdout.str()[-3000:]
     assert server.count == 10 and batch_stats(server.url)["batches_created"] == 0
 
@@ -75,8 +79,9 @@ def test_a_batch_run_sends_no_chat_request_scores_as_a_direct_run_and_costs_half
     assert batch_row["cost_usd"] == direct_row["cost_usd"] / 2  # (exact: halving is exact in binary)
     assert batch_report["run"]["options"]["batch"] is True
 
-    # the same cache keys as a direct run: a direct run on the batch run's cache asks nothing
-    again = inner(pytester, *project("batch-cache", "again.json"), *xdist)
+    # the same cache keys as a direct run: a direct run on the batch run's cache asks nothing (in this process: it
+    # reads what the batch run stored, which its own mode does not change)
+    again = inner(pytester, *project("batch-cache", "again.json"), *SERIAL)
     assert again.ret == 0 and server.count == 10
     assert all(i["cached"] for i in results(pytester, "again.json")["instances"])
     assert scores(results(pytester, "again.json")) == scores(direct_report)
@@ -141,7 +146,8 @@ def test_lines_the_provider_failed_are_errors_of_their_items_with_its_message_an
     run.stdout.fnmatch_lines(["medhelm batch * (answers, openai/writer at *): completed; 8/10 answered, 2 failed"])
 
     configure_batches(server.url, fail_lines={})
-    again = inner(pytester, *project("cache", "again.json", "--medhelm-batch"), *xdist)
+    # (in this process: it reads what the first run cached, which its own mode does not change)
+    again = inner(pytester, *project("cache", "again.json", "--medhelm-batch"), *SERIAL)
     assert again.ret == 0, again.stdout.str()[-3000:]
     stats = batch_stats(server.url)
     assert stats["batches_created"] == 2 and len(stats["lines"]) == 12  # the two errors were not cached: asked again
@@ -236,15 +242,15 @@ def test_the_judges_requests_follow_their_answers_batch_as_a_second_batch(pytest
 
     server.set_answer(answer_or_judge)
 
-    def run(cache: str, out: str, *extra: str):
+    def run(cache: str, out: str, *extra: str, mode: list[str] = xdist):
         result = inner(pytester, *suite_args(server.url, shared_data, "aci_bench", 2,
                                                            "--medhelm-cache-dir", str(pytester.path / cache),
                                                            "--medhelm-json", str(pytester.path / out), *extra,
-                                                           *xdist))
+                                                           *mode))
         assert result.ret == 0, result.stdout.str()[-3000:]
         return result
 
-    run("direct-cache", "direct.json")
+    run("direct-cache", "direct.json", mode=SERIAL)  # (the baseline: the batch run is what is checked in each mode)
     assert server.count == 4  # 2 answers, 2 judgements
     batched = run("batch-cache", "batch.json", "--medhelm-batch")
     assert server.count == 4

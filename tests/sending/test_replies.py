@@ -124,13 +124,19 @@ def test_a_reply_without_usage_is_an_answer_with_unknown_usage() -> None:
 
 
 # ------------------------------------------------------------------------------------------------- in a run
+#: a run in this process whatever the variant: one whose mode is not what its test checks (it fills the cache the
+#: checked run reads, or reads what it left), and which under xdist cost ~2 CPU-s of interpreters
+SERIAL = ["-p", "no:xdist"]
+
+
 @pytest.mark.parametrize("xdist", [pytest.param(["-p", "no:xdist"], id="serial"),
                                    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)])
 def test_text_parts_are_cached_as_text_and_replay(pytester, toy, xdist) -> None:
     data = toy(6)
     out = pytester.path / "r.json"
     with running_server(answer="A", reply_shape="content_parts") as server:
-        first = budget_run(pytester, data, server, "--medhelm-json", str(out), *xdist)
+        # (it fills the cache, in this process in both variants: the replay is what is checked in each mode)
+        first = budget_run(pytester, data, server, "--medhelm-json", str(out), *SERIAL)
         assert first.ret == 0, first.stdout.str()[-2000:]
         sent = server.count
         again = budget_run(pytester, data, server, "--medhelm-json", str(out), *xdist)  # from the cache
@@ -152,7 +158,8 @@ def test_a_malformed_reply_is_an_item_error_and_never_cached(pytester, toy, xdis
         sent = server.count
         assert sent == 4  # not retried: the same server would send the same
         server.configure(reply_shape="standard")
-        again = budget_run(pytester, data, server, "--medhelm-json", str(out), *xdist)
+        # (in this process in both variants: it reads what the first run cached, which its own mode does not change)
+        again = budget_run(pytester, data, server, "--medhelm-json", str(out), *SERIAL)
         assert again.ret == 0, again.stdout.str()[-2000:]
         assert server.count == sent + 4  # nothing of the malformed replies was kept
     assert [i["error"] for i in json.loads(out.read_text())["instances"]] == [None] * 4
