@@ -43,6 +43,28 @@ TOY_TEST = textwrap.dedent('''
 ''')
 
 
+def planted_records_test(planted: str) -> str:
+    """The toy benchmark's test module whose items' own code (as a custom metric or fixture would) writes, once the
+    item is scored, the fields of ``planted`` into its record: ``planted`` is the Python source of a dict, question id
+    -> {record field: value} (source, so that a value can be one no literal writes: ``float("inf")``,
+    ``10 ** 5000``)."""
+    return textwrap.dedent('''
+        import pytest
+        from pytest_medhelm.assertions import assert_metric
+        from pytest_medhelm.item_api import record_for
+
+        PLANTED = {planted}
+
+        @pytest.mark.medhelm(benchmark="toy")
+        def test_toy(medhelm_instance, medhelm_model):
+            try:
+                assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
+            finally:
+                for field, value in PLANTED.get(str(medhelm_instance.id), {{}}).items():
+                    setattr(record_for(), field, value)  # (typed, but Python does not stop an item's own code)
+    ''').format(planted=planted)
+
+
 def toy_rows(n: int, yes_every: int = 2) -> list[dict]:
     """n questions; every ``yes_every``-th has "yes" (A) as its answer, the others "no" (B)."""
     return [{"id": f"q{i:03d}", "q": f"question {i}?", "correct": 0 if i % yes_every == 0 else 1} for i in range(n)]

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import textwrap
 from pathlib import Path
 
 import pytest
 from pytester_runs import run as inner
-from toy_benchmark import TOY_CONFTEST
+from toy_benchmark import TOY_CONFTEST, planted_records_test
 
 from pytest_medhelm.report.records import SCHEMA_FILE, Results
 from pytest_medhelm.testing.server import running_server
@@ -106,25 +105,10 @@ def test_an_absurd_number_in_the_cache_is_a_miss_asked_again(pytester, toy, mode
 
 
 # an item's own code (a custom metric, a fixture) writing absurd numbers into its record
-ABSURD_TEST = textwrap.dedent('''
-    import pytest
-    from pytest_medhelm.assertions import assert_metric
-    from pytest_medhelm.item_api import record_for
-
-    ABSURD = {
-        "q001": {"tokens_in": 10 ** 5000, "cost_usd": 1e308},
-        "q002": {"latency_s": float("inf"), "metrics": {"jury_tokens_out": int("9" * 4299)}},
-        "q003": {"metrics": {"ratio": 10 ** 5000}},
-    }
-
-    @pytest.mark.medhelm(benchmark="toy")
-    def test_toy(medhelm_instance, medhelm_model):
-        try:
-            assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
-        finally:
-            for field, value in ABSURD.get(str(medhelm_instance.id), {}).items():
-                setattr(record_for(), field, value)  # (typed, but Python does not stop an item's own code)
-''')
+ABSURD_TEST = planted_records_test(
+    '{"q001": {"tokens_in": 10 ** 5000, "cost_usd": 1e308},'
+    ' "q002": {"latency_s": float("inf"), "metrics": {"jury_tokens_out": int("9" * 4299)}},'
+    ' "q003": {"metrics": {"ratio": 10 ** 5000}}}')
 
 
 @MODES

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import pytester_runs
 from pytester_runs import toy_args
-from toy_benchmark import TOY_CONFTEST
+from toy_benchmark import TOY_CONFTEST, planted_records_test
 
 from pytest_medhelm.report.records import SCHEMA_FILE, Results
 
@@ -46,28 +46,10 @@ HOSTILE_IDS = textwrap.dedent('''
 ''')
 
 # a custom metric (written through the record API) giving values of the wrong types, one kind per question
-HOSTILE_TEST = textwrap.dedent('''
-    import pytest
-    from pytest_medhelm.assertions import assert_metric
-    from pytest_medhelm.item_api import record_for
-
-    HOSTILE = {
-        "q004": {"detail": {"expected": "A"}},
-        "q005": {"raw_score": "n/a"},
-        "q006": {"metrics": ["not", "a", "dict"]},
-        "q007": {"tokens_in": 3.5},
-        "q008": {"metrics": {"jury_tokens_in": "many", "jury_cost_usd": "free"}},
-        "q009": {"score": "n/a"},
-    }
-
-    @pytest.mark.medhelm(benchmark="toy")
-    def test_toy(medhelm_instance, medhelm_model):
-        try:
-            assert_metric(medhelm_model.answer(medhelm_instance), medhelm_instance)
-        finally:
-            for field, value in HOSTILE.get(str(medhelm_instance.id), {}).items():
-                setattr(record_for(), field, value)  # (typed, but Python does not stop an item's own code)
-''')
+HOSTILE_TEST = planted_records_test(
+    '{"q004": {"detail": {"expected": "A"}}, "q005": {"raw_score": "n/a"}, "q006": {"metrics": ["not", "a", "dict"]},'
+    ' "q007": {"tokens_in": 3.5}, "q008": {"metrics": {"jury_tokens_in": "many", "jury_cost_usd": "free"}},'
+    ' "q009": {"score": "n/a"}}')
 
 
 @XDIST
