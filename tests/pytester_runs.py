@@ -27,6 +27,8 @@ UNCACHED = ("--medhelm-cache", "off")
 #: and its entry points in every terminal summary; 0.3-0.5 s of CPU per interpreter together
 INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:anyio",
                    "-p", "no:hypothesispytest")
+#: the same, keeping the pytest cache: for the tests of what reads it (``--lf``)
+WITH_PYTEST_CACHE = INNER_RUN_FLAGS[2:]
 #: the reporters and plugins users combine with ours (test extras), left out of an inner run unless its test names
 #: them (``run(..., plugins=("html",))``): idle in a run that does not ask for them (no --html, --reruns,
 #: --timeout; sugar forced off a terminal), they cost each new interpreter 0.1 s of loading (jinja2 among them),
@@ -51,7 +53,7 @@ def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
         subprocess = True
     runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
     left_out = [flag for name in USERS_PLUGINS if name not in plugins for flag in ("-p", f"no:{name}")]
-    return runner(*INNER_RUN_FLAGS[0 if not pytest_cache else 2:], *left_out, *args)
+    return runner(*(WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS), *left_out, *args)
 
 
 class Served(Protocol):
