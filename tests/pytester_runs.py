@@ -30,9 +30,10 @@ INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benc
 #: the same, keeping the pytest cache: for the tests of what reads it (``--lf``)
 WITH_PYTEST_CACHE = INNER_RUN_FLAGS[2:]
 #: the reporters and plugins users combine with ours (test extras), left out of an inner run unless its test names
-#: them (``run(..., plugins=("html",))``): idle in a run that does not ask for them (no --html, --reruns,
-#: --timeout; sugar forced off a terminal), they cost each new interpreter 0.1 s of loading (jinja2 among them),
-#: in the suite's ~550 interpreters; tests/run/test_outcomes.py runs ours with each of them for real
+#: them (``run(..., plugins=("html",))``): they cost each new interpreter 0.1 s of loading (jinja2 among them), in
+#: the suite's ~550 interpreters, and most do nothing in a run that does not ask for them (no --html, --reruns,
+#: --timeout); tests/run/test_outcomes.py runs ours with each of them for real, and with all of them loaded in both
+#: modes (under xdist pytest-rerunfailures is not idle: it hands its workers a port of its own)
 USERS_PLUGINS = ("html", "metadata", "sugar", "rerunfailures", "timeout")
 
 

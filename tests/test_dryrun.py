@@ -134,8 +134,8 @@ def test_the_dry_run_counts_the_judge_prompts_a_run_would_send(pytester, shared_
     suite = Path(__file__).resolve().parents[1] / "benchmarks"
     result = pytester_runs.run(pytester, str(suite), "--medhelm-model", "openai/writer", "--medhelm-jury",
                                "openai/judge-a", "--medhelm-benchmark", "aci_bench", "--medhelm-data-dir",
-                               str(shared_data), "--medhelm-dry-run")  # (in this process: litellm, which counts,
-    # is imported once here; a new interpreter spent 4 s of CPU importing it again)
+                               str(shared_data), "--medhelm-dry-run")  # (in this process, where tests/conftest.py
+    # imported litellm, which counts, before any inner session; a new interpreter spent 4 s of CPU importing it again)
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert "medhelm dry run: judge prompts helm@ef439fc" in result.stdout.str()
     lines = result.stdout.lines

@@ -284,9 +284,9 @@ def test_summary_line_per_gate_against_the_saved_baseline(pytester, toy, xdist):
 
     data = write_toy_data(pytester.path, toy_answers(["A"] * 28 + ["B"] * 12))  # the baseline (always "A") scores 0.7
     with running_server(answer="A") as srv:
-        # (setup: the saved baseline the next run compares with, in this process in both variants: its mode is not
-        # what is checked)
-        base = pytester_runs.run(pytester, *toy_args(srv, data, *UNCACHED, "--medhelm-save", "base"), "-p", "no:xdist")
+        # (in the variant's mode: the run saved under xdist is read below, as users save and compare with one -n;
+        # tests/compare/test_compare.py saves its baseline serially)
+        base = pytester_runs.run(pytester, *toy_args(srv, data, *UNCACHED, "--medhelm-save", "base"), *xdist)
     assert base.ret == 0, base.stdout.str()
     # this run answers 9 of the "A" questions wrong and 3 of the "B" questions right
     flips = [(f"question {i}?", "B") for i in (*range(9), 30, 31, 32)]

@@ -314,17 +314,22 @@ def test_priming_with_the_metrics_inputs_serves_the_items(monkeypatch):
 
 # ---------------------------------------------------------------------------------------------- in a run
 #: loaded into the inner run with -p: counts BERTScorer.score calls and their sizes, one line per call, per process
-#: that scores (not xdist's controller, which scores nothing and would import torch only for this count); puts the
-#: class back at the end (an in-process run shares bert_score with the test's process)
+#: that scores; xdist's controller, which scores nothing, is not patched (that would import torch only for this
+#: count): it writes at its end whether anything of its own loaded bert_score; puts the class back at the end (an
+#: in-process run shares bert_score with the test's process)
 COUNTING_PLUGIN = '''
 import json, os
 
 _PUT_BACK = []
 
 
+def _controller(config):
+    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+
+
 def pytest_configure(config):
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        return  # xdist's controller
+    if _controller(config):
+        return
     from bert_score import BERTScorer
 
     real = BERTScorer.score
@@ -340,6 +345,11 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    import sys
+
+    if _controller(config):
+        with open(os.environ["BERT_CALLS"], "a", encoding="utf-8") as out:
+            out.write(json.dumps({"controller": os.getpid(), "loaded_bert_score": "bert_score" in sys.modules}) + "\\n")
     while _PUT_BACK:
         _PUT_BACK.pop()()
 '''
@@ -379,12 +389,17 @@ def test_a_run_scores_a_benchmarks_answers_at_hand_in_one_batch(pytester, shared
         # serial in this process, whose torch and bert_score tests/conftest.py imported before any inner session
         # (an inner session importing them anew would crash), with a memo of its own; under xdist in new processes
         monkeypatch.setattr(bertscore, "_MEMO", {})
+        monkeypatch.setattr(bertscore, "_FAILED", {})  # (nor a model an earlier test in this process failed to load)
         again = pytester_runs.run(pytester, *args)
         assert again.ret == 0, again.stdout.str()[-3000:]
     made = [json.loads(line) for line in calls.read_text().splitlines()]
+    controllers = [line for line in made if "controller" in line]
+    assert controllers == ([] if xdist[0] == "-p" else [{"controller": controllers[0]["controller"],
+                                                         "loaded_bert_score": False}])  # the workers score
     per_process: dict[int, list[int]] = {}
     for call in made:
-        per_process.setdefault(call["pid"], []).append(call["pairs"])
+        if "pid" in call:
+            per_process.setdefault(call["pid"], []).append(call["pairs"])
     assert per_process and all(sizes == [6] for sizes in per_process.values()), per_process
     report = json.loads(out.read_text())
     assert len(report["instances"]) == 6

@@ -159,11 +159,14 @@ def test_a_subset_is_marked_partial_everywhere(pytester, toy, server, mode):
 
 
 # ------------------------------------------------------------------------------------------ reporters
-def test_a_miss_is_visible_in_junit_xml_with_its_score(pytester, toy, server):
+@pytest.mark.parametrize("mode", [pytest.param(["-p", "no:xdist"], id="serial"),
+                                  pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.e2e)])
+def test_a_miss_is_visible_in_junit_xml_with_its_score(pytester, toy, server, mode):
     data = toy(4)  # q000, q002 answer A (right); q001, q003 expect B (missed)
     junit = pytester.path / "junit.xml"
-    # (every plugin of users' we test with loaded, none asked for anything: they are idle beside ours)
-    result = pytester_runs.run(pytester, *toy_args(server, data, f"--junitxml={junit}", "-p", "no:xdist", "-rA"),
+    # (every plugin of users' we test with loaded, as in a user's environment, none asked for anything; under xdist
+    # pytest-rerunfailures still registers its hooks and hands its workers a port, beside what ours hands them)
+    result = pytester_runs.run(pytester, *toy_args(server, data, f"--junitxml={junit}", *mode, "-rA"),
                                plugins=pytester_runs.USERS_PLUGINS)
     assert result.ret == 0, result.stdout.str()
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}

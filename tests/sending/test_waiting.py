@@ -27,10 +27,10 @@ def test_off_a_terminal_a_plain_line_says_what_is_awaited(pytester, toy, monkeyp
 
     data = toy(2)
     # the first line after 0.5 s rather than 5 s (the module is this process's, the run in-process), said at the
-    # wait's first tick (1 s): each answer then takes 1.5 s, not 6.5 s; still one line per item, PLAIN_EVERY (30 s)
-    # being far off
+    # wait's first tick (1 s), a second before the answer: each answer then takes 2 s, not 6.5 s; still one line per
+    # item, PLAIN_EVERY (30 s) being far off
     monkeypatch.setattr(waiting, "PLAIN_FIRST", 0.5)
-    wait = 1.5
+    wait = 2.0
     with running_server(answer="A", latency=wait) as server:
         result = run(pytester, *_args(server, data, "--medhelm-concurrency", "1"))
     assert result.ret == 0, result.stdout.str()[-2000:]
