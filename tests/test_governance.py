@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from toy_benchmark import TOY_CONFTEST, TOY_TEST
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
 
 from pytest_medhelm.governance import (
     is_private_network_address,
@@ -169,16 +169,9 @@ OPEN_GATED_CONFTEST = GATED_CONFTEST.replace('kind="closed"', 'kind="open"')
 
 
 def gated_project(pytester: pytest.Pytester, conftest: str = GATED_CONFTEST) -> Path:
-    import json
-
-    from toy_benchmark import toy_rows
-
     pytester.makeconftest(conftest)
     pytester.makepyfile(test_toy=TOY_TEST)
-    data = pytester.path / "data"
-    (data / "toy").mkdir(parents=True)
-    (data / "toy" / "toy.json").write_text(json.dumps(toy_rows(4)))
-    return data
+    return write_toy_data(pytester.path, toy_rows(4))
 
 
 def run(pytester, *args):
@@ -229,15 +222,9 @@ def test_local_only_lets_public_data_go_anywhere(pytester, server):
     """Public data under --medhelm-local-only: no refusal, the items are collected and the model is asked. (The
     model here is on loopback: a public benchmark is never refused, wherever its endpoint is; the off-network
     endpoint is checked by the collect-only run, which sends nothing to TEST-NET.)"""
-    import json
-
-    from toy_benchmark import toy_rows
-
     pytester.makeconftest(TOY_CONFTEST)  # public
     pytester.makepyfile(test_toy=TOY_TEST)
-    data = pytester.path / "data"
-    (data / "toy").mkdir(parents=True)
-    (data / "toy" / "toy.json").write_text(json.dumps(toy_rows(4)))
+    data = write_toy_data(pytester.path, toy_rows(4))
     collected = run(pytester, "--medhelm-local-only", "--medhelm-model", "openai/toy-model", "--medhelm-api-base",
                     OFF_NETWORK, "--medhelm-data-dir", str(data), "--collect-only", "-q")
     assert collected.ret == 0, collected.stdout.str() + collected.stderr.str()
@@ -283,13 +270,10 @@ def modes(root: Path) -> list[str]:
 
 
 def test_cache_directory_is_created_0700_whatever_the_umask(pytester, server):
-    import json
 
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TEST)
-    data = pytester.path / "data"
-    (data / "toy").mkdir(parents=True)
-    (data / "toy" / "toy.json").write_text(json.dumps([{"id": "q0", "q": "x?", "correct": 0}]))
+    data = write_toy_data(pytester.path, [{"id": "q0", "q": "x?", "correct": 0}])
     cache = pytester.path / "a" / "new" / "cache"
     old = os.umask(0o002)
     try:
@@ -309,12 +293,10 @@ def test_cache_directory_is_0700_and_its_files_0600(pytester, server, monkeypatc
 
     pytester.makeconftest(TOY_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TEST, test_zz_modes=MODES_TEST)
-    data = pytester.path / "data"
-    (data / "toy").mkdir(parents=True)
     # long questions (clinical notes are long): each entry (answer and request) is over 64 KiB, above diskcache's
     # default threshold (32 KiB) for storing a value as a file of its own
     rows = [{"id": f"q{i}", "q": f"note {i}: " + "synthetic clinical text. " * 3000, "correct": 0} for i in range(3)]
-    (data / "toy" / "toy.json").write_text(json.dumps(rows))
+    data = write_toy_data(pytester.path, rows)
     cache = pytester.path / "private-cache"
     monkeypatch.setenv("MEDHELM_TEST_CACHE", str(cache))
     old = os.umask(0o022)  # the usual umask: files 0644 unless the plugin makes them private

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import pytester_runs
-from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.e2e)]
 
@@ -18,8 +18,7 @@ def project(pytester: pytest.Pytester):
     pytester.makeconftest(TOY_CONFTEST)
     sub = pytester.mkdir("sub")
     (sub / "test_toy.py").write_text(TOY_TEST)
-    (pytester.path / "data" / "toy").mkdir(parents=True)
-    (pytester.path / "data" / "toy" / "toy.json").write_text(json.dumps(toy_rows(4)))
+    write_toy_data(pytester.path, toy_rows(4))
     (pytester.path / "prices.toml").write_text('["openai/toy-model"]\ninput_per_million = 1.0\n'
                                                'output_per_million = 2.0\n')
     return pytester.path

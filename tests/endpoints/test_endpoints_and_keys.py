@@ -26,7 +26,7 @@ import pytest
 from pytester_runs import NO_BERTSCORE, run
 from pytester_runs import run as inner
 from test_secrets import scan
-from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
 
 from pytest_medhelm.endpoints.wire import NO_KEY
 from pytest_medhelm.testing.server import key_fingerprint, running_server
@@ -212,10 +212,7 @@ GATED_OPEN_CONFTEST = TOY_CONFTEST.replace('access="public"', 'access="gated"').
 def _gated_open(pytester: pytest.Pytester) -> Path:
     pytester.makeconftest(GATED_OPEN_CONFTEST)
     pytester.makepyfile(test_toy=TOY_TEST)
-    data = pytester.path / "data"
-    (data / "toy").mkdir(parents=True)
-    (data / "toy" / "toy.json").write_text(json.dumps(toy_rows(2)))
-    return data
+    return write_toy_data(pytester.path, toy_rows(2))
 
 
 def test_local_only_checks_each_judges_own_endpoint(pytester, server):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows
+from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
 
 from pytest_medhelm.report.generation_cap import cap_note, capped
 from pytest_medhelm.testing.server import running_server
@@ -28,10 +28,7 @@ def toy40(pytester: pytest.Pytester) -> Path:
     assert conftest != TOY_CONFTEST
     pytester.makeconftest(conftest)
     pytester.makepyfile(test_toy=TOY_TEST)
-    data = pytester.path / "data"
-    (data / "toy").mkdir(parents=True)
-    (data / "toy" / "toy.json").write_text(json.dumps(toy_rows(6)))
-    return data
+    return write_toy_data(pytester.path, toy_rows(6))
 
 
 def run(pytester: pytest.Pytester, url: str, data: Path, *extra: str) -> pytest.RunResult:
