@@ -33,7 +33,7 @@ from medhelm08_fixtures import (
     write_synt,
 )
 from pytester_runs import SUITE
-from terminal_lines import report_line
+from terminal_lines import figures_reported
 
 from pytest_medhelm.catalogue import builtin_benchmarks
 from pytest_medhelm.catalogue.clinical_decision_support.healthqa_br import split_question
@@ -209,12 +209,8 @@ def test_healthqa_parsing_quirks(tmp_path: Path) -> None:
 FUZZED: Counter = Counter()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _report_inputs(request):
-    yield
-    if FUZZED:
-        report_line(request.config, "\nHealthQA-BR question parser fuzz (measured): "
-                    + ", ".join(f"{count} {what}" for what, count in sorted(FUZZED.items())))
+_report_inputs = figures_reported(FUZZED, lambda fuzzed: "\nHealthQA-BR question parser fuzz (measured): "
+                                  + ", ".join(f"{count} {what}" for what, count in sorted(fuzzed.items())))
 
 
 @settings(max_examples=300, deadline=None)

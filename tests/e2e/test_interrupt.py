@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from terminal_lines import report_line
+from terminal_lines import figures_reported
 from toy_benchmark import TOY_CONFTEST, toy_rows
 
 from pytest_medhelm.testing.server import running_server
@@ -46,12 +46,8 @@ LATENCY = 0.25  # every answer; the answers-ahead phase of N takes N / CONCURREN
 FOLLOW_UP_LATENCY = 0.2
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _report_figures(request):
-    yield
-    if FIGURES:
-        report_line(request.config, "\ninterruptions (measured): "
-                    + ", ".join(f"{k}: {v}" for k, v in sorted(FIGURES.items())))
+_report_figures = figures_reported(FIGURES, lambda figures: "\ninterruptions (measured): "
+                                   + ", ".join(f"{k}: {v}" for k, v in sorted(figures.items())))
 
 
 TEST_MODULE = textwrap.dedent('''

@@ -9,7 +9,7 @@ import pytest
 from fuzzing import fuzz
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
-from terminal_lines import report_line
+from terminal_lines import figures_reported
 
 from pytest_medhelm.jury.grader_reply import (
     MAX_REPLY_CHARS,
@@ -23,13 +23,9 @@ from pytest_medhelm.jury.grader_reply import (
 FIGURES: Counter = Counter()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _report_figures(request):
-    yield
-    if FIGURES:
-        report_line(request.config, f"\ngrader-reply fuzzing (measured): {FIGURES['reference']} inputs through the "
-                                    f"reference parser, {FIGURES['fork']} through medhelm 0.8.0's, "
-                                    f"{FIGURES['comparison']} comparison verdicts")
+_report_figures = figures_reported(FIGURES, lambda f: (
+    f"\ngrader-reply fuzzing (measured): {f['reference']} inputs through the reference parser, {f['fork']} through "
+    f"medhelm 0.8.0's, {f['comparison']} comparison verdicts"))
 
 
 # ---------------------------------------------------------------------------------------------- reply parsing

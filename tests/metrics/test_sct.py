@@ -12,7 +12,7 @@ from fuzzing import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 from medhelm08_fixtures import SCT_CASE, SCT_ROWS, sct_csv, write_sct
-from terminal_lines import report_line
+from terminal_lines import figures_reported
 
 from pytest_medhelm.catalogue.clinical_decision_support import sct_bench
 from pytest_medhelm.data.errors import DataError
@@ -22,12 +22,8 @@ from pytest_medhelm.values import Instance
 FUZZED: Counter = Counter()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _report_inputs(request):
-    yield
-    if FUZZED:
-        report_line(request.config, "\nSCT rating extraction fuzz (measured): "
-                    + ", ".join(f"{count} {what}" for what, count in sorted(FUZZED.items())))
+_report_inputs = figures_reported(FUZZED, lambda fuzzed: "\nSCT rating extraction fuzz (measured): "
+                                  + ", ".join(f"{count} {what}" for what, count in sorted(fuzzed.items())))
 
 
 def panel_instance(panel) -> Instance:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from pytester_runs import run
-from terminal_lines import report_line
+from terminal_lines import figures_reported
 from toy_benchmark import toy_rows
 
 from pytest_medhelm.cache.store import AnswerCache
@@ -37,14 +37,9 @@ from pytest_medhelm.values import ChatRequest, ModelSpec
 FIGURES: Counter = Counter()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _report_figures(request):
-    """After the module's tests: the figures they measured, on the terminal (also without -s)."""
-    yield
-    if FIGURES:
-        report_line(request.config, f"\nfault matrix (measured): {FIGURES['faults injected']} faults injected, "
-                                    f"{FIGURES['runs completed']} pytest runs completed, {FIGURES['answers received']} "
-                                    f"answers received, {FIGURES['answers kept']} kept, {FIGURES['answers lost']} lost")
+_report_figures = figures_reported(FIGURES, lambda f: (
+    f"\nfault matrix (measured): {f['faults injected']} faults injected, {f['runs completed']} pytest runs completed, "
+    f"{f['answers received']} answers received, {f['answers kept']} kept, {f['answers lost']} lost"))
 
 
 def tally(received: int, kept: int) -> int:
