@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from fuzzing import examples, fuzz
 from pytester_runs import run as inner
 
 from pytest_medhelm.cache.store import FEW_KEYS, AnswerCache, CacheRefused, Stored, make_private_dir
@@ -401,7 +402,7 @@ FUZZED = {"inputs": 0}
 def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_path, monkeypatch):
     """Hypothesis: whatever a row of ``cache.db`` holds (any JSON value, any text, any bytes, any diskcache mode),
     reading it gives a valid Completion or None; nothing raises, and a well-formed entry is never lost."""
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import HealthCheck, given
     from hypothesis import strategies as st
 
     from pytest_medhelm.cache import store as cache_module
@@ -422,7 +423,7 @@ def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_pa
     stored = (json_values.map(json.dumps) | entries.map(lambda e: json.dumps(e)) | st.text(max_size=60)
               | st.binary(max_size=60))
 
-    @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+    @fuzz(600, suppress_health_check=list(HealthCheck))
     @given(value=stored, mode=st.sampled_from([1, 2, 3, 4]))
     def read_back(value, mode):
         FUZZED["inputs"] += 1
@@ -445,7 +446,7 @@ def test_any_stored_row_is_an_answer_of_ours_or_a_miss_never_an_exception(tmp_pa
     read_back()
     db.close()
     cache.close()
-    assert FUZZED["inputs"] >= 600
+    assert FUZZED["inputs"] >= examples(600)
     print(f"cache reader fuzzed with {FUZZED['inputs']} rows")
 
 

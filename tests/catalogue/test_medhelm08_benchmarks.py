@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from hypothesis import given, settings
+from fuzzing import fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 from medhelm08_fixtures import (
     MEDXPERT_LABELS,
@@ -213,7 +214,7 @@ _report_inputs = figures_reported(FUZZED, lambda fuzzed: "\nHealthQA-BR question
                                   + ", ".join(f"{count} {what}" for what, count in sorted(fuzzed.items())))
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(st.text())
 def test_fuzz_any_question_cell_parses_without_error(text: str) -> None:
     FUZZED["arbitrary cells"] += 1
@@ -225,7 +226,7 @@ _OPTION_TEXT = st.text(alphabet=st.characters(blacklist_characters="'\n\r", blac
                        min_size=1).filter(lambda t: t.strip() == t)
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(statement=st.text(alphabet=st.characters(blacklist_characters="'", blacklist_categories=("Cs",))),
        options=st.dictionaries(st.sampled_from("ABCDEFGH"), _OPTION_TEXT, min_size=1, max_size=8))
 def test_fuzz_written_options_are_read_back(statement: str, options: dict[str, str]) -> None:

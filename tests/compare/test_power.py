@@ -23,18 +23,22 @@ from pytest_medhelm.compare import power
 from pytest_medhelm.compare.storage import save
 
 np = pytest.importorskip("numpy")
-norm = pytest.importorskip("scipy.stats").norm
 
 ALPHA, POWER = 0.05, 0.8
 RUNS = 4000
 #: three Monte Carlo standard errors of a rate of 0.8 over RUNS runs (0.019), plus 0.015 for the approximation
 #: itself (the variance estimated from each run, the binomial variance moving with the mean)
 TOLERANCE = 3 * math.sqrt(POWER * (1 - POWER) / RUNS) + 0.015
-Z_CRIT = norm.ppf(1 - ALPHA)
+
+
+def ppf(q: float) -> float:
+    """The standard normal quantile from scipy, independent of the code's statistics.NormalDist (imported when a
+    test first needs it: importing scipy.stats cost every process that collects this module about a second)."""
+    return float(pytest.importorskip("scipy.stats").norm.ppf(q))
 
 
 def z_sum(alpha=ALPHA, pw=POWER):
-    return norm.ppf(1 - alpha) + norm.ppf(pw)
+    return ppf(1 - alpha) + ppf(pw)
 
 
 def report(label: str, mde: float, rate: float) -> None:
@@ -76,7 +80,7 @@ def test_a_category_is_a_macro_average_of_its_benchmarks():
 def test_n_for_a_margin_is_the_closed_form_and_monotone(variance):
     margins = [0.01, 0.02, 0.03, 0.05, 0.08, 0.1]
     for m in margins:
-        expected = math.ceil((norm.ppf(0.95) + norm.ppf(0.8)) ** 2 * variance / m ** 2)
+        expected = math.ceil((ppf(0.95) + ppf(0.8)) ** 2 * variance / m ** 2)
         n = power.n_for_margin(variance, m)
         assert n == expected, (variance, m)
         # at that n the MDE is the margin or less; one instance fewer and it is more
@@ -94,7 +98,7 @@ def test_n_for_a_margin_is_the_closed_form_and_monotone(variance):
 # ============================================================================================== simulation
 def detected(diffs, se_hat, reference=0.0):
     """The one-sided test the plan is for: reject "no drop" when (mean - reference) / SE < -z_(1-alpha)."""
-    return (diffs - reference) / se_hat < -Z_CRIT
+    return (diffs - reference) / se_hat < -ppf(1 - ALPHA)
 
 
 def test_simulated_paired_runs_detect_a_drop_of_the_mde_with_the_planned_power():

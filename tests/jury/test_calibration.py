@@ -1,7 +1,8 @@
 """Property tests (Hypothesis) of the two new readers of files from disk: calibration records
 (``.medhelm/calibration/*.json``) and HealthBench's meta-evaluation rows (``healthbench_meta``). Nothing escapes but
 the documented error (CalibrationError, DataError), a record read back is the one written, and a well-formed row
-becomes an instance whose labels are the row's. ``EXAMPLES`` inputs per property (printed with ``-s``)."""
+becomes an instance whose labels are the row's. ``EXAMPLES`` inputs per property in the whole suite, a share of
+them in the fast tier (tests/fuzzing.py); the count tried is printed with ``-s``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzzing import fuzz
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from pytest_medhelm.catalogue.clinical_decision_support.healthbench_meta import read_rows
@@ -26,8 +28,7 @@ from pytest_medhelm.jury.calibration import (
 
 EXAMPLES = 300
 TRIED: dict[str, int] = {}
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = fuzz(EXAMPLES, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 TEMPLATE = "Conversation:\n<<conversation>>\nRubric item:\n<<rubric_item>>\n"
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),

@@ -9,7 +9,8 @@ import os
 import stat
 
 import pytest
-from hypothesis import given, settings
+from fuzzing import fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_medhelm.cache.batch_records import BatchRecord, BatchRecords
@@ -211,7 +212,7 @@ USAGE_NUMBERS = (st.integers() | st.floats(allow_nan=False) | st.integers(1, 429
                  | st.sampled_from([1e308, 10**9, 10**9 + 1]))
 
 
-@settings(max_examples=600, deadline=None)
+@fuzz(600)
 @given(st.one_of(
     st.binary(max_size=200),
     JSON.map(lambda v: json.dumps(v).encode()),
@@ -233,7 +234,7 @@ def test_fuzz_any_line_a_server_sends_is_a_result_or_a_bad_line(raw):
         assert isinstance(result.text, str) and 0 <= result.tokens_in <= 10**9 and 0 <= result.tokens_out <= 10**9
 
 
-@settings(max_examples=400, deadline=None)
+@fuzz(400)
 @given(JSON | st.fixed_dictionaries({"id": st.text(max_size=8), "status": st.sampled_from(
     ["validating", "in_progress", "completed", "failed", "expired", "bogus"]), "request_counts": JSON,
     "output_file_id": JSON, "error_file_id": JSON, "errors": JSON, "created_at": JSON, "completed_at": JSON}))

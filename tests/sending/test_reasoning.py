@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings
+from fuzzing import fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_medhelm.sending.reasoning import (
@@ -231,7 +232,7 @@ PIECES = st.lists(st.sampled_from(["<think>", "</think>", "\n", " ", "A", "b", "
                   max_size=20).map("".join)
 
 
-@settings(max_examples=500, deadline=None)
+@fuzz(500)
 @given(PIECES, st.lists(st.text(max_size=5), max_size=3))
 def test_fuzz_the_split_invents_no_text_and_keeps_no_unclosed_block(content, stops):
     answer, thinking = answer_of(content, [], tuple(stops))
@@ -264,7 +265,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
                     max_leaves=12)
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@fuzz(300, database=None)
 @given(message=JSON, usage=JSON)
 def test_fuzz_a_replys_thinking_and_reasoning_tokens_are_read_or_malformed(message, usage):
     try:
