@@ -117,3 +117,14 @@ def test_a_parametrized_variant_is_read_from_its_parameters_and_its_code():
     assert unmarked([serial, xdist, Planted(in_process), Planted(in_a_new_interpreter, e2e=True)]) == [
         "tests/test_planted.py::subprocess_true_with_star_args: runs with subprocess=True",
         'tests/test_planted.py::subprocess_false: a parameter holds "-n" (an inner xdist run)']
+
+
+# ------------------------------------------------------------------ property tests keep to the fast tier's share
+def test_every_property_test_takes_its_count_from_fuzzing():
+    """A property test that names ``max_examples`` itself tries its whole count in the fast tier too; fuzzing.fuzz
+    (or fuzzing.examples) gives the fast tier its share (tests/fuzzing.py)."""
+    offenders = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+                 for path in sorted(TESTS.rglob("*.py")) if path.name != "fuzzing.py"
+                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if re.search(r"\bmax_examples\s*=", line)]
+    assert offenders == [], "use fuzzing.fuzz(n) instead of naming max_examples:\n" + "\n".join(offenders)

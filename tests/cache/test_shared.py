@@ -495,7 +495,8 @@ def test_fuzz_values_planted_in_a_real_redis_are_answers_of_ours_or_misses(tmp_p
     """Hypothesis over a real redis-server (issue 30, item 10): whatever bytes or Redis type sits under a key of
     ours (absurd usage numbers included), reading it through the answer cache gives an answer within the bounds or
     a miss; the tier stays on and nothing escapes."""
-    from hypothesis import HealthCheck, given, settings
+    from fuzzing import fuzz
+    from hypothesis import HealthCheck, given
     from hypothesis import strategies as st
 
     from pytest_medhelm.cache import shared as shared_cache
@@ -509,8 +510,8 @@ def test_fuzz_values_planted_in_a_real_redis_are_answers_of_ours_or_misses(tmp_p
     value = st.binary(max_size=200) | entries | st.just(b"[" * 50_000)
     tried = []
 
-    @settings(max_examples=REDIS_VALUES_TRIED, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @fuzz(REDIS_VALUES_TRIED, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(values=st.lists(value | st.just(None), min_size=1, max_size=4), as_list=st.booleans())
     def read_back(values, as_list):
         tried.append(1)
