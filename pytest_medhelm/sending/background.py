@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from pytest_medhelm.sending.protocol import Way
 
 Result = Completion | ModelError
+#: how often an item waiting for its answer wakes to show the progress and to check that the sender lives (seconds)
+WAIT_TICK_S = 1.0
 #: called with each finished job; returns the jobs that follow from it (the jury's)
 FollowUp = Callable[[Job, Result], Iterable[Job]]
 
@@ -96,7 +98,7 @@ class BackgroundSender:
 
     def wait(self, key: str, on_wait: Callable[[float], None] | None = None) -> Result:
         """The answer to ``key`` (or the error that ended its request), once it is there. ``on_wait(seconds)`` is
-        called about once a second while it takes (on this thread, without the lock: it may write to the
+        called about every WAIT_TICK_S seconds while it takes (on this thread, without the lock: it may write to the
         terminal)."""
         began = time.monotonic()
         while True:
@@ -107,7 +109,7 @@ class BackgroundSender:
                     raise SenderCrashed(f"pytest-medhelm: the background sender stopped: {self._crash}")
                 if self._finished.is_set():
                     raise SenderCrashed("pytest-medhelm: the background sender stopped before this answer came")
-                self._changed.wait(timeout=1.0)  # a timeout so that a dead sender cannot hang the run
+                self._changed.wait(timeout=WAIT_TICK_S)  # a timeout so that a dead sender cannot hang the run
                 if key in self._results:
                     return self._results[key]
             if on_wait is not None:

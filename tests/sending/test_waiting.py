@@ -14,7 +14,7 @@ import time
 import pytest
 from pytester_runs import run
 
-from pytest_medhelm.sending import waiting
+from pytest_medhelm.sending import background, waiting
 
 
 def _args(server, data, *extra: str) -> list[str]:
@@ -26,11 +26,12 @@ def test_off_a_terminal_a_plain_line_says_what_is_awaited(pytester, toy, monkeyp
     from pytest_medhelm.testing.server import running_server
 
     data = toy(2)
-    # the first line after 0.5 s rather than 5 s (the module is this process's, the run in-process), said at the
-    # wait's first tick (1 s), a second before the answer: each answer then takes 2 s, not 6.5 s; still one line per
-    # item, PLAIN_EVERY (30 s) being far off
-    monkeypatch.setattr(waiting, "PLAIN_FIRST", 0.5)
-    wait = 2.0
+    # the first line after 0.2 s rather than 5 s, said at one of the wait's ticks (every 0.1 s rather than every
+    # second; the modules are this process's, the run in-process), well before the answer comes at 1 s; still one line
+    # per item, PLAIN_EVERY (30 s) being far off
+    monkeypatch.setattr(waiting, "PLAIN_FIRST", 0.2)
+    monkeypatch.setattr(background, "WAIT_TICK_S", 0.1)
+    wait = 1.0
     with running_server(answer="A", latency=wait) as server:
         result = run(pytester, *_args(server, data, "--medhelm-concurrency", "1"))
     assert result.ret == 0, result.stdout.str()[-2000:]
