@@ -3,6 +3,7 @@ arguments of the two projects they run (the built-in suite, the toy benchmark)."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -49,12 +50,17 @@ def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
     loads."""
     unknown = set(plugins) - set(USERS_PLUGINS)
     assert not unknown, f"not one of USERS_PLUGINS: {sorted(unknown)}"
-    flags = list(args)
-    if "-n" in flags[:-1] and flags[flags.index("-n") + 1] != "0":
+    if starts_xdist(args):
         subprocess = True
     runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
     left_out = [flag for name in USERS_PLUGINS if name not in plugins for flag in ("-p", f"no:{name}")]
     return runner(*(WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS), *left_out, *args)
+
+
+def starts_xdist(args: Sequence[str]) -> bool:
+    """Whether ``args`` start an inner xdist run (``-n N``, N not 0): for a test's xdist variant to tell itself from
+    its serial one."""
+    return "-n" in args[:-1] and args[list(args).index("-n") + 1] != "0"
 
 
 class Served(Protocol):

@@ -109,7 +109,7 @@ def test_ehrsql_prompts_instances_and_scores_per_mode(pytester: pytest.Pytester,
     questions = {"now1": NOW, "warf2": WARFARIN, "null3": WEATHER}
     # under xdist, medhelm's mode alone: the option reaches the workers, which collect its instances (another set
     # than the default's) as the controller does; every mode's prompts and scores are the serial variant's
-    modes = EXPECTED if "-n" not in xdist else {"medhelm": EXPECTED["medhelm"]}
+    modes = {"medhelm": EXPECTED["medhelm"]} if pytester_runs.starts_xdist(xdist) else EXPECTED
     for compat, (ids, scores, n, mean) in modes.items():
         out = pytester.path / f"{compat}.json"
         with running_server(answer="x") as server:

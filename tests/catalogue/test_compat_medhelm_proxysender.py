@@ -73,8 +73,10 @@ def test_proxysender_prompt_per_mode(pytester: pytest.Pytester, medhelm_template
         "helm": [helm_prompt(q, c) for q, c, _ in ROWS],
         "medhelm": [medhelm_prompt(medhelm_template, q, c) for q, c, _ in ROWS],
     }
-    if "-n" in xdist:  # medhelm's mode alone: the option reaches the workers, which collect its instances as the
-        expected = {"medhelm": expected["medhelm"]}  # controller does (the other modes' prompts: the serial variant)
+    # under xdist, medhelm's mode alone: the option reaches the workers, which collect its instances as the
+    # controller does (every mode's prompts: the serial variant)
+    if pytester_runs.starts_xdist(xdist):
+        expected = {"medhelm": expected["medhelm"]}
     for compat, prompts in expected.items():
         out = pytester.path / f"{compat}.json"
         with running_server(answer="A") as server:

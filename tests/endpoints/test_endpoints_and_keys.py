@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from pytester_runs import NO_BERTSCORE, run
+from pytester_runs import NO_BERTSCORE, run, starts_xdist
 from pytester_runs import run as inner
 from test_secrets import scan
 from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
@@ -195,8 +195,10 @@ def test_judges_going_to_public_apis_are_named_before_any_is_asked_when_the_mode
         assert out.count(line) == 1, out
         assert out.count("medhelm: judge anthropic/claude-3-7-sonnet-20250219 → Anthropic's public API") == 1
         assert server.count == 2  # the two answers; nothing else
-        if "-n" in xdist:  # the xdist variant's claim: said once by the controller, not once per worker (what is
-            return  # left unsaid below is said, or not, by the same code in either mode: the serial variant's)
+        # the xdist variant's claim: said once by the controller, not once per worker (what is left unsaid below is
+        # said, or not, by the same code in either mode: the serial variant's)
+        if starts_xdist(xdist):
+            return
         # judges with an endpoint: nothing to say
         quiet = inner(pytester, *base, "--medhelm-model", "openai/toy-model", "--medhelm-api-base", server.url,
                                    "--medhelm-jury", "openai/j", "--medhelm-jury-api-base", server.url)

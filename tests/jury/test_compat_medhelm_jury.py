@@ -142,7 +142,8 @@ def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shar
     judge_prompts = {}
     # under xdist, the default and medhelm's mode: the option reaches the workers and the judges' prompts stay HELM's
     # (helm's mode differs from the default only in how a judge's reply is read: the serial variant's)
-    modes = EXPECTED_RAW if "-n" not in xdist else {m: EXPECTED_RAW[m] for m in ("default", "medhelm")}
+    modes = ({m: EXPECTED_RAW[m] for m in ("default", "medhelm")} if pytester_runs.starts_xdist(xdist)
+             else EXPECTED_RAW)
     for compat, raw in modes.items():
         out = pytester.path / f"{compat}.json"
         with running_server(answer="x") as server:
