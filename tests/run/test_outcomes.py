@@ -237,10 +237,10 @@ def test_pytest_timeout_does_not_count_the_wait_in_the_send_queue(pytester, toy,
     import pytest_timeout  # noqa: F401  (a test dependency: the real plugin)
 
     data = toy(4)
-    # concurrency 1, 1 s per answer: the last item waits about 4 s for its answer, far past --timeout 2; each
-    # item's own time once its answer is there is well under it
-    with running_server(answer="A", latency=1.0) as server:
-        result = inner(pytester, *toy_args(server, data, "--medhelm-concurrency", "1", "--timeout", "2", *mode),
+    # concurrency 1, 0.5 s per answer: the last item waits about 2 s for its answer, twice --timeout 1; each
+    # item's own time once its answer is there is a few milliseconds
+    with running_server(answer="A", latency=0.5) as server:
+        result = inner(pytester, *toy_args(server, data, "--medhelm-concurrency", "1", "--timeout", "1", *mode),
                        plugins=("timeout",))
     assert result.ret == 0, result.stdout.str()
     assert "Timeout" not in result.stdout.str()
