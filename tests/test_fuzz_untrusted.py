@@ -1,7 +1,8 @@
 """Property tests (Hypothesis) of every parser of untrusted input (issue 20): judge replies, the answer extraction
 of every closed-ended metric, data files, and server replies. Each property: nothing escapes but the documented
-error, and (for the judges) no valid verdict is lost. ``EXAMPLES`` says how many inputs each target is tried with;
-the module prints the total it tried (``-s``), and stays under about a minute on a loaded 2-core machine."""
+error, and (for the judges) no valid verdict is lost. ``EXAMPLES`` says how many inputs each target is tried with in
+the whole suite (the fast tier tries a share of them: tests/fuzzing.py); the module prints the total it tried
+(``-s``), and stays under about a minute on a loaded 2-core machine."""
 
 from __future__ import annotations
 

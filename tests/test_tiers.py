@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -120,11 +121,49 @@ def test_a_parametrized_variant_is_read_from_its_parameters_and_its_code():
 
 
 # ------------------------------------------------------------------ property tests keep to the fast tier's share
+def _called(node: ast.expr, name: str) -> bool:
+    """``node`` is a call of ``name`` (``fuzz(...)``, ``given(...)``, ``hypothesis.given(...)``)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Name) and func.id == name) or (isinstance(func, ast.Attribute) and func.attr == name)
+
+
+def property_tests_without_fuzz(source: str) -> list[str]:
+    """The functions of ``source`` decorated with ``@given`` but not with ``@fuzz(n)`` (or a module-level name bound
+    to ``fuzz(n)``), by the line of their ``def``, and every ``settings(max_examples=...)`` in it: a property test
+    counted so tries its whole count in the fast tier too (tests/fuzzing.py)."""
+    tree = ast.parse(source)
+    fuzz_names = {target.id for node in tree.body if isinstance(node, ast.Assign) and _called(node.value, "fuzz")
+                  for target in node.targets if isinstance(target, ast.Name)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                _called(d, "given") for d in node.decorator_list):
+            if not any(_called(d, "fuzz") or (isinstance(d, ast.Name) and d.id in fuzz_names)
+                       for d in node.decorator_list):
+                found.append(f"{node.lineno}: {node.name} has @given without @fuzz(n)")
+        elif isinstance(node, ast.Call) and _called(node, "settings") and any(k.arg == "max_examples"
+                                                                              for k in node.keywords):
+            found.append(f"{node.lineno}: settings(max_examples=...)")
+    return found
+
+
 def test_every_property_test_takes_its_count_from_fuzzing():
-    """A property test that names ``max_examples`` itself tries its whole count in the fast tier too; fuzzing.fuzz
-    (or fuzzing.examples) gives the fast tier its share (tests/fuzzing.py)."""
-    offenders = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-                 for path in sorted(TESTS.rglob("*.py")) if path.name != "fuzzing.py"
-                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-                 if re.search(r"\bmax_examples\s*=", line)]
-    assert offenders == [], "use fuzzing.fuzz(n) instead of naming max_examples:\n" + "\n".join(offenders)
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for path in sorted(TESTS.rglob("*.py")) if path.name != "fuzzing.py"
+                 for line in property_tests_without_fuzz(path.read_text(encoding="utf-8"))]
+    assert offenders == [], "count a property test's inputs with fuzzing.fuzz(n):\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("@given(st.integers())\ndef test_a(x): pass", ["2: test_a has @given without @fuzz(n)"]),
+    ("@settings(deadline=None)\n@given(st.integers())\ndef test_a(x): pass", ["3: test_a has @given without @fuzz(n)"]),
+    ("@fuzz(300)\n@given(st.integers())\ndef test_a(x): pass", []),
+    ("FUZZ = fuzz(300, database=None)\n@FUZZ\n@given(st.integers())\ndef test_a(x): pass", []),
+    ("def test_a():\n    @fuzz(60)\n    @hypothesis.given(st.integers())\n    def inner(x): pass", []),
+    ("def test_a():\n    @settings(max_examples=60)\n    @given(st.integers())\n    def inner(x): pass",
+     ["2: settings(max_examples=...)", "4: inner has @given without @fuzz(n)"]),
+    ("# settings(max_examples=5) in a comment\nTEXT = 'max_examples=5'", []),
+])
+def test_the_property_guard_reads_decorators_not_text(source, expected):
+    assert sorted(property_tests_without_fuzz(source)) == sorted(expected)

@@ -48,7 +48,7 @@ class Sender(Protocol):
         """Whether that result is already here."""
 
     def wait(self, key: str, on_wait: Callable[[float], None] | None = None) -> Result:
-        """The result for ``key`` once it is here (``on_wait(seconds)`` about once a second meanwhile); raises
+        """The result for ``key`` once it is here (``on_wait(seconds)`` every WAIT_TICK_S seconds meanwhile); raises
         :class:`~.background.SenderCrashed` when the sender stopped before it."""
 
     def ask(self, job: Job) -> Result | None:

@@ -140,11 +140,7 @@ def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shar
     write_mentalhealth(data)
     shutil.copytree(shared_data / "helm_jury", data / "helm_jury")
     judge_prompts = {}
-    # under xdist, the default and medhelm's mode: the option reaches the workers and the judges' prompts stay HELM's
-    # (helm's mode differs from the default only in how a judge's reply is read: the serial variant's)
-    modes = ({m: EXPECTED_RAW[m] for m in ("default", "medhelm")} if pytester_runs.starts_xdist(xdist)
-             else EXPECTED_RAW)
-    for compat, raw in modes.items():
+    for compat, raw in EXPECTED_RAW.items():
         out = pytester.path / f"{compat}.json"
         with running_server(answer="x") as server:
             server.set_answer(answer_or_judge)
@@ -173,7 +169,7 @@ def test_jury_scores_per_mode_through_the_plugin(pytester: pytest.Pytester, shar
                 assert jury["per_judge"]["openai/judge-a"]["overall"]["score"] == 5.0
                 assert jury["per_judge"]["openai/judge-a"]["accuracy"]["score"] == 4.5
     assert len(judge_prompts["default"]) == 4
-    assert all(prompts == judge_prompts["default"] for prompts in judge_prompts.values())
+    assert judge_prompts["default"] == judge_prompts["helm"] == judge_prompts["medhelm"]
 
 
 # ------------------------------------------------------------------------------------------------ fuzzing
