@@ -48,8 +48,8 @@ class Sender(Protocol):
         """Whether that result is already here."""
 
     def wait(self, key: str, on_wait: Callable[[float], None] | None = None) -> Result:
-        """The result for ``key`` once it is here (``on_wait(seconds)`` every WAIT_TICK_S seconds meanwhile); raises
-        :class:`~.background.SenderCrashed` when the sender stopped before it."""
+        """The result for ``key`` once it is here (``on_wait(seconds)`` every :data:`~.background.WAIT_TICK_S`
+        seconds meanwhile); raises :class:`~.background.SenderCrashed` when the sender stopped before it."""
 
     def ask(self, job: Job) -> Result | None:
         """Send ``job`` ahead of what waits and return its result; None when the sender takes no more requests."""
