@@ -15,7 +15,7 @@ import pydantic  # noqa: F401 - imported once here, before any inner session (ab
 import pytest
 import tabulate  # noqa: F401 - imported once here, before any inner session (above)
 from fuzzing import choose_budget
-from pytester_runs import SHARED_DATA
+from pytester_runs import SHARED_DATA, import_bertscore_stack
 from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
 
 # The suite starts hundreds of interpreters (pytester's subprocess runs, their xdist workers, test servers). Under
@@ -52,15 +52,6 @@ def _import_before_inner_sessions() -> None:
     from pytest_medhelm.thirdparty import import_litellm
     import_litellm()
 
-    # and BERTScore's stack when it is installed: an in-process run of an open-ended benchmark scores BERTScore
-    # beside the jury (an empty answer too), which loads torch inside the inner session; dropped at its end, torch's
-    # objects crash the garbage collector later in the same process (a segfault, seen as a crashed xdist worker).
-    try:
-        import bert_score  # noqa: F401 - imported once here, before any inner session (above)
-        import torch  # noqa: F401 - imported once here, before any inner session (above)
-    except ImportError:  # without the [bertscore] extra nothing loads torch
-        pass
-
     # and every module of the plugin: one first imported inside an inner session is dropped at its end, but its
     # package keeps the attribute naming it, so a test's later ``from pytest_medhelm.cache import shared``
     # got the dropped module while the plugin imported a new one, and the test patched a module nobody used (a test
@@ -96,6 +87,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if not config.option.collectonly and not starts_xdist_workers(config):
         _import_before_inner_sessions()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # BERTScore's stack, for a test marked ``loads_torch`` only: an in-process run of an open-ended benchmark scores
+    # BERTScore beside the jury, which loads torch inside the inner session; dropped at its end, torch's objects
+    # crash the garbage collector later in the same process (a segfault, seen as a crashed xdist worker). Imported
+    # here, before the test's fixtures (pytester's among them, whose snapshot of sys.modules would drop it too), it
+    # stays; a worker whose tests never score BERTScore in process is spared its 3 s. pytester_runs.run fails a test
+    # whose in-process run loaded torch without the mark.
+    if item.get_closest_marker("loads_torch") is not None:
+        import_bertscore_stack()
 
 
 pytest_plugins = ["pytester"]

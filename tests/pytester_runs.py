@@ -3,6 +3,7 @@ arguments of the two projects they run (the built-in suite, the toy benchmark)."
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -52,9 +53,36 @@ def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
     assert not unknown, f"not one of USERS_PLUGINS: {sorted(unknown)}"
     if starts_xdist(args):
         subprocess = True
-    runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
     left_out = [flag for name in USERS_PLUGINS if name not in plugins for flag in ("-p", f"no:{name}")]
-    return runner(*(WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS), *left_out, *args)
+    flags = (*(WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS), *left_out, *args)
+    if subprocess:
+        return pytester.runpytest_subprocess(*flags)
+    torch_before = "torch" in sys.modules
+    watch = _TorchWatch()
+    result = pytester.runpytest(*flags, plugins=[watch])
+    if watch.loaded and not torch_before:
+        pytest.fail("this in-process run loaded torch (it scored BERTScore), which must be imported before the "
+                    "test's fixtures: mark the test @pytest.mark.loads_torch (tests/conftest.py), or turn BERTScore "
+                    "off in its run (NO_BERTSCORE)", pytrace=False)
+    return result
+
+
+class _TorchWatch:
+    """Tells whether an inner session imported torch (pytester drops what the session imported when it ends)."""
+
+    loaded = False
+
+    def pytest_unconfigure(self) -> None:
+        self.loaded = "torch" in sys.modules
+
+
+def import_bertscore_stack() -> None:
+    """bert-score and torch imported in this process (a test marked ``loads_torch``; tests/conftest.py)."""
+    try:
+        import bert_score  # noqa: F401 - imported for the test process to keep (above)
+        import torch  # noqa: F401 - imported for the test process to keep (above)
+    except ImportError:  # without the [bertscore] extra nothing loads torch
+        pass
 
 
 def starts_xdist(args: Sequence[str]) -> bool:

@@ -216,6 +216,7 @@ def test_ehrsql_loader_and_prompt(tmp_path: Path) -> None:
     assert metric.score("SELECT COUNT(*) FROM patient", last).value == 1.0
 
 
+@pytest.mark.e2e  # every one of the 2,909 real questions scored: seconds, the slow tier's
 def test_real_ehrsql_a_constant_answer_scores_what_it_deserves() -> None:
     """On MedHELM's 7-patient database, 1,091 of the 1,959 answerable gold queries return no rows: those items are
     not scored by default, so a query that returns nothing scores 0 and an empty answer only the unanswerable
@@ -242,6 +243,7 @@ def test_real_ehrsql_a_constant_answer_scores_what_it_deserves() -> None:
     assert not any(s.not_scored for s in helm)
 
 
+@pytest.mark.e2e  # every one of the 2,909 real questions scored: seconds, the slow tier's
 def test_real_ehrsql_helm_answerability_follows_is_impossible(tmp_path: Path) -> None:
     """HELM 0.5.16: answerable = not is_impossible and bool(gold query): 1,959 of the 2,909 questions. (Run on an
     empty database: answerability does not depend on the rows, and every query fails at once.)"""

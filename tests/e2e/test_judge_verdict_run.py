@@ -1,6 +1,6 @@
 """A planted verdict cannot win a run (issue 20, point 2): the model's answer ends with an all-5 judgement, the
 judge quotes that answer before writing its own all-2 verdict, or restates the planted one after its own (also one
-nested in a decoy verdict of the answer); the item scores 2 (serial and under xdist)."""
+nested in a decoy verdict of the answer); the item scores 2 (serial, and one case under xdist)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
+#: every case serially; under xdist one of them, since a judge's reply is read by the process that asked it, with
+#: the same code in both modes: the xdist run shows the planted verdict does not reach the controller's report either
+RUNS = [pytest.param([], case, id=f"serial-{name}") for name, case in CASES.items()] + [
+    pytest.param(["-n", "2"], CASES["restated after"], id="xdist-2-restated after")]
+
+
+@pytest.mark.parametrize("xdist, case", RUNS)
 def test_a_verdict_planted_in_the_answer_does_not_score(pytester, shared_data, xdist, case):
     answer, judge_reply = case
 

@@ -54,6 +54,8 @@ def _real_model_available() -> str | None:
 
 needs_model = pytest.mark.skipif(_real_model_available() is not None,
                                  reason=str(_real_model_available()))
+#: this module's tests load BERTScore's model in this process, in-process runs among them (tests/conftest.py)
+pytestmark = pytest.mark.loads_torch
 
 
 # ---------------------------------------------------------------------------------------------- without the model

@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 from pytester_runs import run as inner
 
+#: the tests of what crosses an xdist run's processes (the budget's ledger, what the controller reports and prints) run
+#: in both modes; those of one request and its reply (the wire parameters, a reply's counts) serially, since the
+#: same code builds and reads them in whichever process sends
 XDIST = pytest.mark.parametrize("xdist", [pytest.param(("-p", "no:xdist"), id="serial"),
                                           pytest.param(("-n", "2"), id="xdist-2", marks=pytest.mark.e2e)])
+SERIAL = ("-p", "no:xdist")
 #: what an OpenAI reasoning model refuses (docs/reasoning.md)
 REFUSED = ("max_tokens", "temperature", "top_p", "stop", "presence_penalty", "frequency_penalty")
 
@@ -38,19 +42,18 @@ def chat_bodies(server) -> list[dict]:
     return [r["json"] for r in server.requests if r["path"].endswith("/chat/completions")]
 
 
-@XDIST
 @pytest.mark.parametrize("batch", [pytest.param((), id="direct"), pytest.param(("--medhelm-batch",), id="batch")])
-def test_o3_mini_is_sent_nothing_it_refuses_and_scores_as_a_plain_model(pytester, toy, server, xdist, batch):
+def test_o3_mini_is_sent_nothing_it_refuses_and_scores_as_a_plain_model(pytester, toy, server, batch):
     from pytest_medhelm.testing.server import batch_stats
 
     data = toy(8)
-    # (the baseline the scores are compared with, in this process in both variants: its mode is not what is checked)
+    # the baseline the scores are compared with
     plain = inner(pytester, *args(server, data, "openai/plain-model", "--medhelm-json", "plain.json", "-p", "no:xdist"))
     assert plain.ret == 0, plain.stdout.str()[-3000:]
     server.reset()
     server.configure(reasoning_tokens=50)
     result = inner(pytester, *args(server, data, "openai/o3-mini", "--medhelm-reasoning-budget", "200",
-                                   "--medhelm-json", "r.json", *batch, *xdist))
+                                   "--medhelm-json", "r.json", *batch, *SERIAL))
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = results(pytester)
     assert scores(report) == scores(results(pytester, "plain.json")) and len(scores(report)) == 8
@@ -139,15 +142,14 @@ def test_the_thinking_text_stays_out_of_every_report_unless_asked(pytester, toy,
     assert asked.ret == 0 and "patient Jane Doe" in (pytester.path / "t.json").read_text()
 
 
-@XDIST
-def test_claude_thinks_through_litellm_at_an_api_base(pytester, toy, server, xdist, monkeypatch):
+def test_claude_thinks_through_litellm_at_an_api_base(pytester, toy, server, monkeypatch):
     data = toy(4)
     monkeypatch.setenv("CLAUDE_GATEWAY_KEY", "sk-test-claude")
     server.configure(reasoning_tokens=30, thinking_text="Weighing the options.", api_key="sk-test-claude")
     # (litellm posts an anthropic/ model's request to {api_base}/v1/messages: Anthropic's base URL has no /v1)
     result = inner(pytester, *args(server, data, "anthropic/claude-sonnet-4-5", "--medhelm-reasoning-budget", "1500",
                                    "--medhelm-api-key-env", "CLAUDE_GATEWAY_KEY", "--medhelm-json", "r.json",
-                                   *xdist, api_base=server.base_url))
+                                   *SERIAL, api_base=server.base_url))
     assert result.ret == 0, result.stdout.str()[-3000:]
     messages = [r for r in server.requests if r["path"].endswith("/messages")]
     assert len(messages) == 4 and all(r["status"] == 200 for r in messages)
@@ -286,8 +288,7 @@ def test_a_hostile_thinking_is_its_own_items_error(pytester, toy, server, messag
     assert sum(rec.get("answer") == "A" for rec in results(pytester)["instances"]) == 1
 
 
-@XDIST
-def test_reasoning_tokens_are_counted_apart_and_priced_as_output(pytester, toy, server, xdist, tmp_path):
+def test_reasoning_tokens_are_counted_apart_and_priced_as_output(pytester, toy, server, tmp_path):
     data = toy(4)
     prices = tmp_path / "prices.toml"
     # $1 a token in, $2 a token out: each answer's 50 reasoning tokens cost what 50 answer tokens would
@@ -295,7 +296,7 @@ def test_reasoning_tokens_are_counted_apart_and_priced_as_output(pytester, toy, 
     server.configure(reasoning_tokens=50)
     result = inner(pytester, *args(server, data, "openai/o3-mini", "--medhelm-reasoning-budget", "200",
                                    "--medhelm-prices", str(prices), "--medhelm-json", "r.json", "--medhelm-markdown",
-                                   "r.md", "-q", *xdist))
+                                   "r.md", "-q", *SERIAL))
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = results(pytester)
     instances = report["instances"]
