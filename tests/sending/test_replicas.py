@@ -1,9 +1,10 @@
 """Several endpoints for one model (``--medhelm-endpoint MODEL=URL1,URL2``), against two of our test servers.
 
-Whole pytest runs of the toy benchmark, serial and under ``-n 2``: the requests of one model reach both servers
-(counted at each), the least busy replica gets the next request (a slow server gets fewer), a run survives one of
-them going down mid-run (every item answered, exit 0), and a re-run with the URLs in another order sends nothing
-(the cache identity is the model served, not the replica). Then the parts: the option's parsing into one canonical
+Whole pytest runs of the toy benchmark: the requests of one model reach both servers (counted at each) and a run
+survives one of them going down mid-run (every item answered, exit 0), serial and under ``-n 2``; the least busy
+replica gets the next request (a slow server gets fewer) and a re-run with the URLs in another order sends nothing
+(the cache identity is the model served, not the replica), serially, since whichever process sends chooses the
+replica and keys the cache with the same code. Then the parts: the option's parsing into one canonical
 value, the usage errors, ``--medhelm-local-only`` on a group, a judge served by replicas.
 """
 
@@ -57,13 +58,12 @@ def test_one_model_on_two_servers_gets_requests_on_both(pytester, toy, xdist):
     assert scores(out) == expected_scores(20)
 
 
-@pytest.mark.parametrize("xdist", XDIST)
-def test_the_least_busy_replica_gets_the_next_request(pytester, toy, xdist):
+def test_the_least_busy_replica_gets_the_next_request(pytester, toy):
     """A server that takes 0.6 s per answer beside one that takes 0.02 s: with 4 requests in flight, the slow one
     holds its first two while the fast one answers the rest (round robin would give each 20)."""
     data = toy(40)
     with running_server(answer="A", latency=0.6) as slow, running_server(answer="A", latency=0.02) as fast:
-        result = run(pytester, data, [slow.url, fast.url], "--medhelm-concurrency", "4", *xdist)
+        result = run(pytester, data, [slow.url, fast.url], "--medhelm-concurrency", "4", "-p", "no:xdist")
         counts = {"slow": slow.count, "fast": fast.count}
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert counts["slow"] + counts["fast"] == 40, counts
@@ -92,16 +92,15 @@ def test_a_run_survives_one_replica_going_down(pytester, toy, xdist):
     assert "sent again to another replica" in text and dying.url in text, text[-3000:]
 
 
-@pytest.mark.parametrize("xdist", XDIST)
-def test_a_rerun_with_the_replicas_in_another_order_sends_nothing(pytester, toy, xdist):
+def test_a_rerun_with_the_replicas_in_another_order_sends_nothing(pytester, toy):
     data = toy(12)
     out = pytester.path / "r.json"
     with running_server(answer="A") as a, running_server(answer="A") as b:
-        # (it fills the cache, in this process in both variants: the rerun is what is checked in each mode)
+        # (it fills the cache)
         first = run(pytester, data, [a.url, b.url], "-p", "no:xdist")
         assert first.ret == 0, first.stdout.str()[-3000:]
         sent = a.count + b.count
-        second = run(pytester, data, [f"{b.url}/", a.url], "--medhelm-json", str(out), *xdist)
+        second = run(pytester, data, [f"{b.url}/", a.url], "--medhelm-json", str(out), "-p", "no:xdist")
         resent = a.count + b.count - sent
     assert sent == 12
     assert second.ret == 0, second.stdout.str()[-3000:]
