@@ -58,12 +58,13 @@ def test_on_a_terminal_the_status_is_rewritten_in_place_and_erased(pytester, toy
     from pytest_medhelm.testing.server import start_subprocess_server
 
     data = toy(2)
-    # the status from the first tick of the wait loop (about 1 s) rather than after 2 s: each answer then takes
-    # 2.5 s, not 4.5 s, still long enough for two ticks whose seconds differ (rewritten, not printed once)
-    tty_first = 0.0
+    # the status from the first tick of the wait loop rather than after 2 s, a tick every 0.1 s rather than every
+    # second: each answer then takes 1.6 s, not 4.5 s, still long enough for ticks whose seconds differ (0 and 1:
+    # rewritten, not printed once)
     with (pytester.path / "conftest.py").open("a") as conftest:
-        conftest.write(f"\nfrom pytest_medhelm.sending import waiting\nwaiting.TTY_FIRST = {tty_first}\n")
-    with start_subprocess_server(answer="A", latency=tty_first + 2.5) as server:
+        conftest.write("\nfrom pytest_medhelm.sending import background, waiting\nwaiting.TTY_FIRST = 0.0\n"
+                       "background.WAIT_TICK_S = 0.1\n")
+    with start_subprocess_server(answer="A", latency=1.6) as server:
         master, slave = pty.openpty()
         env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
         proc = subprocess.Popen([sys.executable, "-m", "pytest", *plugins,
