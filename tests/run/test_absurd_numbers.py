@@ -63,8 +63,7 @@ def test_a_reply_with_absurd_usage_fails_its_item_and_is_never_cached(pytester, 
         assert all("usage.prompt_tokens" in i["error"] for i in report["instances"])
         assert server.count == 4  # not retried: the same server would say the same
         server.configure(reply_shape="standard")
-        # (in this process in both variants: what is checked is what the first run, in the variant's mode, left out
-        # of the cache; this run asking anew shows it)
+        # (what is checked is what the first run left out of the cache; this run asking anew shows it)
         again = inner(pytester, *args(pytester, server, data, "-p", "no:xdist"))
         assert again.ret == pytest.ExitCode.OK, again.stdout.str()[-3000:]
         assert server.count == 8  # nothing of the absurd replies was kept: each asked again
