@@ -13,9 +13,10 @@ import diskcache  # noqa: F401 - imported once here, before any inner session (a
 import numpy.fft  # noqa: F401 - a C extension too; first imported lazily, by an inner session or not
 import pydantic  # noqa: F401 - imported once here, before any inner session (above)
 import pytest
+import pytester_runs
 import tabulate  # noqa: F401 - imported once here, before any inner session (above)
 from fuzzing import choose_budget
-from pytester_runs import SHARED_DATA, import_bertscore_stack
+from pytester_runs import SHARED_DATA
 from toy_benchmark import TOY_CONFTEST, TOY_TEST, toy_rows, write_toy_data
 
 # The suite starts hundreds of interpreters (pytester's subprocess runs, their xdist workers, test servers). Under
@@ -96,9 +97,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # crash the garbage collector later in the same process (a segfault, seen as a crashed xdist worker). Imported
     # here, before the test's fixtures (pytester's among them, whose snapshot of sys.modules would drop it too), it
     # stays; a worker whose tests never score BERTScore in process is spared its 3 s. pytester_runs.run fails a test
-    # whose in-process run loaded torch without the mark.
-    if item.get_closest_marker("loads_torch") is not None:
-        import_bertscore_stack()
+    # whose in-process run loaded torch when it was not imported before the test's fixtures.
+    pytester_runs.before_fixtures(item.get_closest_marker("loads_torch") is not None)
 
 
 pytest_plugins = ["pytester"]

@@ -57,10 +57,9 @@ def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
     flags = (*(WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS), *left_out, *args)
     if subprocess:
         return pytester.runpytest_subprocess(*flags)
-    torch_before = "torch" in sys.modules
     watch = _TorchWatch()
     result = pytester.runpytest(*flags, plugins=[watch])
-    if watch.loaded and not torch_before:
+    if watch.loaded and not torch_kept:
         pytest.fail("this in-process run loaded torch (it scored BERTScore), which must be imported before the "
                     "test's fixtures: mark the test @pytest.mark.loads_torch (tests/conftest.py), or turn BERTScore "
                     "off in its run (NO_BERTSCORE)", pytrace=False)
@@ -76,13 +75,22 @@ class _TorchWatch:
         self.loaded = "torch" in sys.modules
 
 
-def import_bertscore_stack() -> None:
-    """bert-score and torch imported in this process (a test marked ``loads_torch``; tests/conftest.py)."""
-    try:
-        import bert_score  # noqa: F401 - imported for the test process to keep (above)
-        import torch  # noqa: F401 - imported for the test process to keep (above)
-    except ImportError:  # without the [bertscore] extra nothing loads torch
-        pass
+#: whether torch was imported before the running test's fixtures (set by tests/conftest.py before each test): only
+#: then does pytester's snapshot of sys.modules, taken when its fixture is set up, keep it after the test
+torch_kept = False
+
+
+def before_fixtures(loads_torch: bool) -> None:
+    """Before a test's fixtures (tests/conftest.py): bert-score and torch imported for a test marked
+    ``loads_torch``, and whether torch is now in this process recorded for :func:`run`."""
+    global torch_kept
+    if loads_torch:
+        try:
+            import bert_score  # noqa: F401 - imported for the test process to keep (above)
+            import torch  # noqa: F401 - imported for the test process to keep (above)
+        except ImportError:  # without the [bertscore] extra nothing loads torch
+            pass
+    torch_kept = "torch" in sys.modules
 
 
 def starts_xdist(args: Sequence[str]) -> bool:
