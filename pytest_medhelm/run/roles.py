@@ -173,7 +173,8 @@ class Role:
             self.collector.freeze_again()
             if not interrupted and not self.config.option.collectonly:  # (--collect-only measures nothing)
                 self.after_items(session)
-                self.collector.freeze_again()  # (the results just built live until the end too)
+                if self.plans_answers():  # (a run of ours: the results just built live until the end too)
+                    self.collector.freeze_for_the_end()
         return result
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

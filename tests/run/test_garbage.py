@@ -1,6 +1,7 @@
 """The garbage collector and the end of a run (run/garbage.py): no full collection while the items are collected; a
 large run keeps what lives until its end out of the collector's way and makes full collections rarer while its items
-run (``freeze_if_large``, ``freeze_again``); at the session's end it gives all of it back when the session is nested
+run (``freeze_if_large``, ``freeze_again``); a run of any size whose process ends with it freezes what is alive
+once its items ran (``freeze_for_the_end``); at the session's end it gives all of it back when the session is nested
 in another, and otherwise keeps it frozen to the exit, where its process collects what was made since, flushes its
 open files and freezes the rest (``ends_with_process``, ``freeze_at_exit``). The libraries the results need are
 imported while the items run (reporting.py: ``prefetch``), and xdist's controller imports the HTTP client while its
@@ -61,9 +62,46 @@ def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_t
     assert gc.get_freeze_count() == 0  # a caller of pytest.main (here, pytester) gets them all collectable again
 
 
-def test_a_small_run_freezes_nothing(pytester, toy, server):
-    # gc.get_referrers does not see frozen referrers, which a library checking for leaks may notice
+def test_a_small_run_inside_another_session_freezes_nothing(pytester, toy, server):
+    # gc.get_referrers does not see frozen referrers, which a library checking for leaks may notice; and a session
+    # nested in another (here pytester's) does not end with its process
     assert frozen_counts(pytester, toy(10), server.url) == (0, 0)
+
+
+PER_PROCESS_PROBE = """
+import gc
+import os
+
+during = []
+
+
+def pytest_runtest_call(item):
+    if not during:
+        during.append(gc.get_freeze_count())
+
+
+def pytest_unconfigure(config):
+    name = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
+    with open(os.path.join(MARKERS, name), "w") as f:
+        f.write(f"{during[0] if during else 'no items'};{gc.get_freeze_count()}")
+"""
+
+
+@pytest.mark.e2e  # (a new interpreter; xdist's workers)
+@pytest.mark.parametrize("mode", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "xdist-2"])
+def test_a_small_run_freezes_nothing_while_its_items_run_and_all_of_it_once_they_ran(pytester, toy, server, mode):
+    markers = pytester.mkdir("markers")
+    probed_run(pytester, "per_process_probe", f"MARKERS = {str(markers)!r}\n{PER_PROCESS_PROBE}", toy(10),
+               server.url, *mode)
+    seen = {path.name: path.read_text().split(";") for path in markers.iterdir()}
+    processes = {"main"} if mode[0] == "-p" else {"main", "gw0", "gw1"}
+    assert set(seen) == processes
+    for name, (during, end) in seen.items():
+        # nothing frozen while the items ran (a library checking for leaks may look then); at the end, what lives
+        # until the exit is frozen in every process that ends with the session: xdist's controller (which ran no
+        # items) and its workers too
+        assert during == ("no items" if name == "main" and mode[0] == "-n" else "0"), (name, during)
+        assert int(end) > 0, name
 
 
 THRESHOLD_PROBE = """
@@ -307,8 +345,13 @@ def test_a_large_run_exits_without_walking_what_is_alive_and_still_finalizes_its
 
 
 @pytest.mark.e2e  # (a new interpreter)
-def test_a_small_run_exits_as_python_does(pytester, toy, server):
-    assert exit_state(pytester, toy(10), server.url) == ExitState(0, 0, True, "all of it", "all of it")
+def test_a_small_run_exits_without_walking_what_is_alive_and_still_finalizes_its_garbage(pytester, toy, server):
+    # frozen once its items ran (not while they ran: above), then as a large run
+    state = exit_state(pytester, toy(10), server.url)
+    assert state.frozen_before_handler > 0
+    assert state.frozen_at_end > 0
+    assert state.finalized
+    assert (state.written, state.written_early) == ("all of it", "all of it")
 
 
 @pytest.mark.e2e  # (a new interpreter, and a whole run of 1,000 items)
