@@ -29,6 +29,8 @@ UNCACHED = ("--medhelm-cache", "off")
 #: and its entry points in every terminal summary; 0.3-0.5 s of CPU per interpreter together
 INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:anyio",
                    "-p", "no:hypothesispytest")
+#: the two plugins of test extras above, which a run loads when its test names them (``run(..., plugins=...)``)
+EXTRAS_PLUGINS = ("anyio", "hypothesispytest")
 #: the same, keeping the pytest cache: for the tests of what reads it (``--lf``)
 WITH_PYTEST_CACHE = INNER_RUN_FLAGS[2:]
 #: the reporters and plugins users combine with ours (test extras), left out of an inner run unless its test names
@@ -48,13 +50,16 @@ def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
     with a process of their own, as a user's do (in this process, one such run of the full suite once ended with
     its cache database unreadable, which no run in a process of its own has shown). ``pytest_cache`` keeps pytest's
     cache plugin for the tests of what reads it (``--lf``); ``plugins`` names those of USERS_PLUGINS the run
-    loads."""
-    unknown = set(plugins) - set(USERS_PLUGINS)
-    assert not unknown, f"not one of USERS_PLUGINS: {sorted(unknown)}"
+    loads (or of EXTRAS_PLUGINS)."""
+    unknown = set(plugins) - {*USERS_PLUGINS, *EXTRAS_PLUGINS}
+    assert not unknown, f"not one of USERS_PLUGINS or EXTRAS_PLUGINS: {sorted(unknown)}"
     if starts_xdist(args):
         subprocess = True
     left_out = [flag for name in USERS_PLUGINS if name not in plugins for flag in ("-p", f"no:{name}")]
-    flags = (*(WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS), *left_out, *args)
+    base = WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS
+    kept = {f"no:{name}" for name in plugins}
+    base = tuple(flag for pair in zip(base[::2], base[1::2]) if pair[1] not in kept for flag in pair)
+    flags = (*base, *left_out, *args)
     if subprocess:
         return pytester.runpytest_subprocess(*flags)
     watch = _TorchWatch()

@@ -13,15 +13,16 @@ items) with ``gc.callbacks``.
   thread (two of 12-45 ms each in a 2,000-item run, none now). Only for large runs: ``gc.get_referrers`` does not see
   frozen referrers, which a library checking for leaks (as Hypothesis's ``register_random`` does) could notice in a
   small run for no gain.
-* **Once the items have run** and the results are built, a run of any size whose process ends with the session
-  (:func:`ends_with_process`) collects once and freezes what is alive: all of it lives until the exit, and pytest's
-  five full collections at its end, then the interpreter's as it exits, walked it again (in a 10-item run's process
-  they were a fifth of its CPU time, measured on this suite's toy runs). Nothing is frozen while a small run's items
-  run (above).
-* **At the end**, what was frozen is given back to the collector, unless the process ends with the session (then
-  :func:`freeze_at_exit`). Cyclic garbage frozen with the items is then not freed before the exit, nor finalized
-  (about 2,800 objects in a 2,000-item run: what a full collection at the exit found, at 0.11 s); open files among
-  it are flushed.
+* **At the session's finish**, before the terminal summary, what a large run froze is given back: Hypothesis's
+  plugin imports Hypothesis there, whose plugins register random generators it checks with ``gc.get_referrers``.
+* **At the session's cleanup**, once every plugin has finished, a run of any size whose process ends with the
+  session (:func:`ends_with_process`) collects once and freezes what is alive: all of it lives until the exit, and
+  pytest's five full collections at its end, then the interpreter's as it exits, walked it again (in a 10-item
+  run's process they were a quarter of its CPU time, measured on this suite's toy runs). The process then exits
+  through :func:`freeze_at_exit`. Cyclic garbage frozen then is not freed before the exit, nor finalized (in a
+  2,000-item run about 2,800 objects: what a full collection at the exit found, at 0.11 s); open files among it
+  are flushed. A session nested in another (pytester's, a program calling ``pytest.main``) freezes nothing at its
+  end and gives back what a large run froze at its cleanup.
 
 Where the collector has no thresholds of this kind (a threshold of 0 for the oldest generation, as CPython 3.14's
 incremental collector reports), or was turned off or tuned by someone else meanwhile, its settings are left alone.
@@ -104,20 +105,28 @@ class CollectorPolicy:
 
             gc.freeze()
 
+    def thaw_for_the_summary(self) -> None:
+        """At the session's finish, before the terminal summary: what a large run froze given back. Hypothesis's
+        pytest plugin imports Hypothesis in its summary, whose entry points then register their modules' random
+        generators (trio's); Hypothesis checks each with ``gc.get_referrers``, which does not see frozen referrers:
+        with them frozen, a large run warned (``HypothesisWarning``) wherever Hypothesis and trio were installed."""
+        if self.frozen:
+            import gc
+
+            gc.unfreeze()
+            self.frozen = False
+
     def freeze_for_the_end(self) -> None:
-        """Once the items have run and the results are built, in a run of any size whose process ends with the
-        session (:func:`ends_with_process`): what is alive now lives until the exit. One full collection (its
-        garbage's finalizers run while pytest still watches for unraisable exceptions), then everything frozen:
-        pytest's five full collections at the end and the interpreter's at its exit walk only what was made after
-        (a 10-item toy run: 1.00 s of CPU before, 0.77 s after; under ``-n 2``, its three processes 1.93 s before,
-        1.51 s after). A large run froze already: what it made since is frozen too (:meth:`freeze_again`)."""
+        """At the session's cleanup, once every plugin has finished and before pytest's five full collections, in a
+        run of any size whose process ends with the session (:func:`ends_with_process`): what is alive now lives
+        until the exit. One full collection (its garbage's finalizers run while pytest still watches for unraisable
+        exceptions), then everything frozen: pytest's collections and the interpreter's at its exit walk only what
+        is made after (a 10-item toy run: 1.11 s of CPU before, 0.82 s after; under ``-n 2``, its three processes
+        2.33 s before, 1.73 s after)."""
         import gc
 
-        if self.frozen:
-            gc.freeze()
-            return
-        if not gc.isenabled() or not ends_with_process(self.config):  # (a program that turned it off keeps it off)
-            return
+        if self.frozen or not gc.isenabled() or not ends_with_process(self.config):
+            return  # (a program that turned the collector off keeps it off)
         gc.collect()
         gc.freeze()
         self.frozen = True

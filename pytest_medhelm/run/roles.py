@@ -173,14 +173,16 @@ class Role:
             self.collector.freeze_again()
             if not interrupted and not self.config.option.collectonly:  # (--collect-only measures nothing)
                 self.after_items(session)
-                if self.plans_answers():  # (a run of ours: the results just built live until the end too)
-                    self.collector.freeze_for_the_end()
+                self.collector.freeze_again()  # (the results just built live until the end too)
         return result
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         self.summarize(terminalreporter, config)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.collector.thaw_for_the_summary()
+        if self.plans_answers():  # (a run of ours) registered now: it runs before pytest's own cleanups (LIFO)
+            self.config.add_cleanup(self.collector.freeze_for_the_end)
         try:
             self.end_session(session, exitstatus)
         finally:

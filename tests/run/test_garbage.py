@@ -19,6 +19,8 @@ import pytester_runs
 FREEZE_PROBE = """
 import gc
 
+import pytest
+
 during = []
 
 
@@ -27,8 +29,10 @@ def pytest_runtest_call(item):
         during.append(gc.get_freeze_count())
 
 
+@pytest.hookimpl(wrapper=True)  # (before the run's own finish, which gives it back before the terminal summary)
 def pytest_sessionfinish(session):
     print(f"frozen while the items ran: {during[0]}; after them: {gc.get_freeze_count()}")
+    return (yield)
 """
 
 
@@ -69,39 +73,75 @@ def test_a_small_run_inside_another_session_freezes_nothing(pytester, toy, serve
 
 
 PER_PROCESS_PROBE = """
+import atexit
 import gc
 import os
+import random
 
-during = []
+import pytest
+
+#: a module's random generator, made before the run began (as trio's): Hypothesis, imported by its pytest plugin in
+#: the terminal summary, registers it then and warns when gc.get_referrers finds no referrer (frozen ones are not seen)
+KEPT = random.Random()
+seen = {}
+
+
+def pytest_configure(config):
+    seen["name"] = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
+    atexit.register(_write)  # (registered before the plugin's exit handler: runs after it)
 
 
 def pytest_runtest_call(item):
-    if not during:
-        during.append(gc.get_freeze_count())
+    seen.setdefault("during", gc.get_freeze_count())
 
 
-def pytest_unconfigure(config):
-    name = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
-    with open(os.path.join(MARKERS, name), "w") as f:
-        f.write(f"{during[0] if during else 'no items'};{gc.get_freeze_count()}")
+@pytest.hookimpl(trylast=True)  # (after the run's own finish: what the terminal summary and its plugins see)
+def pytest_sessionfinish(session):
+    gc.collect()
+    seen["finish"] = gc.get_freeze_count()
+    seen["referrers"] = len(gc.get_referrers(KEPT))
+
+
+def _write():
+    with open(os.path.join(MARKERS, seen["name"]), "w") as f:
+        f.write(f"{seen.get('during', 'no items')};{seen['finish']};{seen['referrers']};{gc.get_freeze_count()}")
 """
 
 
-@pytest.mark.e2e  # (a new interpreter; xdist's workers)
-@pytest.mark.parametrize("mode", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "xdist-2"])
-def test_a_small_run_freezes_nothing_while_its_items_run_and_all_of_it_once_they_ran(pytester, toy, server, mode):
+@pytest.mark.e2e  # (a new interpreter; xdist's workers; a run of 1,000 items)
+@pytest.mark.parametrize("mode, items", [(("-p", "no:xdist"), 10), (("-n", "2"), 10), (("-p", "no:xdist"), 1000)],
+                         ids=["serial", "xdist-2", "serial-large"])
+def test_the_summary_sees_nothing_frozen_and_the_exit_skips_what_lives_to_the_end(pytester, toy, server, mode, items):
     markers = pytester.mkdir("markers")
-    probed_run(pytester, "per_process_probe", f"MARKERS = {str(markers)!r}\n{PER_PROCESS_PROBE}", toy(10),
+    probed_run(pytester, "per_process_probe", f"MARKERS = {str(markers)!r}\n{PER_PROCESS_PROBE}", toy(items),
                server.url, *mode)
     seen = {path.name: path.read_text().split(";") for path in markers.iterdir()}
-    processes = {"main"} if mode[0] == "-p" else {"main", "gw0", "gw1"}
-    assert set(seen) == processes
-    for name, (during, end) in seen.items():
-        # nothing frozen while the items ran (a library checking for leaks may look then); at the end, what lives
-        # until the exit is frozen in every process that ends with the session: xdist's controller (which ran no
-        # items) and its workers too
-        assert during == ("no items" if name == "main" and mode[0] == "-n" else "0"), (name, during)
-        assert int(end) > 0, name
+    assert set(seen) == ({"main"} if mode[0] == "-p" else {"main", "gw0", "gw1"})
+    for name, (during, finish, referrers, at_exit) in seen.items():
+        # while the items run a small run freezes nothing (a library checking for leaks may look then), a large
+        # one its items; xdist's controller runs none
+        if name == "main" and mode[0] == "-n":
+            assert during == "no items"
+        else:
+            assert (int(during) > 0) == (items >= 1000), (name, during)
+        # the session's finish, its terminal summary and the plugins that look then see nothing frozen
+        assert (finish, referrers) == ("0", "1"), name
+        # the exit skips what lived to the end, in every process that ends with the session
+        assert int(at_exit) > 0, name
+
+
+@pytest.mark.e2e  # (a new interpreter, with Hypothesis's and anyio's plugins as a user's process loads them)
+@pytest.mark.parametrize("items", [10, 1000], ids=["small", "large"])
+def test_hypothesis_and_trio_installed_the_run_ends_without_a_warning(pytester, toy, server, items):
+    # Hypothesis's plugin imports Hypothesis in the terminal summary, whose entry points register trio's random
+    # generator (trio imported at load by anyio's plugin), checked with gc.get_referrers
+    pytest.importorskip("trio")  # (selenium's dependency, with the test extras)
+    pytest.importorskip("hypothesis")
+    # (no -W filter naming the warning's class: it would import Hypothesis at the start)
+    run = pytester_runs.run(pytester, "-p", "no:xdist", *pytester_runs.toy_args(server, toy(items)), subprocess=True,
+                            plugins=pytester_runs.EXTRAS_PLUGINS)
+    assert run.ret == 0, run.stdout.str()[-3000:]
+    assert "HypothesisWarning" not in run.stdout.str() + run.stderr.str()
 
 
 THRESHOLD_PROBE = """
@@ -187,10 +227,14 @@ def test_thresholds_someone_else_set_while_they_were_held_are_theirs_at_the_end(
 CONTROLLER_FREEZE_PROBE = """
 import gc
 
+import pytest
 
+
+@pytest.hookimpl(wrapper=True)  # (before the run's own finish, which gives it back before the terminal summary)
 def pytest_sessionfinish(session):
     if not hasattr(session.config, "workerinput"):  # (xdist's controller: it collected nothing itself)
         print(f"controller frozen: {gc.get_freeze_count()}")
+    return (yield)
 """
 
 
