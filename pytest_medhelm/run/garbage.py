@@ -12,17 +12,16 @@ items) with ``gc.callbacks``.
   collections are ten times rarer: a full collection holds the interpreter while the answers arrive on the sending
   thread (two of 12-45 ms each in a 2,000-item run, none now). Only for large runs: ``gc.get_referrers`` does not see
   frozen referrers, which a library checking for leaks (as Hypothesis's ``register_random`` does) could notice in a
-  small run for no gain.
-* **At the session's finish**, before the terminal summary, what a large run froze is given back: Hypothesis's
-  plugin imports Hypothesis there, whose plugins register random generators it checks with ``gc.get_referrers``.
-* **At the session's cleanup**, once every plugin has finished, a run of any size whose process ends with the
-  session (:func:`ends_with_process`) collects once and freezes what is alive: all of it lives until the exit, and
-  pytest's five full collections at its end, then the interpreter's as it exits, walked it again (in a 10-item
-  run's process they were a quarter of its CPU time, measured on this suite's toy runs). The process then exits
-  through :func:`freeze_at_exit`. Cyclic garbage frozen then is not freed before the exit, nor finalized (in a
-  2,000-item run about 2,800 objects: what a full collection at the exit found, at 0.11 s); open files among it
-  are flushed. A session nested in another (pytester's, a program calling ``pytest.main``) freezes nothing at its
-  end and gives back what a large run froze at its cleanup.
+  small run for no gain. Where Hypothesis's pytest plugin is loaded, Hypothesis is imported before the items are
+  collected (:func:`import_hypothesis_first`).
+* **At the session's cleanup**, once every plugin has finished (the terminal summary too), a small run whose process
+  ends with the session (:func:`ends_with_process`) collects once and freezes what is alive: all of it lives until
+  the exit, and pytest's five full collections at its end, then the interpreter's as it exits, walked it again (in
+  a 10-item run's process they were a quarter of its CPU time, measured on this suite's toy runs). The process then
+  exits through :func:`freeze_at_exit`, as a large run's does. Cyclic garbage frozen then is not freed before the
+  exit, nor finalized (in a 2,000-item run about 2,800 objects: what a full collection at the exit found, at
+  0.11 s); open files among it are flushed. A session nested in another (pytester's, a program calling
+  ``pytest.main``) freezes nothing at its end and gives back what a large run froze at its cleanup.
 
 Where the collector has no thresholds of this kind (a threshold of 0 for the oldest generation, as CPython 3.14's
 incremental collector reports), or was turned off or tuned by someone else meanwhile, its settings are left alone.
@@ -59,6 +58,12 @@ class CollectorPolicy:
         self.frozen = False
         self._thresholds: tuple[int, int, int] | None = None  # the collector's own, while full collections wait
         self._held: tuple[int, int, int] | None = None  # what they were set to meanwhile
+
+    def before_collection(self) -> None:
+        """As the items are about to be collected (a session with a medhelm option): Hypothesis imported where its
+        pytest plugin is loaded (:func:`import_hypothesis_first`), then no full collection until they are."""
+        import_hypothesis_first(self.config)
+        self.hold_full_collections(None)
 
     def hold_full_collections(self, factor: int | None) -> None:
         """Full collections ``factor`` times rarer (None: none at all) until :meth:`release_full_collections`; the
@@ -105,28 +110,17 @@ class CollectorPolicy:
 
             gc.freeze()
 
-    def thaw_for_the_summary(self) -> None:
-        """At the session's finish, before the terminal summary: what a large run froze given back. Hypothesis's
-        pytest plugin imports Hypothesis in its summary, whose entry points then register their modules' random
-        generators (trio's); Hypothesis checks each with ``gc.get_referrers``, which does not see frozen referrers:
-        with them frozen, a large run warned (``HypothesisWarning``) wherever Hypothesis and trio were installed."""
-        if self.frozen:
-            import gc
-
-            gc.unfreeze()
-            self.frozen = False
-
     def freeze_for_the_end(self) -> None:
         """At the session's cleanup, once every plugin has finished and before pytest's five full collections, in a
-        run of any size whose process ends with the session (:func:`ends_with_process`): what is alive now lives
-        until the exit. One full collection (its garbage's finalizers run while pytest still watches for unraisable
-        exceptions), then everything frozen: pytest's collections and the interpreter's at its exit walk only what
-        is made after (a 10-item toy run: 1.11 s of CPU before, 0.82 s after; under ``-n 2``, its three processes
-        2.33 s before, 1.73 s after)."""
+        small run whose process ends with the session (:func:`ends_with_process`; a large run froze already): what
+        is alive now lives until the exit. One full collection (its garbage's finalizers run while pytest still
+        watches for unraisable exceptions), then everything frozen: pytest's collections and the interpreter's at
+        its exit walk only what is made after (a 10-item toy run: 1.11 s of CPU before, 0.82 s after; under
+        ``-n 2``, its three processes 2.33 s before, 1.73 s after)."""
         import gc
 
         if self.frozen or not gc.isenabled() or not ends_with_process(self.config):
-            return  # (a program that turned the collector off keeps it off)
+            return  # (a large run froze already; a program that turned the collector off keeps it off)
         gc.collect()
         gc.freeze()
         self.frozen = True
@@ -144,6 +138,25 @@ class CollectorPolicy:
 
             gc.unfreeze()
             self.frozen = False
+
+
+#: Hypothesis's pytest plugin, by its entry point's name
+HYPOTHESIS_PLUGIN = "hypothesispytest"
+
+
+def import_hypothesis_first(config: pytest.Config) -> None:
+    """Hypothesis imported before the items are collected, where its pytest plugin is loaded: the plugin imports it
+    at the session's end anyway (in the terminal summary, xdist's workers too), and Hypothesis's entry points then
+    register their modules' random generators (trio's), each with a full collection and a ``gc.get_referrers``
+    check, which does not see frozen referrers: after a large run's freeze, it warned (``HypothesisWarning``)
+    wherever Hypothesis and trio were installed. Imported now, before any freeze and while the heap is small, it
+    costs the process nothing more (its full collection walks the imports, not 2,000 items: 25 ms, not 70 ms)."""
+    if "hypothesis" in sys.modules or not config.pluginmanager.has_plugin(HYPOTHESIS_PLUGIN):
+        return
+    try:
+        import hypothesis  # noqa: F401 - imported for its side effects (above)
+    except Exception:  # noqa: BLE001 - a broken Hypothesis fails where it is used, not here
+        pass
 
 
 def freeze_at_exit(config: pytest.Config) -> None:

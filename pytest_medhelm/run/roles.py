@@ -128,7 +128,7 @@ class Role:
     @pytest.hookimpl(wrapper=True)
     def pytest_collection(self, session: pytest.Session):
         if self.ctx.configured:  # (thousands of items may come: run/garbage.py)
-            self.collector.hold_full_collections(None)
+            self.collector.before_collection()
         try:
             return (yield)
         finally:
@@ -180,7 +180,6 @@ class Role:
         self.summarize(terminalreporter, config)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.collector.thaw_for_the_summary()
         if self.plans_answers():  # (a run of ours) registered now: it runs before pytest's own cleanups (LIFO)
             self.config.add_cleanup(self.collector.freeze_for_the_end)
         try:
