@@ -2,10 +2,10 @@
 large run keeps what lives until its end out of the collector's way and makes full collections rarer while its items
 run (``freeze_if_large``, ``freeze_again``), Hypothesis imported first where its plugin is loaded; a small run
 whose process ends with it freezes what is alive at its cleanup (``freeze_for_the_end``); at the session's end a
-large run gives all of it back when the session is nested in another, and otherwise keeps it frozen to the exit, where its process collects what was made since, flushes its
-open files and freezes the rest (``ends_with_process``, ``freeze_at_exit``). The libraries the results need are
-imported while the items run (reporting.py: ``prefetch``), and xdist's controller imports the HTTP client while its
-workers collect (delivery.py: ``prefetch``)."""
+large run gives all of it back when the session is nested in another, and otherwise keeps it frozen to the exit,
+where its process collects what was made since, flushes its open files and freezes the rest (``ends_with_process``,
+``freeze_at_exit``). The libraries the results need are imported while the items run (reporting.py: ``prefetch``),
+and xdist's controller imports the HTTP client while its workers collect (delivery.py: ``prefetch``)."""
 
 from __future__ import annotations
 
