@@ -24,9 +24,9 @@ UNCACHED = ("--medhelm-cache", "off")
 #: what every inner run leaves out: the pytest cache (no .pytest_cache written into the test's project),
 #: pytest-randomly and pytest-benchmark when they are installed (an inner run's order and seeds are not what these
 #: tests check; pytest-benchmark's options and summary are not the plugin's), and the
-#: pytest plugins of two test extras that no inner run uses but each new interpreter paid for (each xdist worker
-#: too): anyio's imports its event-loop backends (trio's when installed) at load, Hypothesis's imports Hypothesis
-#: and its entry points in every terminal summary; 0.3-0.5 s of CPU per interpreter together
+#: pytest plugins of two test extras that almost no inner run uses (EXTRAS_PLUGINS) but each new interpreter paid
+#: for (each xdist worker too): anyio's imports its event-loop backends (trio's when installed) at load,
+#: Hypothesis's imports Hypothesis and its entry points in every terminal summary; 0.3-0.5 s of CPU per interpreter
 INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:anyio",
                    "-p", "no:hypothesispytest")
 #: the two plugins of test extras above, which a run loads when its test names them (``run(..., plugins=...)``)

@@ -10,18 +10,19 @@ items) with ``gc.callbacks``.
   collected, and again once they have run and once the results are built: the full collections of the run (and
   pytest's five at its end) skip them (for 10,000 items that was 2 s of a 20 s re-run). While its items run, full
   collections are ten times rarer: a full collection holds the interpreter while the answers arrive on the sending
-  thread (two of 12-45 ms each in a 2,000-item run, none now). Only for large runs: ``gc.get_referrers`` does not see
-  frozen referrers, which a library checking for leaks (as Hypothesis's ``register_random`` does) could notice in a
-  small run for no gain. Where Hypothesis's pytest plugin is loaded, Hypothesis is imported before the items are
-  collected (:func:`import_hypothesis_first`).
+  thread (two of 12-45 ms each in a 2,000-item run, none now). Frozen while the items run only in large runs:
+  ``gc.get_referrers`` does not see frozen referrers, which a library checking for leaks (as Hypothesis's
+  ``register_random`` does) could notice in a small run for no gain. Where Hypothesis's pytest plugin is loaded,
+  Hypothesis is imported before the items are collected (:func:`import_hypothesis_first`).
 * **At the session's cleanup**, once every plugin has finished (the terminal summary too), a small run whose process
   ends with the session (:func:`ends_with_process`) collects once and freezes what is alive: all of it lives until
   the exit, and pytest's five full collections at its end, then the interpreter's as it exits, walked it again (in
   a 10-item run's process they were a quarter of its CPU time, measured on this suite's toy runs). The process then
-  exits through :func:`freeze_at_exit`, as a large run's does. Cyclic garbage frozen then is not freed before the
-  exit, nor finalized (in a 2,000-item run about 2,800 objects: what a full collection at the exit found, at
-  0.11 s); open files among it are flushed. A session nested in another (pytester's, a program calling
-  ``pytest.main``) freezes nothing at its end and gives back what a large run froze at its cleanup.
+  exits through :func:`freeze_at_exit`, as a large run's does. Cyclic garbage frozen with a large run's items is
+  not freed before the exit, nor finalized (about 2,800 objects in a 2,000-item run: what a full collection at the
+  exit found, at 0.11 s); open files among it are flushed. A session that does not end with its process (pytester's
+  nested ones, a program calling ``pytest.main``) freezes nothing at its end and gives back what a large run froze
+  at its cleanup.
 
 Where the collector has no thresholds of this kind (a threshold of 0 for the oldest generation, as CPython 3.14's
 incremental collector reports), or was turned off or tuned by someone else meanwhile, its settings are left alone.
@@ -42,6 +43,8 @@ if TYPE_CHECKING:  # pragma: no cover
 FREEZE_MIN_ITEMS = 1000
 #: how much rarer full collections are while a large run's items run
 RARER_WHILE_ITEMS_RUN = 10
+#: at most as many full collections before the freeze for the end as pytest makes at the session's end
+UNTIL_NOTHING_FOUND = 5
 #: a threshold no count of young collections reaches: no full collection until it is set back
 NEVER = 2**31 - 1
 #: pytest's command-line entry point (``_pytest.config``), by the names pytest 8 and 9 give it
@@ -113,15 +116,17 @@ class CollectorPolicy:
     def freeze_for_the_end(self) -> None:
         """At the session's cleanup, once every plugin has finished and before pytest's five full collections, in a
         small run whose process ends with the session (:func:`ends_with_process`; a large run froze already): what
-        is alive now lives until the exit. One full collection (its garbage's finalizers run while pytest still
-        watches for unraisable exceptions), then everything frozen: pytest's collections and the interpreter's at
-        its exit walk only what is made after (a 10-item toy run: 1.11 s of CPU before, 0.82 s after; under
-        ``-n 2``, its three processes 2.33 s before, 1.73 s after)."""
+        is alive now lives until the exit. Full collections until one finds nothing (their garbage's finalizers run
+        while pytest still watches for unraisable exceptions), then everything frozen: pytest's collections and the
+        interpreter's at its exit walk only what is made after (a 10-item toy run: 1.11 s of CPU before, 0.82 s
+        after; under ``-n 2``, its three processes 2.33 s before, 1.73 s after)."""
         import gc
 
         if self.frozen or not gc.isenabled() or not ends_with_process(self.config):
             return  # (a large run froze already; a program that turned the collector off keeps it off)
-        gc.collect()
+        for _ in range(UNTIL_NOTHING_FOUND):  # (a finalizer's garbage is found by the next one: pytest does five)
+            if not gc.collect():
+                break
         gc.freeze()
         self.frozen = True
         freeze_at_exit(self.config)
@@ -140,8 +145,8 @@ class CollectorPolicy:
             self.frozen = False
 
 
-#: Hypothesis's pytest plugin, by its entry point's name
-HYPOTHESIS_PLUGIN = "hypothesispytest"
+#: Hypothesis's pytest plugin, by its entry point's name and by its module's (``-p``, ``pytest_plugins``)
+HYPOTHESIS_PLUGIN = ("hypothesispytest", "_hypothesis_pytestplugin")
 
 
 def import_hypothesis_first(config: pytest.Config) -> None:
@@ -149,9 +154,12 @@ def import_hypothesis_first(config: pytest.Config) -> None:
     at the session's end anyway (in the terminal summary, xdist's workers too), and Hypothesis's entry points then
     register their modules' random generators (trio's), each with a full collection and a ``gc.get_referrers``
     check, which does not see frozen referrers: after a large run's freeze, it warned (``HypothesisWarning``)
-    wherever Hypothesis and trio were installed. Imported now, before any freeze and while the heap is small, it
-    costs the process nothing more (its full collection walks the imports, not 2,000 items: 25 ms, not 70 ms)."""
-    if "hypothesis" in sys.modules or not config.pluginmanager.has_plugin(HYPOTHESIS_PLUGIN):
+    wherever Hypothesis and trio were installed (trio imported at load by anyio's plugin). Imported now, before any
+    freeze and while the heap is small, it costs the process nothing more (its full collection walks the imports,
+    not 2,000 items: 25 ms, not 70 ms). Not without a summary (``--no-summary``), where the plugin does not import
+    it."""
+    loaded = any(config.pluginmanager.has_plugin(name) for name in HYPOTHESIS_PLUGIN)
+    if "hypothesis" in sys.modules or not loaded or getattr(config.option, "no_summary", False):
         return
     try:
         import hypothesis  # noqa: F401 - imported for its side effects (above)

@@ -29,7 +29,7 @@ def pytest_runtest_call(item):
         during.append(gc.get_freeze_count())
 
 
-@pytest.hookimpl(wrapper=True)  # (before the run's own finish, which gives it back before the terminal summary)
+@pytest.hookimpl(wrapper=True)  # (the run's own finish aside: what its items and results left frozen)
 def pytest_sessionfinish(session):
     print(f"frozen while the items ran: {during[0]}; after them: {gc.get_freeze_count()}")
     return (yield)
@@ -70,6 +70,7 @@ def test_a_small_run_inside_another_session_freezes_nothing(pytester, toy, serve
     # gc.get_referrers does not see frozen referrers, which a library checking for leaks may notice; and a session
     # nested in another (here pytester's) does not end with its process
     assert frozen_counts(pytester, toy(10), server.url) == (0, 0)
+    assert gc.get_freeze_count() == 0  # nor at its cleanup
 
 
 PER_PROCESS_PROBE = """
@@ -95,34 +96,45 @@ def pytest_runtest_call(item):
     seen.setdefault("during", gc.get_freeze_count())
 
 
-@pytest.hookimpl(trylast=True)  # (after the run's own finish: what the terminal summary and its plugins see)
-def pytest_sessionfinish(session):
+def _look(when):
     gc.collect()
-    seen["finish"] = gc.get_freeze_count()
-    seen["referrers"] = len(gc.get_referrers(KEPT))
+    seen[when] = f"{gc.get_freeze_count()},{len(gc.get_referrers(KEPT))}"
+
+
+@pytest.hookimpl(trylast=True)  # (after the run's own finish)
+def pytest_sessionfinish(session):
+    _look("finish")
+
+
+@pytest.hookimpl(trylast=True)  # (where Hypothesis's plugin imports Hypothesis; xdist's workers have none)
+def pytest_terminal_summary(terminalreporter):
+    _look("summary")
 
 
 def _write():
     with open(os.path.join(MARKERS, seen["name"]), "w") as f:
-        f.write(f"{seen.get('during', 'no items')};{seen['finish']};{seen['referrers']};{gc.get_freeze_count()}")
+        f.write(f"{seen.get('during', 'no items')};{seen['finish']};{seen.get('summary', 'no summary')};"
+                f"{gc.get_freeze_count()}")
 """
 
 
 @pytest.mark.e2e  # (a new interpreter; xdist's workers)
 @pytest.mark.parametrize("mode", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "xdist-2"])
-def test_the_summary_sees_nothing_frozen_and_the_exit_skips_what_lives_to_the_end(pytester, toy, server, mode):
+def test_a_small_runs_summary_sees_nothing_frozen_and_its_exit_skips_what_lives_on(pytester, toy, server, mode):
     # (a large run freezes its items: the in-process test above; Hypothesis then comes first: the test below)
     markers = pytester.mkdir("markers")
     probed_run(pytester, "per_process_probe", f"MARKERS = {str(markers)!r}\n{PER_PROCESS_PROBE}", toy(10),
                server.url, *mode)
     seen = {path.name: path.read_text().split(";") for path in markers.iterdir()}
     assert set(seen) == ({"main"} if mode[0] == "-p" else {"main", "gw0", "gw1"})
-    for name, (during, finish, referrers, at_exit) in seen.items():
+    for name, (during, finish, summary, at_exit) in seen.items():
         # nothing frozen while a small run's items run (a library checking for leaks may look then); xdist's
         # controller runs none
         assert during == ("no items" if name == "main" and mode[0] == "-n" else "0"), (name, during)
-        # the session's finish, its terminal summary and the plugins that look then see nothing frozen
-        assert (finish, referrers) == ("0", "1"), name
+        # the session's finish, its terminal summary and the plugins that look then see nothing frozen, and the
+        # module's generator referred to
+        assert finish == "0,1", name
+        assert summary == "0,1" or (name != "main" and summary == "no summary"), name
         # the exit skips what lived to the end, in every process that ends with the session
         assert int(at_exit) > 0, name
 
@@ -228,7 +240,7 @@ import gc
 import pytest
 
 
-@pytest.hookimpl(wrapper=True)  # (before the run's own finish, which gives it back before the terminal summary)
+@pytest.hookimpl(wrapper=True)  # (the run's own finish aside: what the controller froze)
 def pytest_sessionfinish(session):
     if not hasattr(session.config, "workerinput"):  # (xdist's controller: it collected nothing itself)
         print(f"controller frozen: {gc.get_freeze_count()}")
@@ -344,8 +356,13 @@ def pytest_sessionstart(session):
     KEPT.append(Holder(open(MARKER + ".written-early", "w")))
 
 
+def pytest_configure(config):
+    # at the session's cleanup, after the plugin's own there (its cleanups are added later and run first), whatever
+    # the run's size: registered after the plugin's exit handler, so it runs before it
+    config.add_cleanup(lambda: atexit.register(_make_garbage))
+
+
 def pytest_unconfigure(config):
-    atexit.register(_make_garbage)  # (registered after the plugin's exit handler: runs before it)
     holder = Holder(open(MARKER + ".written", "w"))
     KEPT.append(holder)
     for kept in KEPT:
