@@ -27,12 +27,11 @@ UNCACHED = ("--medhelm-cache", "off")
 #: pytest plugins of two test extras that almost no inner run uses (EXTRAS_PLUGINS) but each new interpreter paid
 #: for (each xdist worker too): anyio's imports its event-loop backends (trio's when installed) at load,
 #: Hypothesis's imports Hypothesis and its entry points in every terminal summary; 0.3-0.5 s of CPU per interpreter
-INNER_RUN_FLAGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:anyio",
-                   "-p", "no:hypothesispytest")
+_ALWAYS_LEFT_OUT = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark")
 #: the two plugins of test extras above, which a run loads when its test names them (``run(..., plugins=...)``)
 EXTRAS_PLUGINS = ("anyio", "hypothesispytest")
-#: the same, keeping the pytest cache: for the tests of what reads it (``--lf``)
-WITH_PYTEST_CACHE = INNER_RUN_FLAGS[2:]
+#: all of them as flags, for an inner session not started through run() (tests/catalogue/test_suite_modules.py)
+INNER_RUN_FLAGS = (*_ALWAYS_LEFT_OUT, *(flag for name in EXTRAS_PLUGINS for flag in ("-p", f"no:{name}")))
 #: the reporters and plugins users combine with ours (test extras), left out of an inner run unless its test names
 #: them (``run(..., plugins=("html",))``): they cost each new interpreter 0.1 s of loading (jinja2 among them), in
 #: the suite's ~550 interpreters, and most do nothing in a run that does not ask for them (no --html, --reruns,
@@ -55,11 +54,11 @@ def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
     assert not unknown, f"not one of USERS_PLUGINS or EXTRAS_PLUGINS: {sorted(unknown)}"
     if starts_xdist(args):
         subprocess = True
-    left_out = [flag for name in USERS_PLUGINS if name not in plugins for flag in ("-p", f"no:{name}")]
-    base = WITH_PYTEST_CACHE if pytest_cache else INNER_RUN_FLAGS
-    kept = {f"no:{name}" for name in plugins}
-    base = tuple(flag for pair in zip(base[::2], base[1::2]) if pair[1] not in kept for flag in pair)
-    flags = (*base, *left_out, *args)
+    # (the pytest cache is the first pair: kept for the tests of what reads it, --lf)
+    always = _ALWAYS_LEFT_OUT[2:] if pytest_cache else _ALWAYS_LEFT_OUT
+    left_out = [flag for name in (*EXTRAS_PLUGINS, *USERS_PLUGINS) if name not in plugins
+                for flag in ("-p", f"no:{name}")]
+    flags = (*always, *left_out, *args)
     if subprocess:
         return pytester.runpytest_subprocess(*flags)
     watch = _TorchWatch()

@@ -15,14 +15,14 @@ items) with ``gc.callbacks``.
   ``register_random`` does) could notice in a small run for no gain. Where Hypothesis's pytest plugin is loaded,
   Hypothesis is imported before the items are collected (:func:`import_hypothesis_first`).
 * **At the session's cleanup**, once every plugin has finished (the terminal summary too), a small run whose process
-  ends with the session (:func:`ends_with_process`) collects once and freezes what is alive: all of it lives until
-  the exit, and pytest's five full collections at its end, then the interpreter's as it exits, walked it again (in
-  a 10-item run's process they were a quarter of its CPU time, measured on this suite's toy runs). The process then
-  exits through :func:`freeze_at_exit`, as a large run's does. Cyclic garbage frozen with a large run's items is
-  not freed before the exit, nor finalized (about 2,800 objects in a 2,000-item run: what a full collection at the
-  exit found, at 0.11 s); open files among it are flushed. A session that does not end with its process (pytester's
-  nested ones, a program calling ``pytest.main``) freezes nothing at its end and gives back what a large run froze
-  at its cleanup.
+  ends with the session (:func:`ends_with_process`) collects until a collection finds nothing and freezes what is
+  alive: all of it lives until the exit, and pytest's five full collections at its end, then the interpreter's as
+  it exits, walked it again (in a 10-item run's process they were a quarter of its CPU time, measured on this
+  suite's toy runs). The process then exits through :func:`freeze_at_exit`, as a large run's does. Cyclic garbage
+  frozen with a large run's items is not freed before the exit, nor finalized (about 2,800 objects in a 2,000-item
+  run: what a full collection at the exit found, at 0.11 s); open files among it are flushed. A session that does
+  not end with its process (pytester's nested ones, a program calling ``pytest.main``) freezes nothing at its end
+  and gives back what a large run froze at its cleanup.
 
 Where the collector has no thresholds of this kind (a threshold of 0 for the oldest generation, as CPython 3.14's
 incremental collector reports), or was turned off or tuned by someone else meanwhile, its settings are left alone.
@@ -47,6 +47,8 @@ RARER_WHILE_ITEMS_RUN = 10
 UNTIL_NOTHING_FOUND = 5
 #: a threshold no count of young collections reaches: no full collection until it is set back
 NEVER = 2**31 - 1
+#: Hypothesis's pytest plugin, by its entry point's name and by its module's (``-p``, ``pytest_plugins``)
+HYPOTHESIS_PLUGIN = ("hypothesispytest", "_hypothesis_pytestplugin")
 #: pytest's command-line entry point (``_pytest.config``), by the names pytest 8 and 9 give it
 CLI_ENTRY_POINTS = ("console_main", "_console_main")
 
@@ -143,10 +145,6 @@ class CollectorPolicy:
 
             gc.unfreeze()
             self.frozen = False
-
-
-#: Hypothesis's pytest plugin, by its entry point's name and by its module's (``-p``, ``pytest_plugins``)
-HYPOTHESIS_PLUGIN = ("hypothesispytest", "_hypothesis_pytestplugin")
 
 
 def import_hypothesis_first(config: pytest.Config) -> None:
