@@ -1,4 +1,4 @@
-"""How many inputs a property test (Hypothesis) tries: all of them in the whole suite (CI's ``pytest -n 2``), a
+"""How many inputs a property test (Hypothesis) tries: all of them in the whole suite (CI's ``pytest -n 3``), a
 tenth in the fast tier (``pytest -m "not e2e"``), the loop a developer runs in a minute. The properties are the same
 in both; the whole suite is where their full counts are proved, as the e2e tier is where whole real runs are."""
 

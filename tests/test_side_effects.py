@@ -51,16 +51,27 @@ def _around(action: str) -> str:
 
 
 @pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
-def test_importing_litellm_leaves_the_environment_as_it_was():
+def test_importing_litellm_then_counting_tokens_offline_leaves_the_environment_as_it_was():
+    # one interpreter for both (litellm's import costs each new one 3-5 s of CPU): the import, then the counter's
+    # loading of its encodings, each checked on its own
     action = """
     from pytest_medhelm.thirdparty import import_litellm
     litellm = import_litellm()
-    result = len(litellm.model_cost) > 100  # its bundled price table, read offline
+    imported = {"changed": sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)),
+                "price_table": len(litellm.model_cost) > 100}  # its bundled price table, read offline
+    before = dict(os.environ)
+    from pytest_medhelm.catalogue.user_files import count_tokens
+    from pytest_medhelm.dryrun import TokenCounter
+    counter = TokenCounter()
+    result = [imported, count_tokens("a patient with a cough"), counter("openai/gpt-4o", "a patient with a cough"),
+              counter.method]
     """
-    out = _fresh_interpreter(_around(action), {})
-    assert out["litellm"] and out["result"]
-    assert out["changed"] == []
+    out = _fresh_interpreter(_around(action), {"HF_HUB_OFFLINE": "1"})
+    imported, cl100k, gpt4o, method = out["result"]
+    assert out["litellm"] and imported == {"changed": [], "price_table": True}  # the import changed nothing
+    assert out["changed"] == []  # nor did loading the encodings and counting
     assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": None, "TIKTOKEN_CACHE_DIR": None}
+    assert cl100k > 0 and gpt4o > cl100k and method == "litellm"  # o200k (gpt-4o) loaded offline too
 
 
 @pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
@@ -74,22 +85,6 @@ def test_a_value_the_user_set_is_kept(tmp_path):
                              {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "TIKTOKEN_CACHE_DIR": str(tmp_path)})
     assert out["changed"] == []
     assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "TIKTOKEN_CACHE_DIR": str(tmp_path)}
-
-
-@pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
-def test_counting_tokens_offline_leaves_the_environment_as_it_was():
-    action = """
-    from pytest_medhelm.catalogue.user_files import count_tokens
-    from pytest_medhelm.dryrun import TokenCounter
-    counter = TokenCounter()
-    result = [count_tokens("a patient with a cough"), counter("openai/gpt-4o", "a patient with a cough"),
-              counter.method]
-    """
-    out = _fresh_interpreter(_around(action),
-                             {"HF_HUB_OFFLINE": "1"})
-    assert out["changed"] == []
-    cl100k, gpt4o, method = out["result"]
-    assert cl100k > 0 and gpt4o > cl100k and method == "litellm"  # o200k (gpt-4o) loaded offline too
 
 
 @pytest.mark.e2e

@@ -86,7 +86,9 @@ def test_a_run_survives_one_replica_going_down(pytester, toy, xdist):
     assert result.ret == 0, text[-3000:]
     assert outcomes(result) == {"passed": 15, "missed": 15}
     assert scores(out) == expected_scores(30)  # every item answered and scored, none an error
-    assert answered[0] == 6 and answered[0] + answered[1] == 30, answered
+    # the dying one answered at most its 6 (fewer when the 7th request came while some of them were still being
+    # answered, on a loaded machine: those were dropped with it), the other all the rest, each item once
+    assert answered[0] <= 6 and answered[0] + answered[1] == 30, answered
     # no retries were allowed (--medhelm-retries 0): the requests the dead server dropped or refused went to the
     # other replica as failovers, said in the summary with the replica that rests
     assert "sent again to another replica" in text and dying.url in text, text[-3000:]
