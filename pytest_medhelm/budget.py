@@ -34,8 +34,8 @@ request to one that slips through anyway (a test body asking another model) is r
 others.
 
 Prompt tokens are counted with :class:`pytest_medhelm.tokens.TokenCounter` (the same count as
-``--medhelm-dry-run``: exact for OpenAI models, ``cl100k_base`` as an approximation for the others). It imports
-litellm (seconds), so it is created at the first reservation, and only when a budget is set. For a non-OpenAI
+``--medhelm-dry-run``: exact for OpenAI models, ``cl100k_base`` as an approximation for the others). It loads two
+tokenizers, so it is created at the first reservation, and only when a budget is set. For a non-OpenAI
 model the count can be short by the tokenizer's difference (typically 10-20 %), and the cap can then be overshot
 by that much of the prompts of the last requests in flight; pass a stricter ``count_tokens`` for a hard bound.
 
@@ -227,7 +227,7 @@ class Budget:
         if counter is None:
             with self._counter_lock:
                 if self._counter is None:
-                    from pytest_medhelm.tokens import TokenCounter  # imports litellm: only when a budget is used
+                    from pytest_medhelm.tokens import TokenCounter  # (only when a budget is used)
 
                     self._counter = TokenCounter()
                 counter = self._counter
@@ -256,7 +256,7 @@ class Budget:
             if state.exhausted:  # no need to count tokens: nothing is sent after the first refusal
                 state.not_sent += 1
                 return None
-        tokens = self.prompt_tokens(spec, request)  # outside the lock: the first count may import litellm
+        tokens = self.prompt_tokens(spec, request)  # outside the lock: the first count loads the tokenizers
         upper = cost(tokens, request.max_output_tokens, price)
         assert upper is not None
         with self._ledger.update() as state:

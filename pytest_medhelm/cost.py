@@ -45,12 +45,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
+from pytest_medhelm.thirdparty import litellm_price_table
 from pytest_medhelm.values import is_llama_cpp_model
 
 #: (USD per prompt token, USD per completion token)
@@ -136,42 +135,6 @@ def model_row_total(row: Mapping[str, Any]) -> float | None:
         return float(value) if ok else None
 
     return add_costs([finite(row.get("cost_usd")), finite(row.get("jury_cost_usd", 0.0))])
-
-
-_TABLE: dict[str, Any] | None = None
-
-
-def bundled_price_table() -> dict[str, Any] | None:
-    """The price table shipped inside the litellm package, read without importing litellm (None if absent)."""
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("litellm")
-        if spec is None or not spec.origin:
-            return None
-        with open(Path(spec.origin).parent / "model_prices_and_context_window_backup.json", encoding="utf-8") as fh:
-            table = json.load(fh)
-    except (OSError, ValueError, ImportError):
-        return None
-    return table if isinstance(table, dict) else None
-
-
-def litellm_price_table() -> Mapping[str, Any]:
-    """litellm's local price table: ``litellm.model_cost`` if litellm is imported, else its bundled JSON file."""
-    global _TABLE
-    if "litellm" in sys.modules and isinstance(getattr(sys.modules["litellm"], "model_cost", None), dict):
-        return sys.modules["litellm"].model_cost
-    if _TABLE is None:
-        table = bundled_price_table()
-        if table is None:
-            try:
-                from pytest_medhelm.thirdparty import import_litellm
-
-                table = dict(import_litellm().model_cost)
-            except Exception:  # noqa: BLE001 - no (working) litellm: every price is unknown unless the file gives it
-                table = {}
-        _TABLE = table
-    return _TABLE
 
 
 def _per_token(value: object) -> float | None:

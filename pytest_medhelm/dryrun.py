@@ -2,15 +2,12 @@
 
 For every benchmark × model of the collected items:
 
-* **requests** and **prompt tokens**, each prompt counted as the one user message it is sent as, with
-  ``litellm.token_counter`` (OpenAI's tokenizers, bundled inside litellm: ``o200k_base`` for the GPT-4o and
-  o-series families, ``cl100k_base`` for everything else). litellm would otherwise download a Hugging Face
-  tokenizer for Llama, Cohere and older Claude models at the first count (tried, with retries, even offline):
-  this module turns that off (``litellm.disable_hf_tokenizer_download``) while it counts, so a dry run never
-  touches the network, and those models are counted with ``cl100k_base``, an approximation (typically within
-  10-20 % of the model's own tokenizer). A provider prefix of OpenAI models is dropped for counting
-  (``openai/gpt-4o`` is counted as ``gpt-4o``: litellm would otherwise use ``cl100k_base``). Where litellm cannot
-  be imported or fails, ``ceil(len(text) / 4)`` characters-per-token is used and the table says so.
+* **requests** and **prompt tokens**, each prompt counted as the one user message it is sent as
+  (:mod:`pytest_medhelm.tokens`: OpenAI's tokenizers, offline, ``o200k_base`` for the GPT-4o, GPT-4.1, GPT-5 and
+  o-series families, ``cl100k_base`` for everything else, which for other providers' models is an approximation,
+  typically within 10-20 % of the model's own tokenizer). A provider prefix is dropped for choosing the encoding
+  (``openai/gpt-4o`` is counted as ``gpt-4o``). Where tiktoken's files cannot be loaded, ``ceil(len(text) / 4)``
+  characters-per-token is used and the table says so.
 * **max output tokens**: the paper's upper bound, every answer as long as the benchmark's ``max_tokens``.
 * **jury calls** for open-ended benchmarks: each judge grades each answer once (3 judges × n with the paper's
   jury). A judge's prompt is counted as the run's instrument renders it for the instance (HELM's judge prompt,
@@ -58,8 +55,8 @@ class EstimateRow:
     jury_known_cost: float = 0.0
     #: models and judges of this row without a price
     unknown_prices: list[str] = field(default_factory=list)
-    #: how the prompt tokens were counted: "litellm" or "chars/4"
-    counting: str = "litellm"
+    #: how the prompt tokens were counted: "tiktoken" or "chars/4"
+    counting: str = "tiktoken"
     #: HealthBench's rubric grader: one call per criterion (and grader), their prompt tokens, their maximum output
     grader_calls: int = 0
     grader_prompt_tokens: int = 0
@@ -260,10 +257,9 @@ def render(rows: Sequence[EstimateRow], judges: Sequence[str] = (), judge_max_to
            "tokens)." if reasoning else "."),
     ]
     if "chars/4" in counting:
-        notes.append("Prompt tokens approximated as characters / 4 (litellm's tokenizer was not available).")
+        notes.append("Prompt tokens approximated as characters / 4 (OpenAI's tokenizers were not available).")
     else:
-        notes.append("Prompt tokens counted offline with litellm's bundled OpenAI tokenizers "
-                     "(approximate for non-OpenAI models).")
+        notes.append("Prompt tokens counted offline with OpenAI's tokenizers (approximate for non-OpenAI models).")
     if t["unknown_prices"]:
         notes.append("No price for: " + ", ".join(t["unknown_prices"]) +
                      " (add them to a --medhelm-prices TOML file: [\"model\"] input_per_million = ..., "

@@ -2,14 +2,18 @@
 
 pytest-medhelm runs inside the user's pytest process: an environment variable it needs while a library loads is set
 only for that moment, only when the user has not set it, and put back afterwards. Nothing here is imported at
-plugin load; each function imports on first use.
+plugin load; each function imports on first use. litellm's bundled files (its price table, tiktoken's encodings) are
+read from its package without importing it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 #: set for litellm's import only, and only when the user has not set them: LITELLM_LOCAL_MODEL_COST_MAP makes it
@@ -23,8 +27,6 @@ _RESTORED_AFTER_IMPORT = ("LITELLM_LOCAL_MODEL_COST_MAP", "TIKTOKEN_CACHE_DIR")
 
 def import_litellm() -> Any:
     """litellm, imported without fetching anything and without leaving environment variables changed."""
-    import sys
-
     if "litellm" not in sys.modules:
         saved = {name: os.environ.get(name) for name in _RESTORED_AFTER_IMPORT}
         for name, value in _LITELLM_IMPORT_ENV.items():
@@ -79,3 +81,37 @@ def bundled_tiktoken_files() -> Iterator[None]:
         yield
     finally:
         os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+
+
+_TABLE: dict[str, Any] | None = None
+
+
+def bundled_price_table() -> dict[str, Any] | None:
+    """The price table shipped inside the litellm package, read without importing litellm (None if absent)."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("litellm")
+        if spec is None or not spec.origin:
+            return None
+        with open(Path(spec.origin).parent / "model_prices_and_context_window_backup.json", encoding="utf-8") as fh:
+            table = json.load(fh)
+    except (OSError, ValueError, ImportError):
+        return None
+    return table if isinstance(table, dict) else None
+
+
+def litellm_price_table() -> Mapping[str, Any]:
+    """litellm's local price table: ``litellm.model_cost`` if litellm is imported, else its bundled JSON file."""
+    global _TABLE
+    if "litellm" in sys.modules and isinstance(getattr(sys.modules["litellm"], "model_cost", None), dict):
+        return sys.modules["litellm"].model_cost
+    if _TABLE is None:
+        table = bundled_price_table()
+        if table is None:
+            try:
+                table = dict(import_litellm().model_cost)
+            except Exception:  # noqa: BLE001 - no (working) litellm: every price is unknown unless the file gives it
+                table = {}
+        _TABLE = table
+    return _TABLE

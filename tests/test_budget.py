@@ -303,7 +303,7 @@ def test_a_bad_limit_is_refused(limit):
 
 
 def test_the_default_counter_is_the_dry_runs():
-    """Without count_tokens, prompt tokens are counted as --medhelm-dry-run counts them (litellm's tokenizer)."""
+    """Without count_tokens, prompt tokens are counted as --medhelm-dry-run counts them (OpenAI's tokenizers)."""
     from pytest_medhelm.tokens import TokenCounter
 
     spec = ModelSpec("openai/gpt-4o", "openai/gpt-4o")

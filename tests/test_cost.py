@@ -130,8 +130,7 @@ def test_litellm_local_table_knows_gpt_4o_mini_offline():
 
 def test_the_bundled_file_read_without_litellm_is_litellms_table():
     """Without litellm imported, the same table is read from the JSON file litellm ships (no seconds-long import)."""
-    from pytest_medhelm.cost import bundled_price_table
-    from pytest_medhelm.thirdparty import import_litellm
+    from pytest_medhelm.thirdparty import bundled_price_table, import_litellm
 
     with no_network() as attempts:
         table = bundled_price_table()

@@ -91,12 +91,12 @@ def test_estimate_with_the_real_counter_sends_nothing():
                         ["openai/gpt-4o"], open_benchmarks=())
     assert attempts == []
     assert rows[0].requests == 3 and rows[0].prompt_tokens > 3 * 5 and rows[0].model_cost is not None
-    assert rows[0].counting == "litellm"
+    assert rows[0].counting == "tiktoken"
 
 
-def test_characters_over_four_when_litellm_is_unavailable():
+def test_characters_over_four_when_the_tokenizers_are_unavailable():
     counter = TokenCounter()
-    counter._litellm = None
+    counter._encodings = {}  # (tiktoken's files could not be loaded)
     assert counter("openai/gpt-4o", "x" * 41) == 11 and counter.method == "chars/4"
     rows = estimate([("pubmedqa", "m", "x" * 40, 1)], count_tokens=counter, prices=Prices(use_litellm=False))
     assert rows[0].prompt_tokens == 10 and rows[0].counting == "chars/4"

@@ -51,27 +51,30 @@ def _around(action: str) -> str:
 
 
 @pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
-def test_importing_litellm_then_counting_tokens_offline_leaves_the_environment_as_it_was():
-    # one interpreter for both (litellm's import costs each new one 3-5 s of CPU): the import, then the counter's
-    # loading of its encodings, each checked on its own
+def test_counting_tokens_offline_then_importing_litellm_leave_the_environment_as_it_was():
+    # one interpreter for both (litellm's import costs each new one 3-5 s of CPU): the counter's loading of its
+    # encodings, which does not import litellm, then litellm's import, each checked on its own
     action = """
-    from pytest_medhelm.thirdparty import import_litellm
-    litellm = import_litellm()
-    imported = {"changed": sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)),
-                "price_table": len(litellm.model_cost) > 100}  # its bundled price table, read offline
-    before = dict(os.environ)
     from pytest_medhelm.catalogue.user_files import count_tokens
     from pytest_medhelm.dryrun import TokenCounter
     counter = TokenCounter()
-    result = [imported, count_tokens("a patient with a cough"), counter("openai/gpt-4o", "a patient with a cough"),
-              counter.method]
+    counted = {"changed": sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)),
+               "litellm": "litellm" in sys.modules, "method": counter.method,
+               "counts": [count_tokens("a patient with a cough"), counter("openai/gpt-4o", "a patient with a cough")]}
+    before = dict(os.environ)
+    from pytest_medhelm.thirdparty import import_litellm
+    litellm = import_litellm()
+    result = [counted, len(litellm.model_cost) > 100]  # its bundled price table, read offline
     """
     out = _fresh_interpreter(_around(action), {"HF_HUB_OFFLINE": "1"})
-    imported, cl100k, gpt4o, method = out["result"]
-    assert out["litellm"] and imported == {"changed": [], "price_table": True}  # the import changed nothing
-    assert out["changed"] == []  # nor did loading the encodings and counting
+    counted, price_table = out["result"]
+    assert counted["changed"] == []  # loading the encodings and counting changed nothing
+    assert not counted["litellm"] and counted["method"] == "tiktoken"  # (counted without importing litellm)
+    cl100k, gpt4o = counted["counts"]
+    assert cl100k > 0 and gpt4o > cl100k  # o200k (gpt-4o) loaded offline too, the chat format's tokens around it
+    assert out["litellm"] and price_table
+    assert out["changed"] == []  # nor did the import
     assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": None, "TIKTOKEN_CACHE_DIR": None}
-    assert cl100k > 0 and gpt4o > cl100k and method == "litellm"  # o200k (gpt-4o) loaded offline too
 
 
 @pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
