@@ -110,8 +110,8 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
     ``reasoning_budgets``: model or judge name → the reasoning tokens it may spend on top of each answer limit
     (docs/reasoning.md): reserved in each of its requests' upper bound, as ``--medhelm-budget`` reserves them.
     ``open_benchmarks``: the slugs whose answers the jury grades (``judges`` each grade every answer once).
-    ``litellm_models``: model or judge name → the litellm model string sent, for price look-ups (default: the
-    name itself). ``count_tokens(model, text)``: the counter (default :class:`TokenCounter`). Sends nothing."""
+    ``litellm_models``: model or judge name → the litellm model string sent, for price look-ups and for choosing
+    the tokenizer, as the budget does (default: the name itself). ``count_tokens(model, text)``: the counter (default :class:`TokenCounter`). Sends nothing."""
     prices = prices if prices is not None else Prices()
     counter = count_tokens if count_tokens is not None else TokenCounter()
     open_set = set(open_benchmarks)
@@ -125,7 +125,7 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
         row = rows.get((slug, model))
         if row is None:
             row = rows[(slug, model)] = EstimateRow(slug, model)
-        tokens = counter(model, prompt)
+        tokens = counter(names.get(model, model), prompt)  # (with the string sent, as the budget counts)
         row.requests += 1
         row.prompt_tokens += tokens
         row.max_output_tokens += max_tokens + budgets.get(model, 0)  # (the answer at its longest, and the thinking)
@@ -133,9 +133,9 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
             for judge in judges:
                 row.jury_calls += 1
                 if judge_frame is not None:  # the judges' own prompt, counted; the answer at its longest
-                    judge_tokens = counter(judge, judge_frame) + max_tokens
+                    judge_tokens = counter(names.get(judge, judge), judge_frame) + max_tokens
                 else:
-                    judge_tokens = counter(judge, prompt) + max_tokens + judge_prompt_tokens_estimate
+                    judge_tokens = counter(names.get(judge, judge), prompt) + max_tokens + judge_prompt_tokens_estimate
                 row.jury_prompt_tokens += judge_tokens
                 row.jury_max_output_tokens += judge_out[judge]
                 judge_prompt[(slug, model, judge)] = judge_prompt.get((slug, model, judge), 0) + judge_tokens

@@ -4,16 +4,16 @@ A prompt is counted as the one user message it is sent as, with OpenAI's tokeniz
 the copies bundled in the litellm package, so nothing is downloaded): the text's tokens plus the 7 tokens of the
 chat format around one user message (3 for the message, 1 for its role, 3 priming the reply), as
 ``litellm.token_counter`` counts them. Importing litellm costs a process 3-7 s of CPU, in a dry run and in every
-xdist worker of a budgeted run; tiktoken alone costs a few milliseconds. (litellm 1.110 encodes a text in pieces of
+xdist worker of a budgeted run; tiktoken's two encodings load in about 0.4 s. (litellm 1.110 encodes a text in pieces of
 1,024 characters, which splits a token at some of their borders: on 30,000 characters of the shared benchmark data
 it counted 0.3-0.4 % more than the text has. This count is the whole text's.)
 
-The encoding is the one the model uses where that is known: ``o200k_base`` for OpenAI's GPT-4o, GPT-4.1, GPT-5
-and o-series families (tiktoken's table, names of later releases, litellm's price table for listed OpenAI chat
-models), ``cl100k_base`` for everything else. Other providers' models (Llama, Claude, Qwen, ...) are thus counted
-with ``cl100k_base``, an approximation (typically within 10-20 % of the model's own tokenizer), as litellm counts
-them offline. tests/test_tokens.py checks the choice against litellm's over every model of its price table.
-Without tiktoken's files, ``ceil(len(text) / 4)``.
+The encoding is the one the model uses where that is known: ``o200k_base`` for OpenAI's GPT-4o, GPT-4.1, GPT-5,
+gpt-oss and o-series families (tiktoken's table, names of later releases, litellm's price table for listed OpenAI
+chat models), ``cl100k_base`` for everything else (older OpenAI models of other encodings included). Other
+providers' models (Llama, Claude, Qwen, ...) are thus counted with ``cl100k_base``, an approximation (typically
+within 10-20 % of the model's own tokenizer), as litellm counts them offline. tests/test_tokens.py checks the choice
+against litellm's over every model of its price table. Without tiktoken's files, ``ceil(len(text) / 4)``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ CHAT_FORMAT_TOKENS = 7
 
 #: OpenAI names of releases after tiktoken's table: gpt-5 and later, the o-series (o1, o3, o4-mini, ...)
 _LATER_OPENAI_RELEASE = re.compile(r"(?:gpt-(?:[5-9]|[1-9]\d+)|o[1-9]\d*)(?:[.-]|$)")
+#: counts kept for prompts counted again (the dry run's judge prompts, one per judge) before the cache starts over
+_CACHED_COUNTS = 4096
 #: the modes of litellm's price table under which a listed OpenAI model is a chat model
 _CHAT_MODES = ("chat", "responses")
 
@@ -58,13 +60,13 @@ def _listed_openai_chat_model(table: Mapping[str, Any], model: str, name: str) -
 
 def encoding_name(model: str, table: Mapping[str, Any] | None = None) -> str:
     """``o200k_base`` or ``cl100k_base``: the encoding a prompt to ``model`` (a litellm model string) is counted
-    with. ``table``: litellm's price table (default: its bundled copy, read without importing litellm)."""
+    with. ``table``: litellm's price table (default: :func:`pytest_medhelm.thirdparty.litellm_price_table`)."""
     name = model.rsplit("/", 1)[-1]  # the deployment's name, without provider and region prefixes
     if name.startswith("ft:"):  # a fine-tune: its base model's ("ft:gpt-4o-mini:org::id")
         name = name.split(":")[1]
     known = _tiktoken_encoding(name)
-    if known is not None:
-        return "o200k_base" if known == "o200k_base" else "cl100k_base"
+    if known is not None:  # (gpt-oss's o200k_harmony is o200k_base with the special tokens of its chat format)
+        return "o200k_base" if known in ("o200k_base", "o200k_harmony") else "cl100k_base"
     if _LATER_OPENAI_RELEASE.match(name):
         return "o200k_base"
     if table is None:
@@ -72,22 +74,12 @@ def encoding_name(model: str, table: Mapping[str, Any] | None = None) -> str:
 
         table = litellm_price_table()
     if _listed_openai_chat_model(table, model, name):
-        # Azure spells gpt-3.5 "gpt-35"; a dated or suffixed variant has its family's encoding; a listed model
-        # newer than tiktoken's table is one of the o200k_base generation
-        variant = _tiktoken_encoding(name.replace("-35", "-3.5")) or _family_encoding(name) or "o200k_base"
-        return "o200k_base" if variant == "o200k_base" else "cl100k_base"
+        return "o200k_base"  # an OpenAI chat model newer than tiktoken's table: one of the o200k_base generation
     return "cl100k_base"
 
 
-def _family_encoding(name: str) -> str | None:
-    from tiktoken.model import MODEL_TO_ENCODING
-
-    families = [family for family in MODEL_TO_ENCODING if name.startswith(f"{family}-")]
-    return MODEL_TO_ENCODING[max(families, key=len)] if families else None
-
-
 class TokenCounter:
-    """Counts prompt tokens offline, one cached count per (encoding, prompt)."""
+    """Counts prompt tokens offline, the recent counts cached per (encoding, prompt)."""
 
     def __init__(self) -> None:
         self.method = "tiktoken"
@@ -111,7 +103,11 @@ class TokenCounter:
     def encoding_for(self, model: str) -> str:
         chosen = self._by_model.get(model)
         if chosen is None:
-            chosen = self._by_model[model] = encoding_name(model)
+            try:
+                chosen = encoding_name(model)
+            except Exception:  # noqa: BLE001 - an odd model string or price table: counted as most models are
+                chosen = "cl100k_base"
+            self._by_model[model] = chosen
         return chosen
 
     @staticmethod
@@ -120,11 +116,12 @@ class TokenCounter:
 
     def __call__(self, model: str, text: str) -> int:
         if not self._encodings:
-            self.method = "chars/4"
             return self.approximate(text)
         key = (self.encoding_for(model), text)
         cached = self._cache.get(key)
         if cached is None:
+            if len(self._cache) >= _CACHED_COUNTS:  # (a budget counts each prompt once: not every prompt kept)
+                self._cache.clear()
             encoded = self._encodings[key[0]].encode(text, disallowed_special=())
             cached = self._cache[key] = len(encoded) + CHAT_FORMAT_TOKENS
         return cached

@@ -94,9 +94,24 @@ def test_estimate_with_the_real_counter_sends_nothing():
     assert rows[0].counting == "tiktoken"
 
 
-def test_characters_over_four_when_the_tokenizers_are_unavailable():
+def test_a_model_named_otherwise_is_counted_with_the_tokenizer_of_the_string_sent():
+    """As the budget counts (with the litellm model string sent): a name of the user's own for gpt-4o gets gpt-4o's
+    o200k_base, not cl100k_base as an unknown name would."""
+    text = "Le patient présente une douleur thoracique ; 患者胸痛。"
     counter = TokenCounter()
-    counter._encodings = {}  # (tiktoken's files could not be loaded)
+    [row] = estimate([("pubmedqa", "our-gpt", text, 1)], litellm_models={"our-gpt": "openai/gpt-4o"},
+                     count_tokens=counter, prices=prices())
+    assert row.prompt_tokens == counter("openai/gpt-4o", text) != counter("our-gpt", text)
+
+
+def test_characters_over_four_when_the_tokenizers_are_unavailable(monkeypatch):
+    import tiktoken
+
+    def cannot_load(name):  # (as offline, with TIKTOKEN_CACHE_DIR at a folder without the file)
+        raise ConnectionError(f"no {name} here")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", cannot_load)
+    counter = TokenCounter()
     assert counter("openai/gpt-4o", "x" * 41) == 11 and counter.method == "chars/4"
     rows = estimate([("pubmedqa", "m", "x" * 40, 1)], count_tokens=counter, prices=Prices(use_litellm=False))
     assert rows[0].prompt_tokens == 10 and rows[0].counting == "chars/4"
@@ -134,8 +149,8 @@ def test_the_dry_run_counts_the_judge_prompts_a_run_would_send(pytester, shared_
     suite = Path(__file__).resolve().parents[1] / "benchmarks"
     result = pytester_runs.run(pytester, str(suite), "--medhelm-model", "openai/writer", "--medhelm-jury",
                                "openai/judge-a", "--medhelm-benchmark", "aci_bench", "--medhelm-data-dir",
-                               str(shared_data), "--medhelm-dry-run")  # (in this process, where tests/conftest.py
-    # imported litellm, which counts, before any inner session; a new interpreter spent 4 s of CPU importing it again)
+                               str(shared_data), "--medhelm-dry-run")  # (in this process: a new interpreter
+    # costs a second of CPU)
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert "medhelm dry run: judge prompts helm@ef439fc" in result.stdout.str()
     lines = result.stdout.lines

@@ -52,15 +52,20 @@ def _around(action: str) -> str:
 
 @pytest.mark.e2e  # a fresh interpreter, where litellm's import really happens
 def test_counting_tokens_offline_then_importing_litellm_leave_the_environment_as_it_was():
-    # one interpreter for both (litellm's import costs each new one 3-5 s of CPU): the counter's loading of its
+    # one interpreter for both (litellm's import costs each new one 3-7 s of CPU): the counter's loading of its
     # encodings, which does not import litellm, then litellm's import, each checked on its own
     action = """
+    import socket
+    def refused(*args, **kwargs):
+        raise OSError("no network in this check")
+    socket.getaddrinfo = socket.create_connection = socket.socket.connect = refused
     from pytest_medhelm.catalogue.user_files import count_tokens
     from pytest_medhelm.dryrun import TokenCounter
     counter = TokenCounter()
+    text = "Le patient présente une douleur thoracique ; 患者胸痛。"
     counted = {"changed": sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)),
-               "litellm": "litellm" in sys.modules, "method": counter.method,
-               "counts": [count_tokens("a patient with a cough"), counter("openai/gpt-4o", "a patient with a cough")]}
+               "counts": [count_tokens(text), counter("openai/gpt-4o", text), counter("openai/toy-model", text)],
+               "litellm": "litellm" in sys.modules, "method": counter.method}
     before = dict(os.environ)
     from pytest_medhelm.thirdparty import import_litellm
     litellm = import_litellm()
@@ -70,8 +75,10 @@ def test_counting_tokens_offline_then_importing_litellm_leave_the_environment_as
     counted, price_table = out["result"]
     assert counted["changed"] == []  # loading the encodings and counting changed nothing
     assert not counted["litellm"] and counted["method"] == "tiktoken"  # (counted without importing litellm)
-    cl100k, gpt4o = counted["counts"]
-    assert cl100k > 0 and gpt4o > cl100k  # o200k (gpt-4o) loaded offline too, the chat format's tokens around it
+    cl100k, gpt4o, toy = counted["counts"]
+    # both encodings loaded offline; a model tiktoken does not know was looked up in litellm's price table (read
+    # from its file: litellm still not imported) and counted with cl100k_base, the chat format's 7 tokens around it
+    assert toy == cl100k + 7 and gpt4o != toy
     assert out["litellm"] and price_table
     assert out["changed"] == []  # nor did the import
     assert out["env"] == {"LITELLM_LOCAL_MODEL_COST_MAP": None, "TIKTOKEN_CACHE_DIR": None}

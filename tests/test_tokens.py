@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 from report_fixtures import no_network
 
@@ -10,7 +12,7 @@ from pytest_medhelm.tokens import CHAT_FORMAT_TOKENS, TokenCounter, encoding_nam
 
 #: a text the two encodings count differently (o200k_base reads French, Chinese and Russian in fewer tokens)
 MIXED = ("Le patient présente une douleur thoracique — 患者胸痛。 Лечение: аспирин 325 мг; HbA1c 7.2%  \n\n"
-         "  tachycardia!!!")
+         "  tachycardia!!! <|endoftext|>")  # (special-token text in a prompt is counted as text, never refused)
 
 
 def test_real_counter_is_offline_and_fetches_no_tokenizer():
@@ -52,7 +54,8 @@ def test_every_model_of_litellms_price_table_is_counted_as_litellm_counts_it():
     """The count litellm.token_counter gives offline (its Hugging Face tokenizers switched off, as a dry run did
     when it counted with litellm), for each of the 9,700-odd model strings of litellm's price table with and without
     an "openai/" prefix, on a text whose count tells the two encodings apart. Where they differ, litellm is wrong:
-    it counts a fine-tune of o4-mini with cl100k_base, and one string is not a model."""
+    it counts gpt-oss (o200k_harmony, tiktoken says) and a fine-tune of o4-mini with cl100k_base, and one string is
+    not a model. (Compared with litellm 1.110; a later one may choose otherwise: the message names its version.)"""
     from pytest_medhelm.thirdparty import import_litellm
 
     litellm = import_litellm()
@@ -68,4 +71,7 @@ def test_every_model_of_litellms_price_table_is_counted_as_litellm_counts_it():
     finally:
         litellm.disable_hf_tokenizer_download = before
     assert len(models) > 5000
-    assert all("ft:o4-mini" in model or model == "openai/openai/container" for model in differ), differ
+    litellms_mistakes = [model for model in differ if "ft:o4-mini" in model or "gpt-oss" in model
+                         or model == "openai/openai/container"]
+    drifted = sorted(set(differ) - set(litellms_mistakes))
+    assert not drifted, f"litellm {version('litellm')} chooses another encoding than ours for: {', '.join(drifted)}"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import pytester_runs
-from pytester_runs import suite_args
+from pytester_runs import starts_xdist, suite_args
 from toy_benchmark import toy_rows
 
 from pytest_medhelm.options import parse_endpoint
@@ -86,9 +86,10 @@ def test_a_run_survives_one_replica_going_down(pytester, toy, xdist):
     assert result.ret == 0, text[-3000:]
     assert outcomes(result) == {"passed": 15, "missed": 15}
     assert scores(out) == expected_scores(30)  # every item answered and scored, none an error
-    # the dying one answered at most its 6 (fewer when the 7th request came while some of them were still being
-    # answered, on a loaded machine: those were dropped with it), the other all the rest, each item once
-    assert answered[0] <= 6 and answered[0] + answered[1] == 30, answered
+    # the dying one answered its 6 less those still in flight when the 7th came (dropped with it, on a loaded
+    # machine): in one process at most 3 besides the 7th (--medhelm-concurrency 4); the other all the rest, each
+    # item once
+    assert answered[0] >= (0 if starts_xdist(xdist) else 3) and answered[0] + answered[1] == 30, answered
     # no retries were allowed (--medhelm-retries 0): the requests the dead server dropped or refused went to the
     # other replica as failovers, said in the summary with the replica that rests
     assert "sent again to another replica" in text and dying.url in text, text[-3000:]
