@@ -111,7 +111,8 @@ def estimate(items: Iterable[DryItem], judges: Sequence[str] = (),
     (docs/reasoning.md): reserved in each of its requests' upper bound, as ``--medhelm-budget`` reserves them.
     ``open_benchmarks``: the slugs whose answers the jury grades (``judges`` each grade every answer once).
     ``litellm_models``: model or judge name → the litellm model string sent, for price look-ups and for choosing
-    the tokenizer, as the budget does (default: the name itself). ``count_tokens(model, text)``: the counter (default :class:`TokenCounter`). Sends nothing."""
+    the tokenizer, as the budget does (default: the name itself). ``count_tokens(model, text)``: the counter
+    (default :class:`TokenCounter`). Sends nothing."""
     prices = prices if prices is not None else Prices()
     counter = count_tokens if count_tokens is not None else TokenCounter()
     open_set = set(open_benchmarks)
