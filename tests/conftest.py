@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -87,7 +88,56 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_medhelm.options import starts_xdist_workers
 
     if not config.option.collectonly and not starts_xdist_workers(config):
-        _import_before_inner_sessions()
+        gc.disable()  # (these imports make only what lives to the end: no collection walks them on the way)
+        try:
+            _import_before_inner_sessions()
+        finally:
+            gc.enable()
+        _freeze_what_lives_on()
+
+
+# A test process's heap is large (litellm, the plugin, Hypothesis; then the libraries some tests load for good:
+# torch, scipy, pandas, NLTK; then the collected items) and lives to its end, while its tests make and drop a great
+# deal (pytester's in-process sessions import modules and drop them), so the collector's automatic full collections
+# came often, each walking all of it: 0.2-1 s each. Frozen once imported (collections held back meanwhile), once
+# collected and after a test that imported libraries for good, those walk only what the tests made: a fast-tier
+# worker's collections took 5.4-6.7 s of its 38-42 s of CPU before, 4.0-4.8 s after (gc.callbacks). An
+# in-process run of 1,000 items or more gives back everything frozen when it ends, as the plugin gives a caller of
+# pytest.main (pytest_medhelm/run/garbage.py): frozen again after such a test.
+_froze = False
+_ran_inner_session = False  # (whether the running test may start an in-process session: it uses pytester)
+_modules_when_frozen = 0
+#: this many more modules imported for good since the last freeze: frozen again (torch's stack is 2,000 and more)
+MODULES_TO_FREEZE_AGAIN = 100
+
+
+def _freeze_what_lives_on() -> None:
+    global _froze, _modules_when_frozen
+    gc.collect()
+    gc.freeze()
+    _froze, _modules_when_frozen = True, len(sys.modules)
+
+
+@pytest.fixture
+def nothing_frozen():
+    """For a test of what an in-process session freezes: this process's own freeze (above) given back meanwhile."""
+    if _froze:
+        gc.unfreeze()
+    yield
+    if _froze:
+        _freeze_what_lives_on()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if _froze:
+        _freeze_what_lives_on()  # (the items, which live to the end too)
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple) -> None:
+    # (gc.get_freeze_count walks the frozen objects, some 5 ms: asked only after a test with an in-process session)
+    if _froze and (len(sys.modules) > _modules_when_frozen + MODULES_TO_FREEZE_AGAIN
+                   or (_ran_inner_session and not gc.get_freeze_count())):
+        _freeze_what_lives_on()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -99,6 +149,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # stays; a worker whose tests never score BERTScore in process is spared its 3 s. pytester_runs.run fails a test
     # whose in-process run loaded torch when it was not imported before the test's fixtures.
     pytester_runs.before_fixtures(item.get_closest_marker("loads_torch") is not None)
+    global _ran_inner_session
+    _ran_inner_session = "pytester" in getattr(item, "fixturenames", ())
 
 
 pytest_plugins = ["pytester"]

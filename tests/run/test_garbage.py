@@ -58,7 +58,8 @@ def probed_run(pytester: pytest.Pytester, probe: str, source: str, data, url: st
 
 
 @pytest.mark.e2e  # (a whole run of 1,000 items)
-def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_the_end(pytester, toy, server):
+def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_the_end(pytester, toy, server,
+                                                                                      nothing_frozen):
     assert gc.get_freeze_count() == 0
     during, after = frozen_counts(pytester, toy(1000), server.url)
     assert during > 0  # the collected items (and all that was alive then)
@@ -66,7 +67,7 @@ def test_a_large_run_freezes_its_items_then_their_reports_and_releases_them_at_t
     assert gc.get_freeze_count() == 0  # a caller of pytest.main (here, pytester) gets them all collectable again
 
 
-def test_a_small_run_inside_another_session_freezes_nothing(pytester, toy, server):
+def test_a_small_run_inside_another_session_freezes_nothing(pytester, toy, server, nothing_frozen):
     # gc.get_referrers does not see frozen referrers, which a library checking for leaks may notice; and a session
     # nested in another (here pytester's) does not end with its process
     assert frozen_counts(pytester, toy(10), server.url) == (0, 0)
