@@ -15,12 +15,14 @@ from pytest_medhelm.catalogue.taxonomy import CATEGORIES
 from pytest_medhelm.values import Instance
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import pluggy
 
 __all__ = ["Benchmark", "Instance", "CATEGORY_PACKAGES", "Registry", "builtin_benchmarks"]
 
-#: category packages, one per category of the taxonomy, in the paper's order; each module in them that defines
-#: ``BENCHMARK`` is a built-in benchmark
+#: category packages, one per category of the taxonomy, in the paper's order; each module in them (but those whose
+#: names start with "_") defines one built-in benchmark as ``BENCHMARK``, its slug the module's name
 CATEGORY_PACKAGES: tuple[str, ...] = tuple(category.slug for category in CATEGORIES)
 
 
@@ -37,50 +39,76 @@ def builtin_modules() -> list[str]:
 
 
 def builtin_benchmarks() -> list[Benchmark]:
-    benchmarks = []
-    for name in builtin_modules():
-        module = importlib.import_module(name)
-        if hasattr(module, "BENCHMARK"):
-            benchmarks.append(module.BENCHMARK)
-    return benchmarks
+    """Every built-in benchmark, each of its module imported."""
+    return [_defined_in(name, name.rpartition(".")[2]) for name in builtin_modules()]
 
 
 class Registry:
-    """Benchmarks by slug. Registering a slug twice is an error unless ``replace=True`` (a plugin overriding one)."""
+    """Benchmarks by slug, in the order they were registered. Registering a slug twice is an error unless
+    ``replace=True`` (a plugin overriding one).
+
+    A built-in benchmark is registered by its module's name, which is its slug, and its module is imported when the
+    benchmark is first asked for: a process imports the definitions of the benchmarks it runs (an xdist worker of
+    a run of one benchmark, one module), not all 47 (40 ms at every start)."""
 
     def __init__(self) -> None:
-        self._by_slug: dict[str, Benchmark] = {}
+        #: a benchmark, or the dotted name of the module that defines it, not imported yet
+        self._entries: dict[str, Benchmark | str] = {}
 
     def register(self, benchmark: Benchmark, replace: bool = False) -> None:
-        if benchmark.slug in self._by_slug and not replace:
+        if benchmark.slug in self._entries and not replace:
             raise ValueError(f"benchmark {benchmark.slug!r} is registered twice")
-        self._by_slug[benchmark.slug] = benchmark
+        self._entries[benchmark.slug] = benchmark
+
+    def register_module(self, module: str) -> None:
+        """The benchmark that ``module`` defines as ``BENCHMARK``, whose slug is the module's last name."""
+        slug = module.rpartition(".")[2]
+        if slug in self._entries:
+            raise ValueError(f"benchmark {slug!r} is registered twice")
+        self._entries[slug] = module
 
     def get(self, slug: str) -> Benchmark:
         try:
-            return self._by_slug[slug]
+            entry = self._entries[slug]
         except KeyError:
-            known = ", ".join(sorted(self._by_slug))
+            known = ", ".join(sorted(self._entries))
             raise KeyError(f"unknown benchmark {slug!r}; known: {known}") from None
+        if isinstance(entry, str):
+            entry = self._entries[slug] = _defined_in(entry, slug)
+        return entry
 
     def __contains__(self, slug: object) -> bool:
-        return slug in self._by_slug
+        return slug in self._entries
 
-    def __iter__(self):
-        return iter(self._by_slug.values())
+    def __iter__(self) -> Iterator[Benchmark]:
+        return iter([self.get(slug) for slug in list(self._entries)])
 
     def __len__(self) -> int:
-        return len(self._by_slug)
+        return len(self._entries)
 
     def slugs(self) -> list[str]:
-        return list(self._by_slug)
+        return list(self._entries)
+
+    def category_of(self, slug: str) -> str:
+        """A benchmark's category slug; a built-in's without importing its module (its category package's name,
+        which tests/catalogue/test_suite_modules.py holds to its definition's category)."""
+        entry = self._entries.get(slug)
+        return entry.rpartition(".")[0].rpartition(".")[2] if isinstance(entry, str) else self.get(slug).category
+
+
+def _defined_in(module: str, slug: str) -> Benchmark:
+    benchmark = getattr(importlib.import_module(module), "BENCHMARK", None)
+    if not isinstance(benchmark, Benchmark) or benchmark.slug != slug:
+        raise ValueError(f"{module} must define BENCHMARK, a Benchmark whose slug is its module's name {slug!r}")
+    return benchmark
 
 
 def build_registry(hook: pluggy.HookRelay | None = None) -> Registry:
-    """The built-in benchmarks, plus those other plugins register through ``hook`` (a pytest hook relay)."""
+    """The built-in benchmarks (their modules imported when first asked for), plus those other plugins register
+    through ``hook`` (a pytest hook relay)."""
     registry = Registry()
-    for bench in builtin_benchmarks():
-        registry.register(bench)
+    for module in builtin_modules():
+        registry.register_module(module)
     if hook is not None:
         hook.pytest_medhelm_register_benchmarks(registry=registry)
     return registry

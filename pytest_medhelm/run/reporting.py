@@ -106,7 +106,9 @@ class Reporting:
         from pytest_medhelm.report.results import build_report, evaluate_gates
 
         ctx, rc = self.ctx, self.ctx.run_config
-        catalogue = {b.slug: b for b in ctx.registry}
+        # (the definitions of the benchmarks this run has records of or selected: the others' modules stay unread)
+        wanted = {r.benchmark for r in self.records} | (self.selected or set())
+        catalogue = {slug: ctx.registry.get(slug) for slug in ctx.registry.slugs() if slug in wanted}
         judged = any(catalogue[r.benchmark].is_judged and not _graded(catalogue[r.benchmark])
                      for r in self.records if r.benchmark in catalogue)
         results = build_report(self.records, catalogue, models=rc.models, judges=ctx.judge_names() if judged else [],
@@ -139,8 +141,8 @@ class Reporting:
             self.calibration_lines = write_calibration(results, rootdir)
         if rc.shard is None:
             benchmarks_of: dict[str, set[str]] = {}
-            for bench in ctx.registry:
-                benchmarks_of.setdefault(bench.category, set()).add(bench.slug)
+            for slug in ctx.registry.slugs():
+                benchmarks_of.setdefault(ctx.registry.category_of(slug), set()).add(slug)
             evaluate_gates(results, rc.thresholds, selected=self.selected, benchmarks_of=benchmarks_of,
                            strict=rc.strict_gates)
         else:  # a shard holds part of each benchmark: thresholds are checked on the merged run
