@@ -179,12 +179,11 @@ def _check_benchmark_args(config: pytest.Config, given: tuple, known_benchmarks:
     if not given:
         return
     if registry is None:
-        from pytest_medhelm.catalogue import builtin_benchmarks
+        from pytest_medhelm.catalogue import build_registry
 
-        registry = builtin_benchmarks()
-    by_slug = {bench.slug: bench for bench in registry}
-    for slug in dict(given):
-        bench = by_slug.get(slug)
+        registry = build_registry()
+    for slug in dict(given):  # (only the named benchmarks' definitions are read)
+        bench = registry.get(slug) if slug in registry else None
         pairs = tuple(pair for name, p in given if name == slug for pair in p)
         if bench is None or bench.read_arguments is None:
             raise _usage(f"{where} {slug}: this benchmark takes no arguments")

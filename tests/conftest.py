@@ -88,11 +88,15 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_medhelm.options import starts_xdist_workers
 
     if not config.option.collectonly and not starts_xdist_workers(config):
-        gc.disable()  # (these imports make only what lives to the end: no collection walks them on the way)
+        # (no collection walks these imports on the way: what they leave of cyclic garbage is collected once, before
+        # the freeze, and a collector someone turned off stays off)
+        was_enabled = gc.isenabled()
+        gc.disable()
         try:
             _import_before_inner_sessions()
         finally:
-            gc.enable()
+            if was_enabled:
+                gc.enable()
         _freeze_what_lives_on()
 
 
@@ -103,7 +107,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # collected and after a test that imported libraries for good, those walk only what the tests made: a fast-tier
 # worker's collections took 5.4-6.7 s of its 38-42 s of CPU before, 4.0-4.8 s after (gc.callbacks). An
 # in-process run of 1,000 items or more gives back everything frozen when it ends, as the plugin gives a caller of
-# pytest.main (pytest_medhelm/run/garbage.py): frozen again after such a test.
+# pytest.main (pytest_medhelm/run/garbage.py): frozen again after such a test. (A freeze after a test also keeps the
+# values of module- and session-scoped fixtures alive then: what cyclic garbage they leave is freed at the exit.)
 _froze = False
 _ran_inner_session = False  # (whether the running test may start an in-process session: it uses pytester)
 _modules_when_frozen = 0
@@ -119,13 +124,12 @@ def _freeze_what_lives_on() -> None:
 
 
 @pytest.fixture
-def nothing_frozen():
-    """For a test of what an in-process session freezes: this process's own freeze (above) given back meanwhile."""
+def nothing_frozen(pytester: pytest.Pytester) -> None:
+    """For a test of what an in-process session freezes: this process's own freeze (above) given back. The process
+    freezes again once the test and its fixtures are done (pytest_runtest_logfinish: nothing frozen after a test
+    using pytester), not when this fixture ends, which would freeze the test's other fixtures' objects."""
     if _froze:
         gc.unfreeze()
-    yield
-    if _froze:
-        _freeze_what_lives_on()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -148,9 +152,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # here, before the test's fixtures (pytester's among them, whose snapshot of sys.modules would drop it too), it
     # stays; a worker whose tests never score BERTScore in process is spared its 3 s. pytester_runs.run fails a test
     # whose in-process run loaded torch when it was not imported before the test's fixtures.
-    pytester_runs.before_fixtures(item.get_closest_marker("loads_torch") is not None)
     global _ran_inner_session
     _ran_inner_session = "pytester" in getattr(item, "fixturenames", ())
+    pytester_runs.before_fixtures(item.get_closest_marker("loads_torch") is not None)
 
 
 pytest_plugins = ["pytester"]

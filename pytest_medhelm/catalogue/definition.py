@@ -2,8 +2,8 @@
 
 A :class:`Benchmark` names its data files (:class:`~pytest_medhelm.data.sources.DataFile`), a function that builds
 :class:`Instance` objects from those files (in HELM's order), a prompt template that renders an instance into the
-exact text HELM sends, generation settings, and a metric. Nothing here imports anything heavy: the registry is
-built at collection time and must stay cheap.
+exact text HELM sends, generation settings, and a metric. Nothing here imports anything heavy: a definition is
+imported in every process that collects its benchmark and must stay cheap.
 """
 
 from __future__ import annotations

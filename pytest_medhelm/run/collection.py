@@ -60,8 +60,12 @@ class Collection:
         if slug is None:
             raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test using medhelm fixtures needs "
                                     "@pytest.mark.medhelm(benchmark='<slug>')")
-        bench = self.ctx.registry.get(slug)
         rc = self.ctx.run_config
+        if rc.benchmarks and slug not in rc.benchmarks:  # (its definition is not even imported)
+            category = getattr(pytest.mark, self.ctx.registry.category_of(slug))
+            case = pytest.param(Case(slug, deselected=True), marks=[pytest.mark.medhelm, category])
+            return metafunc.parametrize("medhelm_case", [case], ids=["deselected"])
+        bench = self.ctx.registry.get(slug)
         marks = [pytest.mark.medhelm, getattr(pytest.mark, bench.category), getattr(pytest.mark, bench.access)]
 
         def one(case: Case, item_id: str, *extra: Any) -> None:

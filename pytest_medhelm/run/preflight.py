@@ -24,8 +24,11 @@ def check_local_only(ctx: RunContext) -> None:
 
     rc = ctx.run_config
     benchmarks = []
-    for bench in ctx.registry:
-        if bench.access not in ("gated", "private") or (rc.benchmarks and bench.slug not in rc.benchmarks):
+    for slug in ctx.registry.slugs():
+        if rc.benchmarks and slug not in rc.benchmarks:
+            continue  # (its definition is not even imported)
+        bench = ctx.registry.get(slug)
+        if bench.access not in ("gated", "private"):
             continue
         try:
             resolve_files(bench, rc.data_dir, download=False)
