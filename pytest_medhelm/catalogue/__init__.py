@@ -50,7 +50,7 @@ class Registry:
     A built-in benchmark is registered by its module's name, which is its slug, and its module is imported when the
     benchmark is first asked for: a process imports the definitions of the benchmarks it collects and runs (a
     worker of a run of one benchmark of the suite, one module; a run of the user's own benchmarks, none), not every
-    built-in one (40 ms at every start, 47 of them today)."""
+    built-in one (about a millisecond each, at every start)."""
 
     def __init__(self) -> None:
         #: a benchmark, or the dotted name of the module that defines it, not imported yet
