@@ -27,6 +27,7 @@ from pytest_medhelm.options import (
 )
 
 if TYPE_CHECKING:
+    from pytest_medhelm.catalogue import Registry
     from pytest_medhelm.values import ModelSpec
 
     _Declared = RunOptions  # a type checker reads the fields from their declarations; pydantic is given them below
@@ -96,7 +97,8 @@ def _usage(message: str) -> pytest.UsageError:
     return pytest.UsageError(f"pytest-medhelm: {message}")
 
 
-def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any = None) -> RunConfig:
+def from_pytest(config: pytest.Config, known_benchmarks: set[str],
+                registry: Registry | None = None) -> RunConfig:
     """``registry`` (the run's benchmarks) checks --medhelm-benchmark-args; without it, the built-in ones."""
     values: dict[str, Any] = {name: derived.default for name, derived in DERIVED.items()}
     for name, opt in FIELDS.items():
@@ -169,7 +171,7 @@ def from_pytest(config: pytest.Config, known_benchmarks: set[str], registry: Any
 
 
 def _check_benchmark_args(config: pytest.Config, given: tuple, known_benchmarks: set[str], compat: str,
-                          registry: Any) -> None:
+                          registry: Registry | None) -> None:
     """Each --medhelm-benchmark-args names a known benchmark that takes arguments, and its values read (a usage
     error otherwise, before anything is collected)."""
     where = _where(config, FIELDS["benchmark_args"])

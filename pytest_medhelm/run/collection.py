@@ -61,20 +61,19 @@ class Collection:
             raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test using medhelm fixtures needs "
                                     "@pytest.mark.medhelm(benchmark='<slug>')")
         rc = self.ctx.run_config
-        if rc.benchmarks and slug not in rc.benchmarks:  # (its definition is not even imported)
+        # a benchmark not selected is deselected without its definition even imported; one measuring the rubric
+        # grader (healthbench_meta) runs only when named, its items the grader's
+        bench = None if rc.benchmarks and slug not in rc.benchmarks else self.ctx.registry.get(slug)
+        grader_measured = bench is not None and getattr(bench.metric, "measures_grader", False)
+        if bench is None or (grader_measured and slug not in rc.benchmarks):
             category = getattr(pytest.mark, self.ctx.registry.category_of(slug))
-            case = pytest.param(Case(slug, deselected=True), marks=[pytest.mark.medhelm, category])
-            return metafunc.parametrize("medhelm_case", [case], ids=["deselected"])
-        bench = self.ctx.registry.get(slug)
+            deselected = pytest.param(Case(slug, deselected=True), marks=[pytest.mark.medhelm, category])
+            return metafunc.parametrize("medhelm_case", [deselected], ids=["deselected"])
         marks = [pytest.mark.medhelm, getattr(pytest.mark, bench.category), getattr(pytest.mark, bench.access)]
 
         def one(case: Case, item_id: str, *extra: Any) -> None:
             metafunc.parametrize("medhelm_case", [pytest.param(case, marks=marks + list(extra))], ids=[item_id])
 
-        # a benchmark measuring the rubric grader (healthbench_meta) runs only when named, its items the grader's
-        grader_measured = getattr(bench.metric, "measures_grader", False)
-        if (rc.benchmarks or grader_measured) and slug not in rc.benchmarks:
-            return one(Case(slug, deselected=True), "deselected")
         models = (self.ctx.grader_name(slug),) if grader_measured else rc.models
         if not models:
             reason = "no model under test: pass --medhelm-model MODEL (e.g. --medhelm-model local/smollm2)"

@@ -107,7 +107,8 @@ class Reporting:
 
         ctx, rc = self.ctx, self.ctx.run_config
         # (the definitions of the benchmarks this run has records of or selected: the others' modules stay unread)
-        wanted = {r.benchmark for r in self.records} | (self.selected or set())
+        recorded = {r.benchmark for r in self.records}
+        wanted = recorded | (self.selected or set())
         catalogue = {slug: ctx.registry.get(slug) for slug in ctx.registry.slugs() if slug in wanted}
         judged = any(catalogue[r.benchmark].is_judged and not _graded(catalogue[r.benchmark])
                      for r in self.records if r.benchmark in catalogue)
@@ -126,7 +127,7 @@ class Reporting:
             run.budget = ctx.budget.as_json()
         from pytest_medhelm.report.generation_cap import cap_record
 
-        slugs = self.selected if self.selected is not None else {r.benchmark for r in self.records}
+        slugs = self.selected if self.selected is not None else recorded
         run.generation_cap = cap_record(rc.max_tokens, (catalogue[s] for s in slugs if s in catalogue))
         run.reasoning = self._reasoning(judged, slugs, catalogue)
         shared = ctx.shared_cache_record()
