@@ -294,6 +294,13 @@ class AnswerCache:
             entry = self._from_shared([key]).get(key)
         return None if entry is None else self._completion(entry)
 
+    def get_here(self, key: str) -> Completion | None:
+        """The answer held for ``key`` in this directory only, not in the shared cache: what an xdist worker polls
+        for while the controller sends its answer (the controller looked the shared cache up for every planned
+        answer and copied what it found here; a Redis round trip at each poll would only slow the wait)."""
+        entry = self._read(key)
+        return self._completion(entry) if self._usable(entry) else None
+
     def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
         """The answers held for ``keys``, each as :meth:`get` finds it (here, else in the shared cache, copied
         here), read in a few queries instead of one (and one Redis round trip) per key: a run's start looks up

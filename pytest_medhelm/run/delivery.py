@@ -260,25 +260,27 @@ class Delivery:
                 self._say_sender_crash(exc)
                 return None
         if key in self._from_controller:
-            found = self._in_shared_cache(key)
+            found = self._in_cache_dir(key)
             if found is not None or self._controller_done():
                 return found
             with self._timeout_paused():
-                return self._poll_shared_cache(key)
+                return self._poll_cache_dir(key)
         return None
 
     def _say_sender_crash(self, exc: Exception) -> None:
         if self._sender_crash is None:  # (said in the terminal summary)
             self._sender_crash = f"{exc}; the items that waited for it asked for their own answers"
 
-    def _in_shared_cache(self, key: str) -> Completion | ModelError | None:
-        return self.ctx.cache.get(key) or self.ctx.cache.get_error(key)
+    def _in_cache_dir(self, key: str) -> Completion | ModelError | None:
+        """What the controller stored for ``key`` in the run's cache directory, which every process of the run
+        shares (never the Redis tier: the controller read that once for every planned answer)."""
+        return self.ctx.cache.get_here(key) or self.ctx.cache.get_error(key)
 
-    def _poll_shared_cache(self, key: str) -> Completion | ModelError | None:
+    def _poll_cache_dir(self, key: str) -> Completion | ModelError | None:
         delay = 0.002
         while True:
             done = self._controller_done()  # read before the cache: an answer stored just before it is seen
-            found = self._in_shared_cache(key)
+            found = self._in_cache_dir(key)
             if found is not None or done:
                 return found
             time.sleep(delay)
@@ -325,8 +327,8 @@ class Delivery:
 
         key = request.cache_key()
         result = self._awaited(key)
-        if result is None:
-            result = self._in_shared_cache(key)
+        if result is None:  # (an answer no process sends for this run: the shared cache too)
+            result = self.ctx.cache.get(key) or self.ctx.cache.get_error(key)
         if isinstance(result, ModelError) and not isinstance(result, BudgetExhausted) and key in self._errors_served:
             result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
         if result is None:

@@ -429,12 +429,16 @@ def test_an_unreachable_redis_is_said_in_the_summary_under_q_and_in_the_results(
 def test_the_results_say_a_shared_cache_that_answered(pytester, toy, redis_url, redis_db, mode):
     data = toy(2)
     out = pytester.path / "r.json"
-    with running_server(answer="A") as server:
+    redis_db.config_resetstat()
+    # (slow answers: an xdist worker waits for its answer from the controller, and reads the cache directory only)
+    with running_server(answer="A", latency=0.3) as server:
         result = inner(pytester, *toy_args(server, data, pytester.path / "c", "--medhelm-cache-url", redis_url,
                                            "--medhelm-json", str(out), *mode))
         assert result.ret == 0, result.stdout.str()
         assert json.loads(out.read_text())["run"]["shared_cache"] == {"url": redis_url, "answered": True,
                                                                       "problem": None, "hits": 0, "writes": 2}
+        # Redis is asked once for each planned answer, whatever the mode
+        assert redis_db.info("commandstats")["cmdstat_strlen"]["calls"] == 2
         # a second runner: every answer from Redis, counted by whichever process read it (an xdist worker too)
         again = inner(pytester, *toy_args(server, data, pytester.path / "c2", "--medhelm-cache-url", redis_url,
                                           "--medhelm-json", str(out), *mode))
