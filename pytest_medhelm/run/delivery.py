@@ -6,11 +6,11 @@ thread), while the items run; each answer is cached the moment it arrives, and a
 judged benchmark is followed at once by its judge requests. Both modes print the same summary lines.
 
 **Receiving** (:meth:`Delivery.complete`, the central process or an xdist worker): an item waits only for its own
-answer. How it waits is chosen once, by role: the central process waits on its sender; a worker polls the shared
-cache (the controller's sender writes there) until the answer or its error is there, or the controller says it
-has stopped sending (then the worker asks itself). A request nobody planned (a test body's own question) goes
-through the running sender, ahead of what waits there; with no sender running it is sent at once. Errors travel
-as structured values (:meth:`ModelError.to_json`), never as text to parse.
+answer. How it waits is chosen once, by role: the central process waits on its sender; a worker polls the run's
+cache directory (the controller's sender writes there; never Redis, which the controller read) until the answer or
+its error is there, or the controller says it has stopped sending (then the worker asks itself). A request nobody
+planned (a test body's own question) goes through the running sender, ahead of what waits there; with no sender
+running it is sent at once. Errors travel as structured values (:meth:`ModelError.to_json`), never as text to parse.
 """
 
 from __future__ import annotations
@@ -327,7 +327,7 @@ class Delivery:
 
         key = request.cache_key()
         result = self._awaited(key)
-        if result is None:  # (an answer no process sends for this run: the shared cache too)
+        if result is None:  # (not sent for this run, or no longer coming: both tiers of the cache)
             result = self.ctx.cache.get(key) or self.ctx.cache.get_error(key)
         if isinstance(result, ModelError) and not isinstance(result, BudgetExhausted) and key in self._errors_served:
             result = None  # asked again after its error (a rerun): the stored error is not an answer; ask anew
@@ -353,14 +353,15 @@ class Delivery:
 
     def answers_at_hand(self, slug: str) -> list[tuple[str, Instance]]:
         """(answer text, instance) of every planned answer of benchmark ``slug`` already here (in memory, from the
-        sender, or in the shared cache), without waiting."""
+        sender, or in the run's cache directory: the process that sent, or the controller, read Redis for every
+        planned answer already), without waiting."""
         out: list[tuple[str, Instance]] = []
         for key, instances in self.plan.keys_of(slug):
             answer: Completion | ModelError | None = self._answers.get(key)
             if answer is None and self._sender is not None and self._sender.has(key):
                 answer = self._sender.wait(key)
             if answer is None:
-                answer = self.ctx.cache.get(key)
+                answer = self.ctx.cache.get_here(key)
             if answer is not None and not isinstance(answer, Exception):
                 out.extend((answer.text, inst) for inst in instances if inst.benchmark == slug)
         return out

@@ -2,7 +2,7 @@
 
 * :class:`Worker`: when it has collected, it plans its medhelm items and writes the plan (each answer's request,
   and for a judged benchmark what the jury reads of the instance) to a private file named by run id; its items
-  then wait on the shared cache for the answers the controller sends. At its end it tells the controller, in
+  then wait in the run's cache directory for the answers the controller sends. At its end it tells the controller, in
   xdist's ``workeroutput``, whether it stopped because every model under test fails every request.
 * :class:`Controller`: hands the run's identity (:class:`~.context.Handover`) to the workers; when the first
   worker's collection arrives it reads that plan and starts the same background sender as a single-process run.

@@ -393,14 +393,13 @@ def checkout_description(repo: Path) -> str:
     return f"{repo} at {commit}{' + changes' if dirty else ''}"
 
 
-#: the additions of the calibration loop: a machine's speed today, to read figures measured on other days by
+#: the additions of the calibration loop, whose time says how fast the machine is now (figures measured on other
+#: days are read by it: the test suite is CPU-bound on two cores, BENCHMARKS.md)
 LOOP_ADDITIONS = 10_000_000
 
 
-def machine_speed(repeats: int = 3) -> float:
-    """Seconds of a pure-Python loop of :data:`LOOP_ADDITIONS` additions, the best of ``repeats``: the machine of
-    this work gave 0.52-0.79 s within one hour of 2026-11-29 (the test suite is CPU-bound on two cores: its time
-    moves with this figure, BENCHMARKS.md)."""
+def loop_seconds(repeats: int = 3) -> float:
+    """Seconds of a pure-Python loop of :data:`LOOP_ADDITIONS` additions, the best of ``repeats``."""
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()
@@ -492,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     # them from source in every session, which no installed user pays)
     compileall.compile_dir(str(repo / "pytest_medhelm"), quiet=1)
     load = os.getloadavg()[0]
-    speed = machine_speed()
+    loop_at_start = loop_seconds()
     rows: list[Row] = []
     failed = False
     with tempfile.TemporaryDirectory(prefix="medhelm-bench-") as tmp:
@@ -512,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"checkout: {checkout_description(repo)}; data: {data_dir}")
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"pytest {pytest_version()}; load average at start {load:.2f}, at end {os.getloadavg()[0]:.2f}; "
-          f"a Python loop of {LOOP_ADDITIONS:,} additions {speed:.2f} s")
+          f"a Python loop of {LOOP_ADDITIONS:,} additions at start {loop_at_start:.2f} s, at end "
+          f"{loop_seconds():.2f} s")
     print(tabulate([[row.measure, row.ours, row.reference, row.ratio] for row in rows],
                    headers=["measure", "pytest-medhelm", "reference", "ratio / target"], tablefmt="github"))
     return 1 if failed else 0
