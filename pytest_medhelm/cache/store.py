@@ -289,10 +289,11 @@ class AnswerCache:
 
     def get(self, key: str) -> Completion | None:
         """The answer held for ``key``: here, else in the shared cache (copied here); None without one."""
-        entry = self._read(key)
-        if not self._usable(entry):
+        found = self.get_here(key)
+        if found is None:
             entry = self._from_shared([key]).get(key)
-        return None if entry is None else self._completion(entry)
+            found = None if entry is None else self._completion(entry)
+        return found
 
     def get_here(self, key: str) -> Completion | None:
         """The answer held for ``key`` in this directory only, not in the shared cache: what an xdist worker polls
