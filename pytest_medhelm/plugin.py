@@ -77,6 +77,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # none of the plugin never imports pytest_medhelm.run nor runs a medhelm hook per test
 
 
+@pytest.hookimpl(tryfirst=True)  # before the terminal reporter prints the interruption
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    # In every session (a Ctrl-C can come before the run starts, or in a session with no medhelm test): a traceback
+    # entry without a line number would make pytest's reporter crash (exit 1 instead of 2). Imported only now.
+    from pytest_medhelm.run.interrupt_traceback import give_every_entry_a_line
+
+    give_every_entry_a_line(excinfo)
+
+
 def start_run(config: pytest.Config) -> Run:
     from pytest_medhelm.run import start
 

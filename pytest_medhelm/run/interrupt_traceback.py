@@ -1,50 +1,70 @@
-"""A Ctrl-C's traceback made printable by pytest, so that an interrupted run still ends as one (exit status 2).
+"""A Ctrl-C's traceback made printable by pytest, so that an interrupted session still ends as one (exit status 2).
 
-A signal lands between two bytecode instructions, and on CPython 3.11 some instructions have no line number (those
-the compiler adds: a class body's or a comprehension's set-up, an exception handler's clean-up): a
-KeyboardInterrupt raised there has a traceback entry whose ``tb_lineno`` is None. pytest's terminal reporter,
-rendering the interruption (``pytest_keyboard_interrupt``), subtracts 1 from it and fails with a TypeError, so the
-run that was stopped by Ctrl-C ended as a crash (exit status 1, pytest's own traceback instead of the summary).
-It happened on CI when the signal landed in pydantic building a record class. Each such entry is given its
-function's first line here, before the reporter reads it; nothing else of the traceback changes.
+A signal lands between two bytecode instructions, and since CPython 3.11 some instructions have no line number
+(those the compiler adds: an exception handler's entry and clean-up, a comprehension's set-up): a KeyboardInterrupt
+raised there has a traceback entry whose ``tb_lineno`` is None. pytest's traceback entry subtracts 1 from it, so
+rendering the interruption (the terminal reporter's ``pytest_keyboard_interrupt``) raised a TypeError: the session
+that Ctrl-C stopped ended as a crash, exit status 1 and Python's traceback of that TypeError instead of pytest's
+summary. (It happened on CI, the signal landing in pydantic building a model class.)
+
+The plugin's hook (:mod:`pytest_medhelm.plugin`) calls :func:`give_every_entry_a_line` before the reporter reads
+the traceback: each entry without a line number is replaced by one on the nearest line before its instruction (its
+function's first line if there is none), with no instruction offset (so no column either). The chain is rebuilt
+(the entries are new objects); every frame is kept, in order.
 """
 
 from __future__ import annotations
 
-from types import TracebackType
+from types import CodeType, TracebackType
 
 import pytest
 
 
 def give_every_entry_a_line(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-    """Mend the tracebacks of ``excinfo`` (its exception's, and those of the exceptions chained to it) in place:
-    an entry without a line number gets its function's first line."""
-    seen: set[int] = set()
-    exc: BaseException | None = excinfo.value
+    """Mend, in place, the traceback of ``excinfo`` and those of the exceptions chained to its exception.
+
+    pytest reads the mended chain through ``excinfo.traceback``; ``excinfo.tb`` (the raw chain it was made with)
+    is left as it was."""
+    top = _with_lines(excinfo.tb)
+    if top is not excinfo.tb and top is not None:
+        excinfo.value.__traceback__ = top
+        excinfo.traceback = pytest.ExceptionInfo.from_exception(excinfo.value).traceback
+    seen = {id(excinfo.value)}
+    # (a suppressed context is mended too: harmless, and pytest decides whether to show it)
+    exc = excinfo.value.__cause__ if excinfo.value.__cause__ is not None else excinfo.value.__context__
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        mended = _with_lines(exc.__traceback__)
-        if mended is not None and mended is not exc.__traceback__:
-            exc.__traceback__ = mended
-            if exc is excinfo.value:  # (pytest's ExceptionInfo keeps the traceback it was made with)
-                excinfo.traceback = pytest.ExceptionInfo.from_exc_info((excinfo.type, exc, mended)).traceback
-        exc = exc.__cause__ or exc.__context__
+        exc.__traceback__ = _with_lines(exc.__traceback__)
+        exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__
 
 
 def _with_lines(tb: TracebackType | None) -> TracebackType | None:
-    """``tb`` itself when each entry has a line number; else the same entries, each missing one given its
-    function's first line (and no instruction offset: the offset points at no line, so at no column either)."""
+    """``tb`` itself when each of its entries has a line number; else the same frames, in order, each entry
+    without a line number replaced."""
     entries: list[TracebackType] = []
     entry = tb
     while entry is not None:
         entries.append(entry)
         entry = entry.tb_next
-    if all(entry.tb_lineno is not None for entry in entries):
+    if all(each.tb_lineno is not None for each in entries):
         return tb
     mended: TracebackType | None = None
-    for entry in reversed(entries):
-        if entry.tb_lineno is None:
-            mended = TracebackType(mended, entry.tb_frame, -1, entry.tb_frame.f_code.co_firstlineno)
+    for each in reversed(entries):
+        if each.tb_lineno is None:
+            line = _line_before(each.tb_frame.f_code, each.tb_lasti)
+            mended = TracebackType(mended, each.tb_frame, -1, line)
         else:
-            mended = TracebackType(mended, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+            mended = TracebackType(mended, each.tb_frame, each.tb_lasti, each.tb_lineno)
     return mended
+
+
+def _line_before(code: CodeType, offset: int) -> int:
+    """The line of the nearest instruction at or before ``offset`` that has one; the function's first line if
+    none has."""
+    line = code.co_firstlineno
+    for start, _end, number in code.co_lines():
+        if start > offset:
+            break
+        if number is not None:
+            line = number
+    return line

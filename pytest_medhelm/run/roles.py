@@ -23,7 +23,6 @@ import pytest
 from pytest_medhelm.run.collection import asked_pairs, has_medhelm_items
 from pytest_medhelm.run.context import Handover, run_every_step
 from pytest_medhelm.run.garbage import CollectorPolicy
-from pytest_medhelm.run.interrupt_traceback import give_every_entry_a_line
 from pytest_medhelm.run.session import Run
 from pytest_medhelm.values import printable
 
@@ -176,10 +175,6 @@ class Role:
                 self.after_items(session)
                 self.collector.freeze_again()  # (the results just built live until the end too)
         return result
-
-    @pytest.hookimpl(tryfirst=True)  # before the terminal reporter renders the traceback
-    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        give_every_entry_a_line(excinfo)  # (else a Ctrl-C can end the run as a crash: interrupt_traceback.py)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         self.summarize(terminalreporter, config)
