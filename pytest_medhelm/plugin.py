@@ -1,10 +1,11 @@
 """pytest-medhelm's entry point (``pytest11: medhelm``): options, markers, fixtures, and the start of the run.
 
 Kept thin and cheap on purpose: a pytest session that collects no medhelm item imports nothing heavy (no litellm,
-no pydantic, no numpy) and not even :mod:`pytest_medhelm.run`. The work happens in :mod:`pytest_medhelm.run`: the
-run is created in one place (:func:`pytest_medhelm.run.start`, which chooses the process's role once and registers
-it as the run's plugin), at configure whenever a medhelm option is set or xdist is in play; otherwise (no option, a
-single process: the role can only be the central one) when the first medhelm test is collected.
+no pydantic, no numpy) and not even :mod:`pytest_medhelm.run` (unless Ctrl-C stops it: the hook below). The work
+happens in :mod:`pytest_medhelm.run`: the run is created in one place (:func:`pytest_medhelm.run.start`, which
+chooses the process's role once and registers it as the run's plugin), at configure whenever a medhelm option is
+set or xdist is in play; otherwise (no option, a single process: the role can only be the central one) when the
+first medhelm test is collected.
 """
 
 from __future__ import annotations
