@@ -25,17 +25,15 @@ def give_every_entry_a_line(excinfo: pytest.ExceptionInfo[BaseException]) -> Non
 
     pytest reads the mended chain through ``excinfo.traceback``; ``excinfo.tb`` (the raw chain it was made with)
     is left as it was."""
-    top = _with_lines(excinfo.tb)
-    if top is not excinfo.tb and top is not None:
-        excinfo.value.__traceback__ = top
-        excinfo.traceback = pytest.ExceptionInfo.from_exception(excinfo.value).traceback
-    seen = {id(excinfo.value)}
-    # (a suppressed context is mended too: harmless, and pytest decides whether to show it)
-    exc = excinfo.value.__cause__ if excinfo.value.__cause__ is not None else excinfo.value.__context__
+    seen: set[int] = set()
+    exc: BaseException | None = excinfo.value
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        exc.__traceback__ = _with_lines(exc.__traceback__)
+        exc.__traceback__ = _with_lines(excinfo.tb if exc is excinfo.value else exc.__traceback__)
+        # (a suppressed context is mended too: harmless, and pytest decides whether to show it)
         exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+    if excinfo.value.__traceback__ is not excinfo.tb:
+        excinfo.traceback = pytest.ExceptionInfo.from_exception(excinfo.value).traceback
 
 
 def _with_lines(tb: TracebackType | None) -> TracebackType | None:
